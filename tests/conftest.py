@@ -1,0 +1,29 @@
+"""Test set-up: tf-keras unless the run asks for Keras 3.
+
+``TF_USE_LEGACY_KERAS=0 pytest tests/layers`` runs the layer tests under
+Keras 3 (TensorFlow backend); the default is tf-keras, as for the pipeline.
+"""
+
+import os
+import pathlib
+
+import pytest
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+SHARED_DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> pathlib.Path:
+    """The real datasets folder; skips the test when it is absent."""
+    path = SHARED_DATA.resolve()
+    if not path.is_dir():
+        pytest.skip(f"real datasets not found at {path}")
+    return path
+
+
+def keras3() -> bool:
+    return os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
+        "0", "false", "no", "off")

@@ -1,0 +1,73 @@
+"""Which Keras TensorFlow uses, and the check TFRS-dependent parts make.
+
+TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
+TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
+is first resolved. The layers in ``tfrec_tricks.layers`` work with either
+Keras; models, tuning and export need tf-keras.
+"""
+
+import os
+import sys
+
+LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
+
+_FALSE_VALUES = ("0", "false", "no", "off")
+
+
+class KerasVersionError(ImportError):
+    """TensorFlow resolved ``tf.keras`` to Keras 3 where tf-keras is needed."""
+
+
+def use_legacy_keras() -> None:
+    """Select tf-keras for this process, as the entry points do.
+
+    Must run before TensorFlow resolves ``tf.keras``; afterwards it only
+    checks (see ``require_legacy_keras``).
+    """
+    os.environ[LEGACY_KERAS_ENV] = "1"
+    if "tensorflow" in sys.modules:
+        require_legacy_keras("tfrec_tricks")
+
+
+def require_legacy_keras(feature: str) -> None:
+    """Make sure ``tf.keras`` is tf-keras, or say exactly what to do.
+
+    Args:
+        feature: str. What needs tf-keras, named in the error message.
+
+    Raises:
+        KerasVersionError: when ``tf.keras`` is Keras 3 (because
+            ``TF_USE_LEGACY_KERAS`` was unset or false when TensorFlow first
+            resolved ``tf.keras``) or tf-keras is not installed.
+    """
+    setting = os.environ.get(LEGACY_KERAS_ENV)
+    if setting is None:
+        # Nothing chosen yet: choose tf-keras. This is enough if tf.keras
+        # has not been resolved yet (TensorFlow resolves it lazily).
+        os.environ[LEGACY_KERAS_ENV] = "1"
+    elif setting.strip().lower() in _FALSE_VALUES:
+        raise KerasVersionError(_message(feature, f"{LEGACY_KERAS_ENV}={setting}"))
+    try:
+        import tensorflow as tf
+
+        keras_module = tf.keras.__name__
+    except ImportError as error:  # tf-keras missing
+        raise KerasVersionError(
+            f"{feature} needs tf-keras: `pip install 'tf-keras~=2.21.0'`. "
+            f"Import failed with: {error}"
+        ) from error
+    if not keras_module.startswith("tf_keras"):
+        raise KerasVersionError(
+            _message(feature, f"tf.keras is Keras 3 ({keras_module})")
+        )
+
+
+def _message(feature: str, found: str) -> str:
+    return (
+        f"{feature} needs tf-keras (Keras 2) because TensorFlow Recommenders "
+        f"does, but {found}. Set {LEGACY_KERAS_ENV}=1 before TensorFlow is "
+        f"imported: `export {LEGACY_KERAS_ENV}=1` in the shell, or "
+        f"`os.environ['{LEGACY_KERAS_ENV}'] = '1'` as the first line of your "
+        "script, before `import tensorflow`. The layers in "
+        "tfrec_tricks.layers work with either Keras."
+    )
