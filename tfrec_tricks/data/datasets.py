@@ -1,0 +1,118 @@
+"""Named data sources: the synthetic default, the real datasets, TFDS, files.
+
+Real datasets are read from a folder laid out like ``../shared/data`` of the
+development checkout (one sub-folder per dataset, the original file names).
+Their licenses forbid redistribution, so nothing here downloads or ships
+them: point ``data_path`` (CLI: ``--data-path``) or the environment variable
+``TFREC_TRICKS_DATA`` at your copy.
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from tfrec_tricks.data import loaders, synthetic
+from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.tfds_movielens import TFDS_DATASETS, load_tfds_movielens
+from tfrec_tricks.errors import DataError
+
+REAL_DATASETS = {
+    # name: (files relative to the dataset folder, format)
+    "ml-1m": (("ml-1m/ml-1m_seq_sasrec_format.txt",), "sasrec"),
+    "ml-1m-timed": (("ml-1m/ratings_users1-2999.dat",), "grouplens"),
+    "ml-100k": (("ml-100k/u.data",), "udata"),
+    "yoochoose-100k": (
+        ("yoochoose-100k/yoochoose-clicks-100k_train_full.txt",
+         "yoochoose-100k/yoochoose-clicks-100k_test.txt"),
+        "sessions",
+    ),
+}
+SOURCES = ("synthetic", *REAL_DATASETS, *(f"tfds:{n}" for n in TFDS_DATASETS),
+           "file")
+DATA_ENV = "TFREC_TRICKS_DATA"
+
+
+@dataclasses.dataclass
+class Source:
+    """Loaded interactions plus an optional item graph over raw item ids."""
+
+    interactions: Interactions
+    item_graph: np.ndarray | None = None  # [E, 2] raw item ids (str)
+
+
+def default_data_path() -> str:
+    return os.environ.get(DATA_ENV) or os.path.join("..", "shared", "data")
+
+
+def load_source(
+    name: str = "synthetic",
+    data_path: str | None = None,
+    file_format: str = "auto",
+    synthetic_options: dict | None = None,
+    tfds_data_dir: str | None = None,
+    tfds_manual_dir: str | None = None,
+) -> Source:
+    """Loads a data source by name.
+
+    Args:
+        name: str. One of ``SOURCES``: "synthetic" (built in), a real
+            dataset ("ml-1m", "ml-1m-timed", "ml-100k", "yoochoose-100k"),
+            "tfds:movielens/1m-ratings", "tfds:movielens/100k-ratings", or
+            "file" (then ``data_path`` is the file).
+        data_path: str. For real datasets, the folder holding them
+            (defaults to $TFREC_TRICKS_DATA, else ../shared/data); for
+            "file", the file.
+        file_format: str. For "file": a format of ``loaders.FORMATS`` or
+            "auto".
+        synthetic_options: dict. Arguments of ``synthetic.generate``.
+        tfds_data_dir: str. TFDS data directory.
+        tfds_manual_dir: str. Folder with GroupLens' zip for TFDS.
+    """
+    if name == "synthetic":
+        data = synthetic.generate(**(synthetic_options or {}))
+        graph = np.char.add("i", data.item_graph.astype(str))
+        return Source(data.interactions, graph)
+    if name == "file":
+        if not data_path:
+            raise DataError("--data file needs --data-path FILE.")
+        return Source(loaders.load_file(data_path, file_format))
+    if name.startswith("tfds:"):
+        return Source(load_tfds_movielens(
+            name[len("tfds:"):], tfds_data_dir, tfds_manual_dir
+        ))
+    if name not in REAL_DATASETS:
+        raise DataError(
+            f"Unknown data source. Expected one of {list(SOURCES)}. "
+            f"Received: {name!r}"
+        )
+    folder = data_path or default_data_path()
+    files, file_format = REAL_DATASETS[name]
+    paths = [os.path.join(folder, f) for f in files]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise DataError(
+            f"Dataset {name!r} not found: missing {missing}. Point "
+            f"--data-path (or ${DATA_ENV}) at the folder that holds "
+            f"{sorted({f.split('/')[0] for f in files})}."
+        )
+    parts = [loaders.load_file(p, file_format) for p in paths]
+    return Source(_concatenate(parts, name))
+
+
+def _concatenate(parts: list[Interactions], source: str) -> Interactions:
+    if len(parts) == 1:
+        parts[0].source = source
+        return parts[0]
+    timestamps = None
+    if all(p.timestamps is not None for p in parts):
+        timestamps = np.concatenate([p.timestamps for p in parts])
+    names = set.intersection(*(set(p.numeric) for p in parts))
+    return Interactions(
+        users=np.concatenate([p.users for p in parts]),
+        items=np.concatenate([p.items for p in parts]),
+        timestamps=timestamps,
+        numeric={n: np.concatenate([p.numeric[n] for p in parts])
+                 for n in sorted(names)},
+        source=source,
+    )

@@ -1,0 +1,243 @@
+"""From an interaction table to leave-one-out next-item examples.
+
+RecBole's protocol: ids become contiguous (items 1..N-1, 0 is padding); each
+user's interactions are sorted by time; the last item is the test target,
+the second-to-last the validation target, and every earlier position (from
+the second item on) is a training target whose history is everything before
+it, truncated to the last ``max_len`` items and left-padded with 0.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.errors import DataError
+
+PADDING = "[PAD]"
+TIME_GAP = "time_gap"
+
+
+@dataclasses.dataclass
+class Vocabulary:
+    """Raw ids <-> contiguous ids. ``items[0]`` is the padding token."""
+
+    items: list[str]
+    users: list[str]
+
+    @property
+    def num_items(self) -> int:
+        """N: the number of item ids, padding included."""
+        return len(self.items)
+
+    def save(self, path: str) -> None:
+        with open(path, "w") as handle:
+            json.dump({"items": self.items, "users": self.users}, handle)
+
+    @classmethod
+    def load(cls, path: str) -> "Vocabulary":
+        with open(path) as handle:
+            data = json.load(handle)
+        return cls(items=data["items"], users=data["users"])
+
+
+@dataclasses.dataclass
+class SequenceExamples:
+    """Next-item examples: left-padded histories and their targets.
+
+    Attributes:
+        history: int32 [n, max_len], item ids, 0 = padding (on the left).
+        target: int32 [n], the next item.
+        user: int32 [n], contiguous user index (0-based).
+        features: dict of float32 [n, max_len] per-position features,
+            aligned with ``history`` (NaN where unknown, e.g. the gap before
+            a user's first interaction; 0 at padding).
+    """
+
+    history: np.ndarray
+    target: np.ndarray
+    user: np.ndarray
+    features: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {"history": self.history, "target": self.target,
+                "user": self.user, **self.features}
+
+
+@dataclasses.dataclass
+class PreparedData:
+    """Everything a run needs: vocabulary and the three splits."""
+
+    vocabulary: Vocabulary
+    train: SequenceExamples
+    validation: SequenceExamples
+    test: SequenceExamples
+    max_len: int
+    feature_names: list[str]
+
+    @property
+    def num_items(self) -> int:
+        return self.vocabulary.num_items
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.vocabulary.users):,} users, "
+            f"{self.num_items - 1:,} items; examples: "
+            f"train {len(self.train):,}, validation {len(self.validation):,},"
+            f" test {len(self.test):,}; max_len {self.max_len}; features: "
+            f"{self.feature_names or 'none'}"
+        )
+
+
+def filter_interactions(
+    interactions: Interactions,
+    min_user_interactions: int = 0,
+    min_item_interactions: int = 0,
+) -> np.ndarray:
+    """Row mask keeping users and items with enough interactions.
+
+    Filters repeat until stable (dropping items can shrink users below the
+    bound and back), as RecBole's k-core filtering does.
+    """
+    keep = np.ones(len(interactions), dtype=bool)
+    while True:
+        before = keep.sum()
+        for column, bound in ((interactions.items, min_item_interactions),
+                              (interactions.users, min_user_interactions)):
+            if bound > 1:
+                _, inverse, counts = np.unique(
+                    column[keep], return_inverse=True, return_counts=True
+                )
+                kept = np.flatnonzero(keep)
+                keep[kept[counts[inverse] < bound]] = False
+        if keep.sum() == before:
+            return keep
+
+
+def _first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, list]:
+    """Codes 0..K-1 in order of first appearance, and the values in order."""
+    uniques, first, inverse = np.unique(
+        values, return_index=True, return_inverse=True
+    )
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse], [str(v) for v in uniques[order]]
+
+
+def prepare(
+    interactions: Interactions,
+    max_len: int = 50,
+    min_user_interactions: int = 3,
+    min_item_interactions: int = 0,
+    numeric_features: bool = True,
+) -> PreparedData:
+    """Builds the vocabulary and the leave-one-out splits.
+
+    Args:
+        interactions: the table from a loader or the synthetic generator.
+        max_len: int. History length kept (the last ``max_len`` items).
+            Defaults to 50.
+        min_user_interactions: int. Users (sessions) with fewer
+            interactions are dropped; at least 3, so that each user has a
+            training, a validation and a test target. Defaults to 3.
+        min_item_interactions: int. Items with fewer interactions are
+            dropped first. Defaults to 0 (keep all).
+        numeric_features: bool. Add per-position features: ``time_gap``
+            (seconds since the user's previous interaction) when there are
+            timestamps, and every numeric column (e.g. ``rating``).
+
+    Returns:
+        A ``PreparedData``.
+    """
+    if max_len <= 0:
+        raise ValueError(f"max_len must be positive. Received: max_len={max_len}")
+    if min_user_interactions < 3:
+        raise ValueError(
+            "Leave-one-out needs at least 3 interactions per user (train, "
+            "validation, test). Received: "
+            f"min_user_interactions={min_user_interactions}"
+        )
+    keep = filter_interactions(
+        interactions, min_user_interactions, min_item_interactions
+    )
+    if not keep.any():
+        raise DataError(
+            f"No interactions left in {interactions.source} after filtering "
+            f"with min_user_interactions={min_user_interactions}, "
+            f"min_item_interactions={min_item_interactions}."
+        )
+    users = interactions.users[keep]
+    user_codes, user_vocab = _first_appearance_codes(users)
+    times = (interactions.timestamps[keep]
+             if interactions.timestamps is not None else None)
+    file_order = np.arange(len(users))
+    # Sort by user, then time, then file order (stable for equal times).
+    keys = [file_order] + ([times] if times is not None else []) + [user_codes]
+    order = np.lexsort(keys)
+    user_codes = user_codes[order]
+    item_codes, item_vocab = _first_appearance_codes(
+        interactions.items[keep][order]
+    )
+    item_ids = (item_codes + 1).astype(np.int32)  # 0 is padding
+
+    per_position = {}
+    if numeric_features:
+        if times is not None:
+            sorted_times = times[order]
+            gap = np.empty(len(order), dtype=np.float32)
+            gap[0] = np.nan
+            gap[1:] = np.diff(sorted_times)
+            first_of_user = np.r_[True, user_codes[1:] != user_codes[:-1]]
+            gap[first_of_user] = np.nan
+            per_position[TIME_GAP] = gap
+        for name, column in sorted(interactions.numeric.items()):
+            per_position[name] = column[keep][order].astype(np.float32)
+
+    starts = np.flatnonzero(np.r_[True, user_codes[1:] != user_codes[:-1]])
+    ends = np.r_[starts[1:], len(user_codes)]
+    test_pos = ends - 1
+    valid_pos = ends - 2
+    train_mask = np.ones(len(user_codes), dtype=bool)
+    train_mask[starts] = False  # the first item has no history
+    train_mask[test_pos] = False
+    train_mask[valid_pos] = False
+    user_start = np.repeat(starts, ends - starts)
+
+    def examples(positions: np.ndarray) -> SequenceExamples:
+        return _windows(item_ids, user_codes, user_start, per_position,
+                        positions, max_len)
+
+    vocabulary = Vocabulary(items=[PADDING] + item_vocab, users=user_vocab)
+    return PreparedData(
+        vocabulary=vocabulary,
+        train=examples(np.flatnonzero(train_mask)),
+        validation=examples(valid_pos),
+        test=examples(test_pos),
+        max_len=max_len,
+        feature_names=sorted(per_position),
+    )
+
+
+def _windows(item_ids, user_codes, user_start, per_position, positions,
+             max_len) -> SequenceExamples:
+    positions = positions.astype(np.int64)
+    index = positions[:, None] + np.arange(-max_len, 0)[None, :]
+    valid = index >= user_start[positions][:, None]
+    safe = np.where(valid, index, 0)
+    history = np.where(valid, item_ids[safe], 0).astype(np.int32)
+    features = {
+        name: np.where(valid, column[safe], 0.0).astype(np.float32)
+        for name, column in per_position.items()
+    }
+    return SequenceExamples(
+        history=history,
+        target=item_ids[positions],
+        user=user_codes[positions].astype(np.int32),
+        features=features,
+    )

@@ -1,0 +1,250 @@
+"""Mixture of Softmaxes (MoS) output layer, a Softmax-CPR baseline."""
+
+from typing import Any
+
+import tensorflow as tf
+
+from tfrec_tricks.layers.softmax_cpr import (
+    PADDING_LOGIT,
+    _as_table,
+    check_ids_in_range,
+    true_last_positions,
+    unpack_head_inputs,
+)
+from tfrec_tricks.serialization import register
+
+
+@register
+class MixtureOfSoftmax(tf.keras.layers.Layer):
+    """Mixture of ``K`` softmaxes over the item catalogue (Yang et al., 2018).
+
+    With ``h`` the hidden state at the true last position of each history
+    (same rule as `SoftmaxCPR`), a prior ``pi = softmax(W_pi h + b_pi)``
+    over ``K`` components and component queries
+    ``h_k = tanh(W_k h + b_k)``, the layer returns
+
+    ``log p(x) = log sum_k pi_k softmax(h_k E^T + b)_x``
+
+    for every item ``x``. The output is **log-probabilities**: their
+    ``logsumexp`` over the catalogue is 0, so they can be fed as logits to
+    ``sparse_categorical_crossentropy(from_logits=True)`` (the extra
+    log-softmax is then the identity) or ranked directly. Padding id 0 is
+    left out of every component's softmax and gets ``-1e9``.
+
+    The call API matches `SoftmaxCPR`, so a model can swap the heads; the
+    history ids serve only to find the last position.
+
+    Cost: ``K`` full ``[B, N]`` logit matrices (``O(K N d)`` per example and
+    a ``[B, K, N]`` float32 intermediate), against one for a plain softmax.
+    Everything after the projections is computed in float32.
+
+    Args:
+        num_components: int. Number ``K`` of mixture components, >= 1.
+        dropout: float. Dropout rate on the component queries (training
+            only). Defaults to ``0.0``.
+        mask_padding: bool. Keep padding id 0 out of the softmaxes and give
+            it ``-1e9``. Defaults to ``True``.
+        output_dim: int or None. Size of the item table's rows; ``None``
+            means the hidden size. Defaults to ``None``.
+        kernel_initializer: str or initializer. Kernels of the prior and
+            component projections. Defaults to ``"glorot_uniform"``.
+        bias_initializer: str or initializer. Their biases. Defaults to
+            ``"zeros"``.
+        **kwargs: other keyword arguments of ``tf.keras.layers.Layer``.
+
+    Call arguments:
+        inputs: dict with ``"hidden_states"`` float ``[B, L, d_h]`` and
+            ``"history_ids"`` int ``[B, L]`` (padding 0); an optional
+            ``"layer_hidden_states"`` is accepted and ignored.
+        item_embeddings: float ``[N, output_dim]``, the item table.
+        item_bias: float ``[N]`` or None. Per-item output bias. Defaults
+            to ``None``.
+        candidate_ids: int ``[M]`` or ``[B, M]`` or None. Return the
+            log-probabilities of these items only (the normalisation still
+            needs the full catalogue: same cost as without). Defaults to
+            ``None``.
+        training: bool. Enables dropout.
+
+    Returns:
+        float32 log-probabilities ``[B, N]`` (or ``[B, M]``).
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> import tfrec_tricks.layers
+    >>> head = tfrec_tricks.layers.MixtureOfSoftmax(num_components=3)
+    >>> inputs = {
+    ...     "hidden_states": tf.random.normal((2, 4, 8)),
+    ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
+    ... }
+    >>> log_probs = head(inputs, tf.random.normal((10, 8)))
+    >>> print(log_probs.shape, log_probs.dtype.name)
+    (2, 10) float32
+    >>> total = tf.reduce_sum(tf.exp(log_probs), axis=-1).numpy()
+    >>> print(total.round(4).tolist())
+    [1.0, 1.0]
+
+    References:
+        - [Yang, Dai, Salakhutdinov and Cohen, ICLR 2018](
+          https://arxiv.org/abs/1711.03953): Breaking the Softmax
+          Bottleneck: A High-Rank RNN Language Model.
+        - [Chang, Agarwal and McCallum, WSDM 2024](
+          https://arxiv.org/abs/2310.14079): MoS as a baseline of
+          Softmax-CPR in sequential recommendation.
+    """
+
+    def __init__(
+        self,
+        num_components: int,
+        dropout: float = 0.0,
+        mask_padding: bool = True,
+        output_dim: int | None = None,
+        kernel_initializer: Any = "glorot_uniform",
+        bias_initializer: Any = "zeros",
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("autocast", False)
+        super().__init__(**kwargs)
+        if (
+            isinstance(num_components, bool)
+            or not isinstance(num_components, int)
+            or num_components < 1
+        ):
+            raise ValueError(
+                "`num_components` must be an int >= 1. "
+                f"Received: num_components={num_components!r}"
+            )
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(
+                f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
+            )
+        if output_dim is not None and (
+            isinstance(output_dim, bool)
+            or not isinstance(output_dim, int)
+            or output_dim < 1
+        ):
+            raise ValueError(
+                "`output_dim` must be a positive int or None. "
+                f"Received: output_dim={output_dim!r}"
+            )
+        self.num_components = num_components
+        self.dropout = float(dropout)
+        self.mask_padding = bool(mask_padding)
+        self.output_dim = output_dim
+        self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
+        self.bias_initializer = tf.keras.initializers.get(bias_initializer)
+
+    def _dense(self, name: str, units: int, input_dim: int) -> Any:
+        layer = tf.keras.layers.Dense(
+            units,
+            kernel_initializer=tf.keras.initializers.get(
+                tf.keras.initializers.serialize(self.kernel_initializer)
+            ),
+            bias_initializer=tf.keras.initializers.get(
+                tf.keras.initializers.serialize(self.bias_initializer)
+            ),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        layer.build((None, input_dim))
+        return layer
+
+    def build(self, input_shape: Any) -> None:
+        try:
+            hidden_dim = tf.TensorShape(input_shape["hidden_states"])[-1]
+        except (TypeError, KeyError):
+            raise ValueError(
+                "`inputs` must be a dict with 'hidden_states' and "
+                f"'history_ids'. Received: input_shape={input_shape}"
+            ) from None
+        if hidden_dim is None:
+            raise ValueError(
+                "The last axis of `hidden_states` must be known. "
+                f"Received: hidden_states shape={input_shape['hidden_states']}"
+            )
+        hidden_dim = int(hidden_dim)
+        units = self.output_dim or hidden_dim
+        self.prior_projection = self._dense(
+            "prior_projection", self.num_components, hidden_dim
+        )
+        self.component_projection = self._dense(
+            "component_projection", self.num_components * units, hidden_dim
+        )
+        self.dropout_layer = None
+        if self.dropout > 0:
+            self.dropout_layer = tf.keras.layers.Dropout(
+                self.dropout, dtype=self.dtype_policy
+            )
+        super().build(input_shape)
+
+    def call(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        item_bias: Any = None,
+        candidate_ids: Any = None,
+        training: Any = None,
+    ) -> tf.Tensor:
+        hidden, ids, _ = unpack_head_inputs(inputs)
+        table, bias = _as_table(item_embeddings, item_bias)
+        units = self.output_dim or hidden.shape[-1]
+        if table.shape[-1] is not None and table.shape[-1] != units:
+            raise ValueError(
+                f"The item table rows must have size {units} (output_dim, "
+                "or the hidden size when output_dim is None). "
+                f"Received: item_embeddings.shape={table.shape}"
+            )
+        num_items = tf.shape(table)[0]
+        check_ids_in_range("history_ids", ids, num_items)
+        if candidate_ids is not None:
+            candidate_ids = tf.cast(tf.convert_to_tensor(candidate_ids), tf.int32)
+            if candidate_ids.shape.rank not in (1, 2):
+                raise ValueError(
+                    "`candidate_ids` must have shape [M] or [B, M]. "
+                    f"Received: candidate_ids.shape={candidate_ids.shape}"
+                )
+            check_ids_in_range("candidate_ids", candidate_ids, num_items)
+
+        h = tf.gather(hidden, true_last_positions(ids), batch_dims=1)
+        log_prior = tf.nn.log_softmax(
+            tf.cast(self.prior_projection(h), tf.float32), axis=-1
+        )  # [B, K]
+        queries = tf.tanh(self.component_projection(h))
+        if self.dropout_layer is not None:
+            queries = self.dropout_layer(queries, training=training)
+        queries = tf.reshape(
+            tf.cast(queries, tf.float32), [-1, self.num_components, units]
+        )
+        logits = tf.einsum("bkd,nd->bkn", queries, table)  # [B, K, N]
+        if bias is not None:
+            logits += bias
+        is_padding = tf.equal(tf.range(num_items), 0)
+        if self.mask_padding:
+            logits = tf.where(is_padding, tf.constant(PADDING_LOGIT), logits)
+        log_probs = tf.nn.log_softmax(logits, axis=-1) + log_prior[:, :, None]
+        outputs = tf.reduce_logsumexp(log_probs, axis=1)  # [B, N]
+        if self.mask_padding:
+            outputs = tf.where(is_padding, tf.constant(PADDING_LOGIT), outputs)
+        if candidate_ids is None:
+            return outputs
+        if candidate_ids.shape.rank == 1:
+            return tf.gather(outputs, candidate_ids, axis=1)
+        return tf.gather(outputs, candidate_ids, batch_dims=1)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "num_components": self.num_components,
+                "dropout": self.dropout,
+                "mask_padding": self.mask_padding,
+                "output_dim": self.output_dim,
+                "kernel_initializer": tf.keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": tf.keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

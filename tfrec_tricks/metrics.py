@@ -1,0 +1,155 @@
+"""Full-ranking metrics: NDCG@K, HR@K and MRR@K over the whole catalogue.
+
+Definitions follow RecBole's for one relevant item per example: the target's
+rank r is its 1-based position among all real items (column 0, the padding
+id, never counts), HR@K = [r <= K], MRR@K = [r <= K] / r and
+NDCG@K = [r <= K] / log2(r + 1), each averaged over examples.
+
+Tie rule (pessimistic): items whose score equals the target's are ranked
+ahead of it, so r = 1 + #{items scoring higher} + #{other items scoring the
+same}. A model that scores everything alike therefore gets rank N - 1, not 1.
+"""
+
+from typing import Iterable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.serialization import register
+
+METRIC_KINDS = ("ndcg", "hr", "mrr")
+
+
+def target_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """1-based pessimistic rank of each target among items 1..N-1.
+
+    Args:
+        scores: float array [B, N]; column 0 is the padding id.
+        targets: int array [B] of item ids in 1..N-1.
+
+    Returns:
+        int64 array [B] of ranks in 1..N-1.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    targets = np.asarray(targets, dtype=np.int64)
+    if scores.ndim != 2 or targets.shape != (scores.shape[0],):
+        raise ValueError(
+            "Expected scores [B, N] and targets [B]. Received: "
+            f"scores.shape={scores.shape}, targets.shape={targets.shape}"
+        )
+    num_items = scores.shape[1]
+    bad = (targets < 1) | (targets >= num_items)
+    if bad.any():
+        raise ValueError(
+            f"Targets must be item ids in 1..{num_items - 1} (0 is padding). "
+            f"Received: targets={targets[bad][:5].tolist()}"
+        )
+    real = scores[:, 1:]
+    target_scores = scores[np.arange(len(targets)), targets][:, None]
+    higher = (real > target_scores).sum(axis=1)
+    tied_others = (real == target_scores).sum(axis=1) - 1
+    return 1 + higher + tied_others
+
+
+def metrics_from_ranks(
+    ranks: np.ndarray, ks: Iterable[int] = (10,)
+) -> dict[str, float]:
+    """Averages NDCG@K, HR@K and MRR@K from 1-based ranks."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    results = {}
+    for k in ks:
+        if int(k) <= 0:
+            raise ValueError(f"Cut-offs must be positive. Received: k={k}")
+        hit = ranks <= k
+        results[f"ndcg@{k}"] = float(np.mean(hit / np.log2(ranks + 1)))
+        results[f"hr@{k}"] = float(np.mean(hit))
+        results[f"mrr@{k}"] = float(np.mean(hit / ranks))
+    return results
+
+
+def full_ranking_metrics(
+    scores: np.ndarray, targets: np.ndarray, ks: Sequence[int] = (10,)
+) -> dict[str, float]:
+    """NDCG@K, HR@K and MRR@K of full-catalogue scores.
+
+    Args:
+        scores: float array [B, N] over the whole catalogue; column 0 is the
+            padding id and is never ranked.
+        targets: int array [B], the one relevant item of each example.
+        ks: cut-offs. Defaults to (10,).
+
+    Returns:
+        dict like {"ndcg@10": ..., "hr@10": ..., "mrr@10": ...}, averaged
+        over examples.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfrec_tricks.metrics import full_ranking_metrics
+    >>> scores = np.array([[0.0, 0.9, 0.5, 0.1]])  # item 2 ranks 2nd
+    >>> full_ranking_metrics(scores, np.array([2]), ks=(1, 10))["ndcg@10"]
+    0.6309297535714575
+    """
+    return metrics_from_ranks(target_ranks(scores, targets), ks)
+
+
+def tf_target_ranks(scores: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    """TensorFlow twin of ``target_ranks`` (float32 ranks, same tie rule)."""
+    scores = tf.cast(scores, tf.float32)
+    targets = tf.cast(tf.reshape(targets, [-1]), tf.int32)
+    target_scores = tf.gather(scores, targets, batch_dims=1)[:, None]
+    real = scores[:, 1:]
+    higher = tf.reduce_sum(tf.cast(real > target_scores, tf.float32), axis=1)
+    ties = tf.reduce_sum(tf.cast(real == target_scores, tf.float32), axis=1)
+    return higher + ties  # 1 + higher + (ties - 1)
+
+
+@register
+class RankingMetric(tf.keras.metrics.Mean):
+    """Streaming NDCG@K, HR@K or MRR@K for ``model.evaluate`` and callbacks.
+
+    ``update_state(y_true, y_pred)`` takes the target ids [B] and the
+    full-catalogue scores [B, N]; the definitions and the tie rule are those
+    of ``tfrec_tricks.metrics.full_ranking_metrics``.
+
+    Args:
+        kind: str. One of "ndcg", "hr", "mrr".
+        k: int. The cut-off. Defaults to 10.
+        name: str. Defaults to f"{kind}@{k}".
+        **kwargs: passed on to ``tf.keras.metrics.Mean``.
+
+    Example:
+
+    >>> import tfrec_tricks.metrics as m
+    >>> metric = m.RankingMetric("hr", k=1)
+    >>> metric.update_state([1, 2], [[0.0, 0.9, 0.5], [0.0, 0.9, 0.5]])
+    >>> float(metric.result())
+    0.5
+    """
+
+    def __init__(self, kind: str = "ndcg", k: int = 10, name=None, **kwargs):
+        if kind not in METRIC_KINDS:
+            raise ValueError(
+                f"kind must be one of {METRIC_KINDS}. Received: kind={kind!r}"
+            )
+        if int(k) <= 0:
+            raise ValueError(f"k must be positive. Received: k={k}")
+        super().__init__(name=name or f"{kind}@{k}", **kwargs)
+        self.kind = kind
+        self.k = int(k)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        ranks = tf_target_ranks(y_pred, y_true)
+        hit = tf.cast(ranks <= self.k, tf.float32)
+        if self.kind == "hr":
+            values = hit
+        elif self.kind == "mrr":
+            values = hit / ranks
+        else:
+            values = hit / (tf.math.log(ranks + 1.0) / tf.math.log(2.0))
+        return super().update_state(values, sample_weight=sample_weight)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({"kind": self.kind, "k": self.k})
+        return config

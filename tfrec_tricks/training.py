@@ -1,0 +1,212 @@
+"""Training runs: data -> model.fit -> metrics, all saved in a run directory.
+
+A run directory holds ``config.json`` (everything needed to repeat the
+run), ``vocabulary.json`` (contiguous id -> raw id), ``history.csv`` (per
+epoch), ``metrics.json`` (validation and test metrics, timings),
+``checkpoints/best`` (weights of the best epoch by validation NDCG@10) and,
+while a run is in progress, ``backup/``: an interrupted run resumes from it
+when the same command runs again.
+"""
+
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+
+from tfrec_tricks.keras_version import require_legacy_keras
+
+require_legacy_keras("tfrec_tricks.training")
+
+import tensorflow as tf  # noqa: E402
+
+from tfrec_tricks.data import load_source, prepare  # noqa: E402
+from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.models import (  # noqa: E402
+    ModelConfig,
+    SequentialRetrievalModel,
+)
+
+EVAL_BATCH_SIZE = 512
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """A training run's data, budget and model settings (JSON-serialisable)."""
+
+    data: str = "synthetic"
+    data_path: str | None = None
+    file_format: str = "auto"
+    tfds_data_dir: str | None = None
+    tfds_manual_dir: str | None = None
+    synthetic_users: int = 2000
+    synthetic_items: int = 1000
+    min_user_interactions: int = 3
+    min_item_interactions: int = 0
+    max_len: int = 50
+    epochs: int = 20
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    patience: int = 3
+    seed: int = 0
+    output_dir: str = "runs"
+    name: str | None = None
+    model: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        positive = {
+            "epochs": self.epochs, "batch_size": self.batch_size,
+            "max_len": self.max_len, "patience": self.patience,
+            "synthetic_users": self.synthetic_users,
+            "synthetic_items": self.synthetic_items,
+        }
+        for name, value in positive.items():
+            if value <= 0:
+                raise ValueError(f"{name} must be positive. Received: {value}")
+        if self.learning_rate <= 0:
+            raise ValueError(
+                f"learning_rate must be positive. Received: {self.learning_rate}"
+            )
+
+    @property
+    def run_name(self) -> str:
+        return self.name or self.data.replace(":", "-").replace("/", "-")
+
+
+@dataclasses.dataclass
+class RunResult:
+    run_dir: str
+    metrics: dict
+    history: dict
+
+
+class EpochTimer(tf.keras.callbacks.Callback):
+    """Wall time of each epoch (training and validation)."""
+
+    def on_train_begin(self, logs=None):
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
+
+
+def train(config: TrainConfig, verbose: int | None = None) -> RunResult:
+    """Runs one training run and writes its run directory.
+
+    Args:
+        config: the run's ``TrainConfig``.
+        verbose: Keras verbosity; defaults to a progress bar on a terminal
+            and one line per epoch otherwise.
+
+    Returns:
+        A ``RunResult`` with the run directory and the final metrics.
+    """
+    if verbose is None:
+        verbose = 1 if sys.stdout.isatty() else 2
+    tf.keras.utils.set_random_seed(config.seed)
+    source = load_source(
+        config.data,
+        data_path=config.data_path,
+        file_format=config.file_format,
+        synthetic_options={"num_users": config.synthetic_users,
+                           "num_items": config.synthetic_items,
+                           "seed": config.seed},
+        tfds_data_dir=config.tfds_data_dir,
+        tfds_manual_dir=config.tfds_manual_dir,
+    )
+    data = prepare(
+        source.interactions,
+        max_len=config.max_len,
+        min_user_interactions=config.min_user_interactions,
+        min_item_interactions=config.min_item_interactions,
+    )
+    _log(verbose, f"Data: {source.interactions.summary()}")
+    _log(verbose, f"Prepared: {data.summary()}")
+
+    run_dir = os.path.join(config.output_dir, config.run_name)
+    os.makedirs(run_dir, exist_ok=True)
+    model_config = ModelConfig(
+        num_items=data.num_items, max_len=config.max_len,
+        learning_rate=config.learning_rate, **config.model,
+    )
+    with open(os.path.join(run_dir, "config.json"), "w") as handle:
+        json.dump({"train": dataclasses.asdict(config),
+                   "model": model_config.to_dict()}, handle, indent=2)
+    data.vocabulary.save(os.path.join(run_dir, "vocabulary.json"))
+
+    model = SequentialRetrievalModel(model_config)
+    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate))
+    train_ds = make_dataset(data.train, config.batch_size, shuffle=True,
+                            seed=config.seed)
+    validation_ds = make_dataset(data.validation, EVAL_BATCH_SIZE)
+    monitor = f"val_ndcg@{model_config.metric_ks[0]}"
+    timer = EpochTimer()
+    callbacks = [
+        tf.keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
+        tf.keras.callbacks.EarlyStopping(
+            monitor=monitor, mode="max", patience=config.patience,
+            restore_best_weights=True,
+        ),
+        tf.keras.callbacks.ModelCheckpoint(
+            os.path.join(run_dir, "checkpoints", "best"), monitor=monitor,
+            mode="max", save_best_only=True, save_weights_only=True,
+        ),
+        tf.keras.callbacks.CSVLogger(
+            os.path.join(run_dir, "history.csv"), append=True
+        ),
+        timer,
+    ]
+    history = model.fit(
+        train_ds, validation_data=validation_ds, epochs=config.epochs,
+        callbacks=callbacks, verbose=verbose,
+    )
+    results = {
+        split: _evaluate(model, make_dataset(examples, EVAL_BATCH_SIZE))
+        for split, examples in (("validation", data.validation),
+                                ("test", data.test))
+    }
+    results.update({
+        "epochs_run": len(timer.seconds),
+        "seconds_per_epoch_median": (
+            statistics.median(timer.seconds) if timer.seconds else None
+        ),
+        "num_parameters": int(model.count_params()),
+        "num_train_examples": len(data.train),
+    })
+    with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
+        json.dump(results, handle, indent=2)
+    if verbose:
+        print(format_results(results, run_dir))
+    return RunResult(run_dir, results, history.history)
+
+
+def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:
+    values = model.evaluate(dataset, return_dict=True, verbose=0)
+    names = [m.name for m in model.ranking_metrics]
+    return {name: float(values[name]) for name in names}
+
+
+def _log(verbose: int, message: str) -> None:
+    if verbose:
+        print(message, flush=True)
+
+
+def format_results(results: dict, run_dir: str) -> str:
+    """The final table printed after training."""
+    names = list(results["validation"])
+    width = max(len(n) for n in names) + 2
+    lines = ["", f"{'split':<12}" + "".join(f"{n:>{width}}" for n in names)]
+    for split in ("validation", "test"):
+        row = "".join(f"{results[split][n]:>{width}.4f}" for n in names)
+        lines.append(f"{split:<12}{row}")
+    seconds = results["seconds_per_epoch_median"]
+    lines.append(
+        f"\n{results['epochs_run']} epochs, median "
+        f"{seconds:.1f} s/epoch, {results['num_parameters']:,} parameters. "
+        f"Run directory: {run_dir}"
+    )
+    return "\n".join(lines)
