@@ -122,7 +122,7 @@ class RankingMetric(tf.keras.metrics.Mean):
 
     >>> import tfrec_tricks.metrics as m
     >>> metric = m.RankingMetric("hr", k=1)
-    >>> metric.update_state([1, 2], [[0.0, 0.9, 0.5], [0.0, 0.9, 0.5]])
+    >>> _ = metric.update_state([1, 2], [[0.0, 0.9, 0.5], [0.0, 0.9, 0.5]])
     >>> float(metric.result())
     0.5
     """

@@ -94,13 +94,21 @@ class EpochTimer(tf.keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
-def train(config: TrainConfig, verbose: int | None = None) -> RunResult:
+def train(
+    config: TrainConfig,
+    verbose: int | None = None,
+    callbacks: list[tf.keras.callbacks.Callback] | None = None,
+) -> RunResult:
     """Runs one training run and writes its run directory.
+
+    Running the same configuration again after an interruption resumes from
+    the last completed epoch (``BackupAndRestore`` in ``<run_dir>/backup``).
 
     Args:
         config: the run's ``TrainConfig``.
         verbose: Keras verbosity; defaults to a progress bar on a terminal
             and one line per epoch otherwise.
+        callbacks: extra Keras callbacks for ``model.fit``.
 
     Returns:
         A ``RunResult`` with the run directory and the final metrics.
@@ -142,6 +150,8 @@ def train(config: TrainConfig, verbose: int | None = None) -> RunResult:
     model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate))
     train_ds = make_dataset(data.train, config.batch_size, shuffle=True,
                             seed=config.seed)
+    # Built before fit so that BackupAndRestore can restore into it.
+    model(next(iter(train_ds)))
     validation_ds = make_dataset(data.validation, EVAL_BATCH_SIZE)
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     timer = EpochTimer()
@@ -159,6 +169,7 @@ def train(config: TrainConfig, verbose: int | None = None) -> RunResult:
             os.path.join(run_dir, "history.csv"), append=True
         ),
         timer,
+        *(callbacks or []),
     ]
     history = model.fit(
         train_ds, validation_data=validation_ds, epochs=config.epochs,

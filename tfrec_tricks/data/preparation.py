@@ -4,7 +4,11 @@ RecBole's protocol: ids become contiguous (items 1..N-1, 0 is padding); each
 user's interactions are sorted by time; the last item is the test target,
 the second-to-last the validation target, and every earlier position (from
 the second item on) is a training target whose history is everything before
-it, truncated to the last ``max_len`` items and left-padded with 0.
+it, truncated to the last ``max_len`` items and right-padded with 0.
+
+Right padding (real items first) lets causal encoders run without masks:
+the state at the last real position depends on real items only, and a batch
+can be cut to its longest history.
 """
 
 import dataclasses
@@ -48,7 +52,8 @@ class SequenceExamples:
     """Next-item examples: left-padded histories and their targets.
 
     Attributes:
-        history: int32 [n, max_len], item ids, 0 = padding (on the left).
+        history: int32 [n, max_len], item ids in time order, then 0s
+            (right padding).
         target: int32 [n], the next item.
         user: int32 [n], contiguous user index (0-based).
         features: dict of float32 [n, max_len] per-position features,
@@ -154,6 +159,23 @@ def prepare(
 
     Returns:
         A ``PreparedData``.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfrec_tricks.data import Interactions, prepare
+    >>> table = Interactions(
+    ...     users=np.array(["ann"] * 4), items=np.array(["a", "b", "c", "d"]),
+    ...     timestamps=np.array([10.0, 20.0, 40.0, 80.0]))
+    >>> data = prepare(table, max_len=3)
+    >>> data.vocabulary.items
+    ['[PAD]', 'a', 'b', 'c', 'd']
+    >>> data.train.history, data.train.target  # "a" -> "b"
+    (array([[1, 0, 0]], dtype=int32), array([2], dtype=int32))
+    >>> data.test.history, data.test.target  # "a b c" -> "d"
+    (array([[1, 2, 3]], dtype=int32), array([4], dtype=int32))
+    >>> data.test.features["time_gap"]
+    array([[nan, 10., 20.]], dtype=float32)
     """
     if max_len <= 0:
         raise ValueError(f"max_len must be positive. Received: max_len={max_len}")
@@ -227,12 +249,14 @@ def prepare(
 def _windows(item_ids, user_codes, user_start, per_position, positions,
              max_len) -> SequenceExamples:
     positions = positions.astype(np.int64)
-    index = positions[:, None] + np.arange(-max_len, 0)[None, :]
-    valid = index >= user_start[positions][:, None]
-    safe = np.where(valid, index, 0)
-    history = np.where(valid, item_ids[safe], 0).astype(np.int32)
+    lengths = np.minimum(positions - user_start[positions], max_len)
+    steps = np.arange(max_len)[None, :]
+    valid = steps < lengths[:, None]
+    # Right padding: the k real items first, in time order, then zeros.
+    index = np.where(valid, (positions - lengths)[:, None] + steps, 0)
+    history = np.where(valid, item_ids[index], 0).astype(np.int32)
     features = {
-        name: np.where(valid, column[safe], 0.0).astype(np.float32)
+        name: np.where(valid, column[index], 0.0).astype(np.float32)
         for name, column in per_position.items()
     }
     return SequenceExamples(

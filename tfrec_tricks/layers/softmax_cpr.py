@@ -512,13 +512,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         table: tf.Tensor,
         bias: tf.Tensor | None,
         training: Any,
+        vectors: tf.Tensor | None = None,
     ) -> tf.Tensor:
         """Logit of the history item at each position, ``[B, L]``.
 
         Identical for every occurrence of an item up to float rounding;
-        callers read the first occurrence.
+        callers read the first occurrence. ``vectors``: ``table[ids]`` if
+        already gathered.
         """
-        vectors = tf.gather(table, ids)  # [B, L, d]
+        if vectors is None:
+            vectors = tf.gather(table, ids)  # [B, L, d]
         if self.merge == "replace":
             f_item = f_base
             if self.use_context:
@@ -541,6 +544,43 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             count = tf.maximum(tf.reduce_sum(same, axis=-1), 1.0)
             values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
         return values
+
+    def _select(self, logits: tf.Tensor, k: int, skip_padding: bool) -> Any:
+        """Top-``k`` ids of gradient-free ``logits``, id 0 excluded if asked.
+
+        ``skip_padding``: the padding logit is not masked yet; take ``k+1``
+        and drop id 0 (or, if absent, the last): the same set and order as
+        ``top_k`` over logits with padding masked.
+        """
+        if not skip_padding:
+            return top_k_ids(logits, k)
+        top = top_k_ids(logits, k + 1)
+        real = tf.not_equal(top, 0)
+        keep = real & (tf.cumsum(tf.cast(real, tf.int32), axis=1) <= k)
+        return tf.reshape(tf.boolean_mask(top, keep), [-1, k])
+
+    def _rerank_scores(
+        self,
+        f_rerank: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        top: tf.Tensor,
+        vectors: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        if vectors is None:
+            vectors = tf.gather(table, top)
+        scores = tf.einsum("bd,bkd->bk", f_rerank, vectors)
+        if self.merge == "replace" and bias is not None:
+            scores += tf.gather(bias, top)
+        return scores
+
+    def _merge_scores(
+        self, logits: tf.Tensor, top: tf.Tensor, scores: tf.Tensor
+    ) -> tf.Tensor:
+        index = _batch_indices(top)
+        if self.merge == "replace":
+            return tf.tensor_scatter_nd_update(logits, index, scores)
+        return tf.tensor_scatter_nd_add(logits, index, scores)
 
     def _uses_history(self, training: Any) -> bool:
         return (
@@ -618,47 +658,82 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         logits = tf.matmul(f_base, table, transpose_b=True)  # [B, N]
         if bias is not None:
             logits += bias
-        if self.mask_padding:
+        uses_history = self._uses_history(training)
+        # With a history scatter, padding is masked by that same scatter
+        # (one [B, N] pass fewer); top-k selections then skip id 0.
+        pad_in_scatter = self.mask_padding and uses_history
+        if self.mask_padding and not pad_in_scatter:
             is_padding = tf.equal(tf.range(num_items), 0)
             logits = tf.where(is_padding, tf.constant(PADDING_LOGIT), logits)
 
-        # Rerankers: a cascade from the largest k to the smallest.
+        # Rerankers: a cascade from the largest k to the smallest. The
+        # selections run on gradient-free copies; the differentiable
+        # scores below gather all table rows at once (one sparse gradient).
         stages = sorted(
             zip(self.reranker_ks, self.reranker_projections),
             key=lambda pair: -pair[0],
         )
-        for k, projection in stages:
-            top = top_k_ids(tf.stop_gradient(logits), k)  # [B, k]
+        frozen_table = tf.stop_gradient(table)
+        frozen_bias = None if bias is None else tf.stop_gradient(bias)
+        selected, running = [], tf.stop_gradient(logits)
+        for j, (k, projection) in enumerate(stages):
+            top = self._select(running, k, pad_in_scatter)  # [B, k]
             f_rerank = self._project(projection, query, training)
-            scores = tf.einsum("bd,bkd->bk", f_rerank, tf.gather(table, top))
-            index = _batch_indices(top)
-            if self.merge == "replace":
-                if bias is not None:
-                    scores += tf.gather(bias, top)
-                logits = tf.tensor_scatter_nd_update(logits, index, scores)
-            else:
-                logits = tf.tensor_scatter_nd_add(logits, index, scores)
+            selected.append((top, f_rerank))
+            if j + 1 < len(stages):
+                scores = self._rerank_scores(
+                    tf.stop_gradient(f_rerank), frozen_table, frozen_bias, top
+                )
+                running = self._merge_scores(running, top, scores)
+        gathered = [top for top, _ in selected]
+        if uses_history:
+            gathered = [ids] + gathered
+        vectors = None
+        if gathered:
+            sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
+            vectors = tf.split(
+                tf.gather(table, tf.concat(gathered, axis=1)), sizes, axis=1
+            )
+        for top, f_rerank in selected:
+            scores = self._rerank_scores(
+                f_rerank, table, bias, top, vectors=vectors[-len(selected)]
+            )
+            vectors = vectors[:-len(selected)] + vectors[-len(selected) + 1:] \
+                if len(selected) > 1 else vectors[:-1]
+            logits = self._merge_scores(logits, top, scores)
 
-        if self._uses_history(training):
+        if uses_history:
             equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
             if self.exclude_history and not _is_training(training):
                 values = tf.fill(tf.shape(ids), PADDING_LOGIT)
             else:
                 values = self._history_values(
                     query, f_base, hidden, ids, valid, equal, table, bias,
-                    training,
+                    training, vectors=vectors[0],
                 )
-            # Padding positions write the current padding logit back.
-            values = tf.where(valid, values, logits[:, :1])
+            # Padding positions write the padding logit.
+            if self.mask_padding:
+                values = tf.where(valid, values, PADDING_LOGIT)
+            else:
+                values = tf.where(valid, values, logits[:, :1])
             # Every occurrence of an item writes the first occurrence's
             # value; only that one carries the gradient (a scatter with
             # duplicate indices would count it once per occurrence).
-            first = tf.argmax(tf.cast(equal, tf.int32), axis=2, output_type=tf.int32)
+            first = tf.argmax(
+                tf.cast(equal, tf.int32), axis=2, output_type=tf.int32
+            )
             is_first = tf.equal(first, tf.range(tf.shape(ids)[1])[None, :])
             copies = tf.stop_gradient(tf.gather(values, first, batch_dims=1))
             values = tf.where(is_first, values, copies)
+            columns = ids
+            if pad_in_scatter:  # also rows without padding positions
+                zeros = tf.zeros_like(ids[:, :1])
+                columns = tf.concat([ids, zeros], axis=1)
+                values = tf.concat(
+                    [values, tf.cast(zeros, tf.float32) + PADDING_LOGIT], 1
+                )
             logits = tf.tensor_scatter_nd_update(
-                logits, _batch_indices(ids), values
+                logits, _batch_indices(columns), values
             )
 
         if candidate_ids is None:

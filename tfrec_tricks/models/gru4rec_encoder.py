@@ -9,8 +9,10 @@ from tfrec_tricks.serialization import register
 class GRU4RecEncoder(tf.keras.layers.Layer):
     """Stacked GRUs over item embeddings (Hidasi et al., 2016).
 
-    Padding positions (mask false) are skipped, so a left-padded history's
-    state is that of its real items only.
+    The encoder is causal: the state at position t depends on positions
+    <= t only. With right-padded histories (real items first) the state at
+    the last real item is therefore exact without a mask, and GRUs run
+    several times faster unmasked on CPU.
 
     Args:
         hidden_dim: int. GRU state size.
@@ -20,7 +22,6 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
 
     Call arguments:
         inputs: float tensor [B, L, d], the embedded history.
-        mask: bool tensor [B, L], true at real items.
         training: bool. Dropout is applied only when training.
 
     Returns:
@@ -44,7 +45,6 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.num_layers = num_layers
         self.dropout = dropout
-        self.supports_masking = True
 
     def build(self, input_shape):
         self.dropouts = [
@@ -58,17 +58,13 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
         ]
         super().build(input_shape)
 
-    def call(self, inputs, mask=None, training=None):
+    def call(self, inputs, training=None):
         states = []
         x = inputs
         for dropout, gru in zip(self.dropouts, self.grus):
-            x = gru(dropout(x, training=training), mask=mask,
-                    training=training)
+            x = gru(dropout(x, training=training), training=training)
             states.append(x)
         return states
-
-    def compute_mask(self, inputs, mask=None):
-        return None
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -1,0 +1,285 @@
+"""Loaders: each file format, auto-detection and the errors users see."""
+
+import numpy as np
+import pytest
+
+from tfrec_tricks.data import loaders
+from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.errors import DataError
+
+RECBOLE_HEADER = (
+    "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+)
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def assert_table(table, users, items, timestamps=None, numeric=None):
+    assert isinstance(table, Interactions)
+    np.testing.assert_array_equal(table.users, users)
+    np.testing.assert_array_equal(table.items, items)
+    assert table.users.dtype.kind == "U" and table.items.dtype.kind == "U"
+    if timestamps is None:
+        assert table.timestamps is None
+    else:
+        assert table.timestamps.dtype == np.float64
+        np.testing.assert_array_equal(table.timestamps, timestamps)
+    numeric = numeric or {}
+    assert sorted(table.numeric) == sorted(numeric)
+    for name, values in numeric.items():
+        assert table.numeric[name].dtype == np.float32
+        np.testing.assert_allclose(table.numeric[name], values)
+
+
+# --- each format ----------------------------------------------------------
+
+
+def test_grouplens(tmp_path):
+    path = write(
+        tmp_path, "ratings.dat",
+        "1::1193::5::978300760\n1::661::3::978302109\n\n2::10::4.5::5\n",
+    )
+    table = loaders.load_grouplens_ratings(path)
+    assert_table(
+        table, ["1", "1", "2"], ["1193", "661", "10"],
+        [978300760, 978302109, 5], {"rating": [5, 3, 4.5]},
+    )
+    assert table.source == path
+    np.testing.assert_allclose(table.ratings, [5, 3, 4.5])
+
+
+def test_udata(tmp_path):
+    path = write(tmp_path, "u.data", "196\t242\t3\t881250949\n22\t377\t1\t8\n")
+    assert_table(
+        loaders.load_udata(path), ["196", "22"], ["242", "377"],
+        [881250949, 8], {"rating": [3, 1]},
+    )
+
+
+def test_sasrec_keeps_file_order(tmp_path):
+    path = write(tmp_path, "seq.txt", "1 30\n1 2\n2 7\n1 30\n")
+    table = loaders.load_sasrec(path)
+    assert_table(table, ["1", "1", "2", "1"], ["30", "2", "7", "30"])
+    assert table.ratings is None
+
+
+def test_sessions_tab_header(tmp_path):
+    path = write(
+        tmp_path, "clicks.txt",
+        "SessionId\tItemId\tTime\n"
+        "3\t214716935\t1396437466.94\n"
+        "1\t214536502\t1396860669.277\n",
+    )
+    assert_table(
+        loaders.load_sessions(path), ["3", "1"], ["214716935", "214536502"],
+        [1396437466.94, 1396860669.277],
+    )
+
+
+def test_sessions_columns_in_any_order(tmp_path):
+    path = write(
+        tmp_path, "clicks.txt",
+        "Time\tItemId\tSessionId\n10.5\t99\ts1\n11\t98\ts2\n",
+    )
+    assert_table(
+        loaders.load_sessions(path), ["s1", "s2"], ["99", "98"], [10.5, 11]
+    )
+
+
+def test_sessions_space_separated_header(tmp_path):
+    path = write(tmp_path, "clicks.txt", "SessionId ItemId Time\n1 5 2.0\n")
+    assert_table(loaders.load_sessions(path), ["1"], ["5"], [2.0])
+
+
+def test_recbole_user_inter(tmp_path):
+    path = write(
+        tmp_path, "ml.inter",
+        RECBOLE_HEADER + "196\t242\t3\t881250949\n186\t302\t4.5\t891717742\n",
+    )
+    assert_table(
+        loaders.load_recbole(path), ["196", "186"], ["242", "302"],
+        [881250949, 891717742], {"rating": [3, 4.5]},
+    )
+
+
+def test_recbole_session_inter_without_rating(tmp_path):
+    path = write(
+        tmp_path, "yc.inter",
+        "session_id:token\titem_id:token\ttimestamp:float\n"
+        "s1\ti1\t1.5\ns1\ti2\t2.5\ns2\ti1\t3\n",
+    )
+    assert_table(
+        loaders.load_recbole(path), ["s1", "s1", "s2"], ["i1", "i2", "i1"],
+        [1.5, 2.5, 3],
+    )
+
+
+def test_recbole_extra_columns_and_no_timestamp(tmp_path):
+    # Token columns are ignored; every other :float column is numeric; no
+    # timestamp column means no timestamps (file order is the time order).
+    path = write(
+        tmp_path, "x.inter",
+        "item_id:token\tuser_id:token\tgenre:token\tweight:float\n"
+        "i9\tu1\tcomedy\t0.25\ni8\tu2\tdrama\t2\n",
+    )
+    assert_table(
+        loaders.load_recbole(path), ["u1", "u2"], ["i9", "i8"],
+        numeric={"weight": [0.25, 2]},
+    )
+
+
+# --- load_file and auto-detection -----------------------------------------
+
+AUTO_CASES = {
+    "grouplens": ("ratings.dat", "1::2::5::100\n1::3::4::101\n"),
+    "udata": ("u.data", "1\t2\t5\t100\n1\t3\t4\t101\n"),
+    "sasrec": ("seq.txt", "1 2\n1 3\n"),
+    "sessions": ("clicks.txt", "SessionId\tItemId\tTime\n1\t2\t100\n1\t3\t101\n"),
+    "recbole": ("data.inter", RECBOLE_HEADER + "1\t2\t5\t100\n1\t3\t4\t101\n"),
+}
+
+
+@pytest.mark.parametrize("expected", sorted(AUTO_CASES))
+def test_load_file_auto_detects(tmp_path, expected):
+    name, text = AUTO_CASES[expected]
+    path = write(tmp_path, name, text)
+    assert loaders.guess_format(path) == expected
+    table = loaders.load_file(path)
+    np.testing.assert_array_equal(table.users, ["1", "1"])
+    np.testing.assert_array_equal(table.items, ["2", "3"])
+    if expected != "sasrec":
+        np.testing.assert_array_equal(table.timestamps, [100, 101])
+    explicit = loaders.load_file(path, expected)
+    np.testing.assert_array_equal(explicit.items, table.items)
+
+
+def test_load_file_explicit_format_overrides_guess(tmp_path):
+    # A tab-separated 2-column file read as sasrec explicitly.
+    path = write(tmp_path, "pairs.tsv", "u1\ti1\nu1\ti2\n")
+    table = loaders.load_file(path, "sasrec")
+    np.testing.assert_array_equal(table.items, ["i1", "i2"])
+
+
+def test_load_file_unknown_format(tmp_path):
+    path = write(tmp_path, "seq.txt", "1 2\n")
+    with pytest.raises(DataError, match="Unknown file format.*parquet"):
+        loaders.load_file(path, "parquet")
+
+
+def test_guess_format_unrecognised_first_line(tmp_path):
+    path = write(tmp_path, "odd.txt", "a b c\n")
+    with pytest.raises(DataError, match="Cannot tell the format") as info:
+        loaders.load_file(path)
+    assert path in str(info.value)
+    assert "sasrec" in str(info.value)  # lists the formats to choose from
+
+
+# --- errors ---------------------------------------------------------------
+
+MALFORMED = {
+    # loader name: (file name, text whose line 3 is bad, expected reason)
+    "grouplens": ("r.dat", "1::2::5::9\n\n1::2::5\n", "expected 4 fields"),
+    "udata": ("u.data", "1\t2\t5\t9\n1\t3\t5\t9\n1\t2\n", "expected 4 fields"),
+    "sasrec": ("s.txt", "1 2\n1 3\n1 2 3\n", "expected 2 fields"),
+    "sessions": (
+        "c.txt", "SessionId\tItemId\tTime\n1\t2\t3\n1\t2\n", "expected 3 fields"
+    ),
+    "recbole": (
+        "d.inter", RECBOLE_HEADER + "1\t2\t5\t9\n1\t2\t5\n", "expected 4 tab"
+    ),
+}
+
+
+@pytest.mark.parametrize("file_format", sorted(MALFORMED))
+def test_malformed_line_names_file_and_line(tmp_path, file_format):
+    name, text, reason = MALFORMED[file_format]
+    path = write(tmp_path, name, text)
+    with pytest.raises(DataError, match=reason) as info:
+        loaders.load_file(path, file_format)
+    message = str(info.value)
+    assert message.startswith(f"{path}:3:")
+    assert "Received line" in message
+
+
+@pytest.mark.parametrize(
+    "file_format, name, text, what",
+    [
+        ("grouplens", "r.dat", "1::2::5::9\n1::2::five::9\n", "rating 'five'"),
+        ("grouplens", "r.dat", "1::2::5::9\n1::2::5::noon\n", "timestamp"),
+        ("udata", "u.data", "1\t2\t5\t9\n1\t2\tx\t9\n", "rating 'x'"),
+        ("udata", "u.data", "1\t2\t5\t9\n1\t2\t5\t9am\n", "timestamp '9am'"),
+        ("sessions", "c.txt", "SessionId\tItemId\tTime\n1\t2\tlate\n", "Time"),
+        ("recbole", "d.inter", RECBOLE_HEADER + "1\t2\tgood\t9\n", "rating"),
+        ("recbole", "d.inter", RECBOLE_HEADER + "1\t2\t5\tt\n", "timestamp"),
+    ],
+)
+def test_non_numeric_value(tmp_path, file_format, name, text, what):
+    path = write(tmp_path, name, text)
+    with pytest.raises(DataError, match="is not a number") as info:
+        loaders.load_file(path, file_format)
+    message = str(info.value)
+    assert message.startswith(f"{path}:2:")
+    assert what in message
+
+
+@pytest.mark.parametrize("file_format", ["auto", *loaders.FORMATS])
+def test_missing_file(tmp_path, file_format):
+    path = str(tmp_path / "nowhere" / "ratings.dat")
+    with pytest.raises(DataError, match="not found") as info:
+        loaders.load_file(path, file_format)
+    assert path in str(info.value)
+
+
+@pytest.mark.parametrize("file_format", ["auto", *loaders.FORMATS])
+def test_empty_file(tmp_path, file_format):
+    path = write(tmp_path, "empty.inter", "")
+    with pytest.raises(DataError, match="empty") as info:
+        loaders.load_file(path, file_format)
+    assert path in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "file_format, text",
+    [
+        ("udata", "\n\n  \n"),
+        ("sasrec", "\n\n"),
+        ("sessions", "SessionId\tItemId\tTime\n"),
+        ("recbole", RECBOLE_HEADER),
+    ],
+)
+def test_no_rows_after_header_or_blank_lines(tmp_path, file_format, text):
+    path = write(tmp_path, "rows.txt", text)
+    with pytest.raises(DataError, match="No interactions") as info:
+        loaders.load_file(path, file_format)
+    assert path in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "file_format, header, missing",
+    [
+        ("sessions", "SessionId\tItem\tTime\n", "ItemId"),
+        ("sessions", "session\titem\ttime\n", "SessionId"),
+        ("recbole", "user_id:token\titem:token\ttimestamp:float\n", "item_id"),
+        ("recbole", "uid:token\titem_id:token\n", "user_id"),
+    ],
+)
+def test_wrong_header(tmp_path, file_format, header, missing):
+    path = write(tmp_path, "data.inter", header + "1\t2\t3\n")
+    with pytest.raises(DataError) as info:
+        loaders.load_file(path, file_format)
+    message = str(info.value)
+    assert message.startswith(f"{path}:1:")
+    assert missing in message
+
+
+def test_long_malformed_line_is_shortened(tmp_path):
+    path = write(tmp_path, "s.txt", "1 " + "x" * 200 + " extra\n")
+    with pytest.raises(DataError) as info:
+        loaders.load_sasrec(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:1:")
+    assert "..." in message and "extra" not in message

@@ -1,0 +1,36 @@
+"""Runs the ``>>>`` examples of the public modules as doctests."""
+
+import doctest
+import importlib
+import os
+
+import pytest
+
+LAYER_MODULES = [
+    "tfrec_tricks.layers.soft_one_hot_encoding",
+    "tfrec_tricks.layers.tied_item_embedding",
+    "tfrec_tricks.layers.stochastic_shared_embedding",
+    "tfrec_tricks.layers.softmax_cpr",
+    "tfrec_tricks.layers.mixture_of_softmax",
+    "tfrec_tricks.metrics",
+]
+# These need tf-keras (TFRS); they are doctested in the tf-keras run only.
+PIPELINE_MODULES = [
+    "tfrec_tricks.data.synthetic",
+    "tfrec_tricks.data.preparation",
+    "tfrec_tricks.models.sequential_retrieval_model",
+]
+
+KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
+    "0", "false", "no", "off")
+MODULES = LAYER_MODULES + ([] if KERAS3 else PIPELINE_MODULES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(
+        module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 0, f"{name} has no docstring example"
+    assert result.failed == 0, f"{result.failed} doctest(s) failed in {name}"

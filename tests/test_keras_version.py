@@ -1,0 +1,52 @@
+"""The Keras-version rule: TFRS parts need tf-keras and say how to get it."""
+
+import subprocess
+import sys
+
+
+def _python(code: str, **env):
+    import os
+
+    environment = {k: v for k, v in os.environ.items()
+                   if k != "TF_USE_LEGACY_KERAS"}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, env=environment)
+
+
+def test_models_after_keras3_import_raise_with_instructions():
+    result = _python(
+        "import tensorflow as tf\n"
+        "tf.keras.layers.Dense  # resolves tf.keras to Keras 3\n"
+        "import tfrec_tricks.models\n"
+    )
+    assert result.returncode != 0
+    assert "KerasVersionError" in result.stderr
+    assert "TF_USE_LEGACY_KERAS=1" in result.stderr
+    assert "before `import tensorflow`" in result.stderr
+
+
+def test_explicit_keras3_setting_is_reported():
+    result = _python("import tfrec_tricks.models", TF_USE_LEGACY_KERAS="0")
+    assert result.returncode != 0
+    assert "TF_USE_LEGACY_KERAS=0" in result.stderr
+
+
+def test_models_import_alone_selects_tf_keras():
+    result = _python(
+        "import tfrec_tricks.models\n"
+        "import tensorflow as tf\n"
+        "print(tf.keras.__name__)\n"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().startswith("tf_keras")
+
+
+def test_cli_module_selects_tf_keras_before_tensorflow():
+    result = _python(
+        "import tfrec_tricks.cli\n"
+        "import tensorflow as tf\n"
+        "print(tf.keras.__name__)\n"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().startswith("tf_keras")

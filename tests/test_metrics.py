@@ -1,0 +1,252 @@
+"""Full-ranking metrics: hand-computed cases, the tie rule, the Keras metric."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfrec_tricks.metrics import (
+    RankingMetric,
+    full_ranking_metrics,
+    metrics_from_ranks,
+    target_ranks,
+    tf_target_ranks,
+)
+
+# Column 0 is padding and has the highest score: it must never count.
+# Real items 1..4 scored 0.9, 0.5, 0.1, 0.3 -> ranks 1, 2, 4, 3.
+SCORES = np.array([[9.0, 0.9, 0.5, 0.1, 0.3]])
+
+
+def ranks_of(targets, scores=SCORES):
+    scores = np.repeat(scores, len(targets), axis=0)
+    return target_ranks(scores, np.array(targets))
+
+
+def test_ranks_ignore_padding_column():
+    np.testing.assert_array_equal(ranks_of([1, 2, 3, 4]), [1, 2, 4, 3])
+
+
+def test_rank_one():
+    m = full_ranking_metrics(SCORES, np.array([1]), ks=(1, 10))
+    assert m == {"ndcg@1": 1.0, "hr@1": 1.0, "mrr@1": 1.0,
+                 "ndcg@10": 1.0, "hr@10": 1.0, "mrr@10": 1.0}
+
+
+def test_rank_two():
+    m = full_ranking_metrics(SCORES, np.array([2]), ks=(1, 2))
+    assert m["hr@1"] == m["mrr@1"] == m["ndcg@1"] == 0.0
+    assert m["hr@2"] == 1.0
+    assert m["mrr@2"] == 0.5
+    assert m["ndcg@2"] == pytest.approx(1 / math.log2(3))
+
+
+def test_rank_beyond_k():
+    m = full_ranking_metrics(SCORES, np.array([3]), ks=(3,))  # rank 4
+    assert m == {"ndcg@3": 0.0, "hr@3": 0.0, "mrr@3": 0.0}
+    m = full_ranking_metrics(SCORES, np.array([3]), ks=(4,))
+    assert m["mrr@4"] == 0.25
+    assert m["ndcg@4"] == pytest.approx(1 / math.log2(5))
+
+
+def test_several_examples_and_ks():
+    scores = np.repeat(SCORES, 3, axis=0)
+    m = full_ranking_metrics(scores, np.array([1, 2, 3]), ks=(1, 2, 3, 4))
+    # ranks 1, 2, 4
+    assert sorted(m) == sorted(
+        f"{kind}@{k}" for kind in ("ndcg", "hr", "mrr") for k in (1, 2, 3, 4)
+    )
+    assert m["hr@1"] == pytest.approx(1 / 3)
+    assert m["ndcg@1"] == pytest.approx(1 / 3)
+    assert m["hr@2"] == m["hr@3"] == pytest.approx(2 / 3)
+    assert m["mrr@2"] == m["mrr@3"] == pytest.approx(0.5)
+    assert m["ndcg@2"] == pytest.approx((1 + 1 / math.log2(3)) / 3)
+    assert m["ndcg@3"] == m["ndcg@2"]
+    assert m["hr@4"] == 1.0
+    assert m["mrr@4"] == pytest.approx((1 + 0.5 + 0.25) / 3)
+    assert m["ndcg@4"] == pytest.approx(
+        (1 + 1 / math.log2(3) + 1 / math.log2(5)) / 3
+    )
+    assert all(isinstance(v, float) for v in m.values())
+
+
+def test_default_k_is_ten_and_docstring_example():
+    scores = np.array([[0.0, 0.9, 0.5, 0.1]])
+    m = full_ranking_metrics(scores, np.array([2]))
+    assert sorted(m) == ["hr@10", "mrr@10", "ndcg@10"]
+    assert m["ndcg@10"] == 0.6309297535714575
+
+
+def test_metrics_from_ranks():
+    m = metrics_from_ranks(np.array([1, 3, 11]), ks=(10,))
+    assert m["hr@10"] == pytest.approx(2 / 3)
+    assert m["mrr@10"] == pytest.approx((1 + 1 / 3) / 3)
+    assert m["ndcg@10"] == pytest.approx((1 + 1 / 2) / 3)
+
+
+# --- ties -------------------------------------------------------------------
+
+
+def test_tied_target_gets_the_worse_rank():
+    scores = np.array([[0.0, 0.5, 0.9, 0.5, 0.5, 0.1]])
+    # Item 1: one item higher (0.9), two others tied -> rank 4.
+    np.testing.assert_array_equal(ranks_of([1, 3, 4], scores), [4, 4, 4])
+    np.testing.assert_array_equal(ranks_of([2, 5], scores), [1, 5])
+    m = full_ranking_metrics(scores, np.array([1]), ks=(3, 4))
+    assert m["hr@3"] == 0.0 and m["hr@4"] == 1.0
+
+
+def test_all_equal_scores_rank_last():
+    n = 7
+    scores = np.zeros((n - 1, n))
+    ranks = target_ranks(scores, np.arange(1, n))
+    np.testing.assert_array_equal(ranks, n - 1)
+    m = full_ranking_metrics(scores, np.arange(1, n), ks=(n - 2,))
+    assert m[f"hr@{n - 2}"] == 0.0
+
+
+def test_padding_tie_does_not_count():
+    scores = np.array([[0.5, 0.5, 0.1]])
+    np.testing.assert_array_equal(ranks_of([1], scores), [1])
+
+
+# --- bad input --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("targets", [[0], [5], [-1], [1, 7]])
+def test_bad_targets(targets):
+    scores = np.repeat(SCORES, len(targets), axis=0)
+    with pytest.raises(ValueError, match=r"1\.\.4 \(0 is padding\)"):
+        full_ranking_metrics(scores, np.array(targets))
+
+
+@pytest.mark.parametrize(
+    "scores, targets",
+    [(np.zeros(5), [1]), (np.zeros((2, 5)), [1]), (np.zeros((1, 5)), [[1]])],
+)
+def test_bad_shapes(scores, targets):
+    with pytest.raises(ValueError, match="Expected scores"):
+        target_ranks(scores, np.array(targets))
+
+
+@pytest.mark.parametrize("k", [0, -3])
+def test_bad_cutoff(k):
+    with pytest.raises(ValueError, match="Cut-offs must be positive"):
+        full_ranking_metrics(SCORES, np.array([1]), ks=(10, k))
+
+
+# --- the Keras metric -------------------------------------------------------
+
+
+def random_case(seed, batch=64, num_items=30, decimals=None):
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(batch, num_items)).astype(np.float32)
+    if decimals is not None:  # coarse scores: many ties
+        scores = np.round(scores, decimals)
+    targets = rng.integers(1, num_items, size=batch).astype(np.int32)
+    # Make some targets rank first so that every cut-off sees hits.
+    top = rng.random(batch) < 0.3
+    scores[top, targets[top]] = scores[top].max(axis=1) + 1.0
+    return scores, targets
+
+
+def test_tf_target_ranks_match_numpy():
+    scores, targets = random_case(0, decimals=1)
+    np.testing.assert_array_equal(
+        tf_target_ranks(scores, targets).numpy(), target_ranks(scores, targets)
+    )
+
+
+@pytest.mark.parametrize("kind", ["ndcg", "hr", "mrr"])
+@pytest.mark.parametrize("k", [1, 5, 10])
+@pytest.mark.parametrize("decimals", [None, 1])
+def test_ranking_metric_matches_full_ranking_metrics(kind, k, decimals):
+    scores, targets = random_case(k, decimals=decimals)
+    expected = full_ranking_metrics(scores, targets, ks=(k,))[f"{kind}@{k}"]
+    metric = RankingMetric(kind, k=k)
+    metric.update_state(targets, scores)
+    assert float(metric.result()) == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["ndcg", "hr", "mrr"])
+def test_ranking_metric_accumulates_over_batches(kind):
+    first, first_targets = random_case(1, batch=40)
+    second, second_targets = random_case(2, batch=24)
+    metric = RankingMetric(kind, k=5)
+    metric.update_state(first_targets, first)
+    metric.update_state(second_targets[:, None], second)  # [B, 1] targets
+    expected = full_ranking_metrics(
+        np.concatenate([first, second]),
+        np.concatenate([first_targets, second_targets]),
+        ks=(5,),
+    )[f"{kind}@5"]
+    assert float(metric.result()) == pytest.approx(expected, abs=1e-6)
+    alone = full_ranking_metrics(second, second_targets, ks=(5,))[f"{kind}@5"]
+    metric.reset_state()
+    metric.update_state(second_targets, second)
+    assert float(metric.result()) == pytest.approx(alone, abs=1e-6)
+
+
+def test_ranking_metric_ignores_padding_and_uses_worse_rank_on_ties():
+    metric = RankingMetric("mrr", k=10)
+    metric.update_state([1, 1], [[9.0, 0.9, 0.5], [0.0, 0.5, 0.5]])
+    assert float(metric.result()) == pytest.approx((1 + 0.5) / 2)
+
+
+def test_ranking_metric_docstring_example():
+    metric = RankingMetric("hr", k=1)
+    metric.update_state([1, 2], [[0.0, 0.9, 0.5], [0.0, 0.9, 0.5]])
+    assert float(metric.result()) == 0.5
+
+
+def test_ranking_metric_in_model_evaluate():
+    scores, targets = random_case(3, batch=50, num_items=12)
+    model = tf.keras.Sequential(
+        [tf.keras.Input(shape=(12,)), tf.keras.layers.Activation("linear")]
+    )
+    model.compile(loss="sparse_categorical_crossentropy",
+                  metrics=[RankingMetric("ndcg", k=3)])
+    results = model.evaluate(scores, targets, batch_size=16, verbose=0,
+                             return_dict=True)
+    expected = full_ranking_metrics(scores, targets, ks=(3,))["ndcg@3"]
+    assert results["ndcg@3"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_ranking_metric_config_round_trip():
+    metric = RankingMetric("mrr", k=20, name="my_mrr")
+    config = metric.get_config()
+    assert config["kind"] == "mrr" and config["k"] == 20
+    assert config["name"] == "my_mrr"
+    json.dumps(config)
+    clone = RankingMetric.from_config(config)
+    assert (clone.kind, clone.k, clone.name) == ("mrr", 20, "my_mrr")
+    restored = tf.keras.metrics.deserialize(
+        json.loads(json.dumps(tf.keras.metrics.serialize(metric)))
+    )
+    assert isinstance(restored, RankingMetric)
+    assert (restored.kind, restored.k, restored.name) == ("mrr", 20, "my_mrr")
+    scores, targets = random_case(4)
+    metric.update_state(targets, scores)
+    restored.update_state(targets, scores)
+    assert float(restored.result()) == float(metric.result())
+
+
+def test_ranking_metric_default_name():
+    assert RankingMetric().name == "ndcg@10"
+    assert RankingMetric("hr", k=5).name == "hr@5"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(kind="recall"), "kind must be one of"),
+        (dict(kind="NDCG"), "kind must be one of"),
+        (dict(k=0), "k must be positive"),
+        (dict(k=-1), "k must be positive"),
+    ],
+)
+def test_ranking_metric_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RankingMetric(**kwargs)
