@@ -95,17 +95,13 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
     ids = tf.constant(ids)
     targets = tf.constant(rng.integers(1, num_items, size=batch), tf.int32)
     hidden = tf.constant(rng.normal(size=(batch, length, dim)), tf.float32)
-    first_layer = tf.constant(
-        rng.normal(size=(batch, length, dim)), tf.float32
-    )
+    first_layer = tf.constant(rng.normal(size=(batch, length, dim)), tf.float32)
     items = TiedItemEmbedding(num_items, dim, use_bias=True, tie=True)
     items.build(None)
     table, bias = items.output_embeddings, items.output_bias
 
     def cpr(ks, mi):
-        layer = SoftmaxCPR(
-            reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3
-        )
+        layer = SoftmaxCPR(reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3)
 
         def logits(h_states, layer0, ids):
             inputs = {"hidden_states": h_states, "history_ids": ids}
@@ -207,11 +203,24 @@ def worker_memory(args) -> dict:
 
 def _worker(mode, heads, num_items, args) -> dict:
     command = [
-        sys.executable, __file__, "--worker", mode,
-        "--num-items", str(num_items), "--heads", ";".join(heads),
-        "--batch", str(args.batch), "--length", str(args.length),
-        "--dim", str(args.dim), "--repeats", str(args.repeats),
-        "--warmup", str(args.warmup),
+        sys.executable,
+        __file__,
+        "--worker",
+        mode,
+        "--num-items",
+        str(num_items),
+        "--heads",
+        ";".join(heads),
+        "--batch",
+        str(args.batch),
+        "--length",
+        str(args.length),
+        "--dim",
+        str(args.dim),
+        "--repeats",
+        str(args.repeats),
+        "--warmup",
+        str(args.warmup),
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -239,7 +248,8 @@ def write_results(rows, args, out_dir: pathlib.Path) -> None:
     for row in rows:
         lines.append(
             "| {n} | {head} | {ms} | {ratio} | {peak} | {step} |".format(
-                n=row["n"], head=row["head"],
+                n=row["n"],
+                head=row["head"],
                 ms=_fmt(row.get("median_ms"), 1),
                 ratio=_fmt(row.get("ratio"), 2),
                 peak=_fmt(row.get("peak_mb"), 0),
@@ -262,8 +272,9 @@ def write_results(rows, args, out_dir: pathlib.Path) -> None:
         for n in sizes:
             match = [r for r in rows if r["n"] == n and r["head"] == head]
             values.append(match[0].get("ratio") or 0.0 if match else 0.0)
-        positions = [i + (j - (len(heads) - 1) / 2) * width for i in
-                     range(len(sizes))]
+        positions = [
+            i + (j - (len(heads) - 1) / 2) * width for i in range(len(sizes))
+        ]
         ax.bar(positions, values, width, label=head)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(1.5, color="grey", linewidth=0.8, linestyle="--")
@@ -289,31 +300,51 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="See the module docstring for how time and memory are "
-        "measured.",
+        epilog="See the module docstring for how time and memory are measured.",
     )
     parser.add_argument(
-        "--sizes", default=",".join(map(str, DEFAULT_SIZES)),
+        "--sizes",
+        default=",".join(map(str, DEFAULT_SIZES)),
         help="comma-separated catalogue sizes N (default %(default)s)",
     )
-    parser.add_argument("--repeats", type=int, default=7,
-                        help="timed runs per head (default %(default)s)")
-    parser.add_argument("--warmup", type=int, default=2,
-                        help="warm-up runs per head (default %(default)s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="N=3706,40000 only, 3 repeats, 1 warm-up")
-    parser.add_argument("--heads", default=";".join(HEADS),
-                        help="semicolon-separated heads (default: all, "
-                        "i.e. %(default)s)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=7,
+        help="timed runs per head (default %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="warm-up runs per head (default %(default)s)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="N=3706,40000 only, 3 repeats, 1 warm-up",
+    )
+    parser.add_argument(
+        "--heads",
+        default=";".join(HEADS),
+        help="semicolon-separated heads (default: all, i.e. %(default)s)",
+    )
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--length", type=int, default=50)
     parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--no-memory", action="store_true",
-                        help="skip the per-head peak-memory processes")
-    parser.add_argument("--out-dir", default=str(RESULTS),
-                        help="where to write the table and chart")
-    parser.add_argument("--worker", choices=["time", "memory"],
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="skip the per-head peak-memory processes",
+    )
+    parser.add_argument(
+        "--out-dir",
+        default=str(RESULTS),
+        help="where to write the table and chart",
+    )
+    parser.add_argument(
+        "--worker", choices=["time", "memory"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--num-items", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)

@@ -12,7 +12,9 @@ import pytest
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-SHARED_DATA = pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED_DATA = (
+    pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+)
 
 
 @pytest.fixture
@@ -26,4 +28,8 @@ def shared_data() -> pathlib.Path:
 
 def keras3() -> bool:
     return os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
-        "0", "false", "no", "off")
+        "0",
+        "false",
+        "no",
+        "off",
+    )

@@ -9,14 +9,26 @@ import pytest
 
 from tfrec_tricks import cli
 
-TINY = ["--synthetic-users", "60", "--synthetic-items", "40", "--epochs", "1",
-        "--max-len", "10", "--embedding-dim", "8"]
+TINY = [
+    "--synthetic-users",
+    "60",
+    "--synthetic-items",
+    "40",
+    "--epochs",
+    "1",
+    "--max-len",
+    "10",
+    "--embedding-dim",
+    "8",
+]
 
 
 def run_cli(*args, cwd=None, env=None):
     return subprocess.run(
         [sys.executable, "-m", "tfrec_tricks.cli", *args],
-        capture_output=True, text=True, cwd=cwd,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
         env={**os.environ, **(env or {})},
     )
 
@@ -26,21 +38,34 @@ def test_help_reads_like_documentation(capsys):
         cli.main(["train", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for expected in ("--data", "--epochs", "--batch-size", "--learning-rate",
-                     "--max-len", "--seed", "--output-dir", "yoochoose-100k",
-                     "resumes"):
+    for expected in (
+        "--data",
+        "--epochs",
+        "--batch-size",
+        "--learning-rate",
+        "--max-len",
+        "--seed",
+        "--output-dir",
+        "yoochoose-100k",
+        "resumes",
+    ):
         assert expected in text
 
 
 @pytest.mark.slow
 def test_train_one_epoch_on_tiny_synthetic_data(tmp_path):
-    result = run_cli("train", *TINY, "--output-dir", str(tmp_path),
-                     "--name", "tiny")
+    result = run_cli(
+        "train", *TINY, "--output-dir", str(tmp_path), "--name", "tiny"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ndcg@10" in result.stdout and "test" in result.stdout
     run_dir = tmp_path / "tiny"
-    for name in ("config.json", "vocabulary.json", "metrics.json",
-                 "history.csv"):
+    for name in (
+        "config.json",
+        "vocabulary.json",
+        "metrics.json",
+        "history.csv",
+    ):
         assert (run_dir / name).is_file(), name
     assert list((run_dir / "checkpoints").iterdir())
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -87,28 +112,46 @@ def test_missing_file_names_the_file(tmp_path):
 def test_malformed_line_names_file_and_line(tmp_path):
     path = tmp_path / "ratings.dat"
     path.write_text("1::10::5::100\n1::11::4\n")
-    result = run_cli("train", "--data", "file", "--data-path", str(path),
-                     "--format", "grouplens")
+    result = run_cli(
+        "train",
+        "--data",
+        "file",
+        "--data-path",
+        str(path),
+        "--format",
+        "grouplens",
+    )
     _assert_clean_error(result, f"{path}:2:", "expected 4 fields")
 
 
 def test_missing_real_dataset_says_where_it_looked(tmp_path):
-    result = run_cli("train", "--data", "ml-100k", "--data-path",
-                     str(tmp_path))
+    result = run_cli("train", "--data", "ml-100k", "--data-path", str(tmp_path))
     _assert_clean_error(result, "ml-100k", "--data-path")
 
 
 def test_empty_dataset_after_filtering(tmp_path):
     path = tmp_path / "u.data"
     path.write_text("".join(f"1\t{i}\t5\t{i}\n" for i in range(1, 6)))
-    result = run_cli("train", "--data", "file", "--data-path", str(path),
-                     "--min-item-interactions", "2")
+    result = run_cli(
+        "train",
+        "--data",
+        "file",
+        "--data-path",
+        str(path),
+        "--min-item-interactions",
+        "2",
+    )
     _assert_clean_error(result, "No interactions left", str(path))
 
 
 def test_tfds_offline_without_copy_says_what_to_provide(tmp_path):
-    result = run_cli("train", "--data", "tfds:movielens/100k-ratings",
-                     "--tfds-data-dir", str(tmp_path))
+    result = run_cli(
+        "train",
+        "--data",
+        "tfds:movielens/100k-ratings",
+        "--tfds-data-dir",
+        str(tmp_path),
+    )
     _assert_clean_error(result, "--tfds-manual-dir", "ml-100k.zip")
 
 

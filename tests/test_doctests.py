@@ -22,7 +22,11 @@ PIPELINE_MODULES = [
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
-    "0", "false", "no", "off")
+    "0",
+    "false",
+    "no",
+    "off",
+)
 MODULES = LAYER_MODULES + ([] if KERAS3 else PIPELINE_MODULES)
 
 

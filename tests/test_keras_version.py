@@ -7,11 +7,16 @@ import sys
 def _python(code: str, **env):
     import os
 
-    environment = {k: v for k, v in os.environ.items()
-                   if k != "TF_USE_LEGACY_KERAS"}
+    environment = {
+        k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"
+    }
     environment.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          text=True, env=environment)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=environment,
+    )
 
 
 def test_models_after_keras3_import_raise_with_instructions():

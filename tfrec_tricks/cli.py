@@ -52,7 +52,7 @@ Real datasets are read from --data-path DIR (default: ${DATA_ENV}, else
 examples:
   tfrec-tricks train
   tfrec-tricks train --data yoochoose-100k --epochs 30
-  tfrec-tricks train --data file --data-path ratings.dat --min-item-interactions 5
+  tfrec-tricks train --data file --data-path u.data --min-item-interactions 5
 """
 
 
@@ -98,72 +98,144 @@ def _dropout(text: str) -> float:
 
 def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
-    data.add_argument("--data", default="synthetic", choices=SOURCES,
-                      metavar="SOURCE",
-                      help="data source (see above). Default: synthetic")
-    data.add_argument("--data-path", metavar="PATH",
-                      help="folder of the real datasets, or the file for "
-                           "--data file")
-    data.add_argument("--format", dest="file_format", default="auto",
-                      choices=("auto", *FORMATS),
-                      help="format of --data file. Default: auto (guessed)")
-    data.add_argument("--tfds-data-dir", metavar="DIR",
-                      help="TFDS data_dir holding the prepared dataset")
-    data.add_argument("--tfds-manual-dir", metavar="DIR",
-                      help="folder with GroupLens' ml-1m.zip / ml-100k.zip")
-    data.add_argument("--synthetic-users", type=_positive_int, default=2000,
-                      metavar="N", help="synthetic users. Default: 2000")
-    data.add_argument("--synthetic-items", type=_positive_int, default=1000,
-                      metavar="N", help="synthetic items. Default: 1000")
-    data.add_argument("--min-user-interactions", type=_positive_int,
-                      default=3, metavar="N",
-                      help="drop users/sessions with fewer interactions "
-                           "(at least 3). Default: 3")
-    data.add_argument("--min-item-interactions", type=_non_negative_int,
-                      default=0, metavar="N",
-                      help="drop items with fewer interactions. Default: 0")
-    data.add_argument("--max-len", type=_positive_int, default=50,
-                      metavar="L", help="history length. Default: 50")
+    data.add_argument(
+        "--data",
+        default="synthetic",
+        choices=SOURCES,
+        metavar="SOURCE",
+        help="data source (see above). Default: synthetic",
+    )
+    data.add_argument(
+        "--data-path",
+        metavar="PATH",
+        help="folder of the real datasets, or the file for --data file",
+    )
+    data.add_argument(
+        "--format",
+        dest="file_format",
+        default="auto",
+        choices=("auto", *FORMATS),
+        help="format of --data file. Default: auto (guessed)",
+    )
+    data.add_argument(
+        "--tfds-data-dir",
+        metavar="DIR",
+        help="TFDS data_dir holding the prepared dataset",
+    )
+    data.add_argument(
+        "--tfds-manual-dir",
+        metavar="DIR",
+        help="folder with GroupLens' ml-1m.zip / ml-100k.zip",
+    )
+    data.add_argument(
+        "--synthetic-users",
+        type=_positive_int,
+        default=2000,
+        metavar="N",
+        help="synthetic users. Default: 2000",
+    )
+    data.add_argument(
+        "--synthetic-items",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="synthetic items. Default: 1000",
+    )
+    data.add_argument(
+        "--min-user-interactions",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help="drop users/sessions with fewer interactions "
+        "(at least 3). Default: 3",
+    )
+    data.add_argument(
+        "--min-item-interactions",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="drop items with fewer interactions. Default: 0",
+    )
+    data.add_argument(
+        "--max-len",
+        type=_positive_int,
+        default=50,
+        metavar="L",
+        help="history length. Default: 50",
+    )
 
     fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=_positive_int, default=20,
-                     help="maximum epochs (early stopping on validation "
-                          "NDCG@10 may stop sooner). Default: 20")
-    fit.add_argument("--batch-size", type=_positive_int, default=128,
-                     help="Default: 128")
-    fit.add_argument("--learning-rate", type=_positive_float, default=1e-3,
-                     help="Adam's learning rate. Default: 0.001")
-    fit.add_argument("--patience", type=_positive_int, default=3,
-                     help="epochs without a better validation NDCG@10 "
-                          "before stopping. Default: 3")
+    fit.add_argument(
+        "--epochs",
+        type=_positive_int,
+        default=20,
+        help="maximum epochs (early stopping on validation "
+        "NDCG@10 may stop sooner). Default: 20",
+    )
+    fit.add_argument(
+        "--batch-size", type=_positive_int, default=128, help="Default: 128"
+    )
+    fit.add_argument(
+        "--learning-rate",
+        type=_positive_float,
+        default=1e-3,
+        help="Adam's learning rate. Default: 0.001",
+    )
+    fit.add_argument(
+        "--patience",
+        type=_positive_int,
+        default=3,
+        help="epochs without a better validation NDCG@10 "
+        "before stopping. Default: 3",
+    )
     fit.add_argument("--seed", type=int, default=0, help="Default: 0")
 
     model = parser.add_argument_group("model")
-    model.add_argument("--embedding-dim", type=_positive_int, default=64,
-                       help="item embedding size d. Default: 64")
-    model.add_argument("--num-layers", type=_positive_int, default=1,
-                       help="stacked encoder layers. Default: 1")
-    model.add_argument("--dropout", type=_dropout, default=0.2,
-                       help="dropout on embeddings and encoder output. "
-                            "Default: 0.2")
+    model.add_argument(
+        "--embedding-dim",
+        type=_positive_int,
+        default=64,
+        help="item embedding size d. Default: 64",
+    )
+    model.add_argument(
+        "--num-layers",
+        type=_positive_int,
+        default=1,
+        help="stacked encoder layers. Default: 1",
+    )
+    model.add_argument(
+        "--dropout",
+        type=_dropout,
+        default=0.2,
+        help="dropout on embeddings and encoder output. Default: 0.2",
+    )
 
     out = parser.add_argument_group("output")
-    out.add_argument("--output-dir", default="runs",
-                     help="parent folder of run directories. Default: runs")
-    out.add_argument("--name", help="run directory name. Default: the data "
-                                    "source name")
-    out.add_argument("--quiet", action="store_true",
-                     help="no progress bar, only the final table")
+    out.add_argument(
+        "--output-dir",
+        default="runs",
+        help="parent folder of run directories. Default: runs",
+    )
+    out.add_argument(
+        "--name", help="run directory name. Default: the data source name"
+    )
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar, only the final table",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tfrec-tricks", description=DESCRIPTION,
+        prog="tfrec-tricks",
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     train = commands.add_parser(
-        "train", help="train and evaluate a model (start here)",
+        "train",
+        help="train and evaluate a model (start here)",
         description=TRAIN_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -175,18 +247,28 @@ def _run_train(args: argparse.Namespace) -> int:
     from tfrec_tricks.training import TrainConfig, train
 
     config = TrainConfig(
-        data=args.data, data_path=args.data_path,
-        file_format=args.file_format, tfds_data_dir=args.tfds_data_dir,
+        data=args.data,
+        data_path=args.data_path,
+        file_format=args.file_format,
+        tfds_data_dir=args.tfds_data_dir,
         tfds_manual_dir=args.tfds_manual_dir,
         synthetic_users=args.synthetic_users,
         synthetic_items=args.synthetic_items,
         min_user_interactions=args.min_user_interactions,
         min_item_interactions=args.min_item_interactions,
-        max_len=args.max_len, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, patience=args.patience,
-        seed=args.seed, output_dir=args.output_dir, name=args.name,
-        model={"embedding_dim": args.embedding_dim,
-               "num_layers": args.num_layers, "dropout": args.dropout},
+        max_len=args.max_len,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        patience=args.patience,
+        seed=args.seed,
+        output_dir=args.output_dir,
+        name=args.name,
+        model={
+            "embedding_dim": args.embedding_dim,
+            "num_layers": args.num_layers,
+            "dropout": args.dropout,
+        },
     )
     result = train(config, verbose=0 if args.quiet else None)
     if args.quiet:
@@ -206,12 +288,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "train":
             return _run_train(args)
     except KeyboardInterrupt:
-        print("\ninterrupted: run the same command again to resume from the "
-              "last completed epoch.", file=sys.stderr)
+        print(
+            "\ninterrupted: run the same command again to resume from the "
+            "last completed epoch.",
+            file=sys.stderr,
+        )
         return 130
     except (ValueError, OSError, ImportError) as error:
-        print(f"tfrec-tricks {args.command}: error: {error}",
-              file=sys.stderr)
+        print(f"tfrec-tricks {args.command}: error: {error}", file=sys.stderr)
         return 1
     parser.error(f"unknown command {args.command!r}")
     return 2

@@ -5,7 +5,9 @@ class DataError(ValueError):
     """A data file, data source or dataset that cannot be used as given."""
 
 
-def malformed_line(path: str, line_number: int, line: str, why: str) -> DataError:
+def malformed_line(
+    path: str, line_number: int, line: str, why: str
+) -> DataError:
     """A DataError naming the file, the 1-based line number and the line."""
     shown = line.rstrip("\n")
     if len(shown) > 80:

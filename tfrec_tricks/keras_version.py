@@ -46,7 +46,9 @@ def require_legacy_keras(feature: str) -> None:
         # has not been resolved yet (TensorFlow resolves it lazily).
         os.environ[LEGACY_KERAS_ENV] = "1"
     elif setting.strip().lower() in _FALSE_VALUES:
-        raise KerasVersionError(_message(feature, f"{LEGACY_KERAS_ENV}={setting}"))
+        raise KerasVersionError(
+            _message(feature, f"{LEGACY_KERAS_ENV}={setting}")
+        )
     try:
         import tensorflow as tf
 

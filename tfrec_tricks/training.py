@@ -56,8 +56,10 @@ class TrainConfig:
 
     def __post_init__(self):
         positive = {
-            "epochs": self.epochs, "batch_size": self.batch_size,
-            "max_len": self.max_len, "patience": self.patience,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "max_len": self.max_len,
+            "patience": self.patience,
             "synthetic_users": self.synthetic_users,
             "synthetic_items": self.synthetic_items,
         }
@@ -66,7 +68,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be positive. Received: {value}")
         if self.learning_rate <= 0:
             raise ValueError(
-                f"learning_rate must be positive. Received: {self.learning_rate}"
+                "learning_rate must be positive. Received: "
+                f"{self.learning_rate}"
             )
 
     @property
@@ -120,9 +123,11 @@ def train(
         config.data,
         data_path=config.data_path,
         file_format=config.file_format,
-        synthetic_options={"num_users": config.synthetic_users,
-                           "num_items": config.synthetic_items,
-                           "seed": config.seed},
+        synthetic_options={
+            "num_users": config.synthetic_users,
+            "num_items": config.synthetic_items,
+            "seed": config.seed,
+        },
         tfds_data_dir=config.tfds_data_dir,
         tfds_manual_dir=config.tfds_manual_dir,
     )
@@ -138,18 +143,27 @@ def train(
     run_dir = os.path.join(config.output_dir, config.run_name)
     os.makedirs(run_dir, exist_ok=True)
     model_config = ModelConfig(
-        num_items=data.num_items, max_len=config.max_len,
-        learning_rate=config.learning_rate, **config.model,
+        num_items=data.num_items,
+        max_len=config.max_len,
+        learning_rate=config.learning_rate,
+        **config.model,
     )
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
-        json.dump({"train": dataclasses.asdict(config),
-                   "model": model_config.to_dict()}, handle, indent=2)
+        json.dump(
+            {
+                "train": dataclasses.asdict(config),
+                "model": model_config.to_dict(),
+            },
+            handle,
+            indent=2,
+        )
     data.vocabulary.save(os.path.join(run_dir, "vocabulary.json"))
 
     model = SequentialRetrievalModel(model_config)
     model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate))
-    train_ds = make_dataset(data.train, config.batch_size, shuffle=True,
-                            seed=config.seed)
+    train_ds = make_dataset(
+        data.train, config.batch_size, shuffle=True, seed=config.seed
+    )
     # Built before fit so that BackupAndRestore can restore into it.
     model(next(iter(train_ds)))
     validation_ds = make_dataset(data.validation, EVAL_BATCH_SIZE)
@@ -158,12 +172,17 @@ def train(
     callbacks = [
         tf.keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
         tf.keras.callbacks.EarlyStopping(
-            monitor=monitor, mode="max", patience=config.patience,
+            monitor=monitor,
+            mode="max",
+            patience=config.patience,
             restore_best_weights=True,
         ),
         tf.keras.callbacks.ModelCheckpoint(
-            os.path.join(run_dir, "checkpoints", "best"), monitor=monitor,
-            mode="max", save_best_only=True, save_weights_only=True,
+            os.path.join(run_dir, "checkpoints", "best"),
+            monitor=monitor,
+            mode="max",
+            save_best_only=True,
+            save_weights_only=True,
         ),
         tf.keras.callbacks.CSVLogger(
             os.path.join(run_dir, "history.csv"), append=True
@@ -172,22 +191,29 @@ def train(
         *(callbacks or []),
     ]
     history = model.fit(
-        train_ds, validation_data=validation_ds, epochs=config.epochs,
-        callbacks=callbacks, verbose=verbose,
+        train_ds,
+        validation_data=validation_ds,
+        epochs=config.epochs,
+        callbacks=callbacks,
+        verbose=verbose,
     )
     results = {
         split: _evaluate(model, make_dataset(examples, EVAL_BATCH_SIZE))
-        for split, examples in (("validation", data.validation),
-                                ("test", data.test))
+        for split, examples in (
+            ("validation", data.validation),
+            ("test", data.test),
+        )
     }
-    results.update({
-        "epochs_run": len(timer.seconds),
-        "seconds_per_epoch_median": (
-            statistics.median(timer.seconds) if timer.seconds else None
-        ),
-        "num_parameters": int(model.count_params()),
-        "num_train_examples": len(data.train),
-    })
+    results.update(
+        {
+            "epochs_run": len(timer.seconds),
+            "seconds_per_epoch_median": (
+                statistics.median(timer.seconds) if timer.seconds else None
+            ),
+            "num_parameters": int(model.count_params()),
+            "num_train_examples": len(data.train),
+        }
+    )
     with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
         json.dump(results, handle, indent=2)
     if verbose:

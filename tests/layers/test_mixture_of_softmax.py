@@ -12,9 +12,7 @@ from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR
 
 NEG = -1e9
 N, D, L, K = 11, 4, 5, 3
-HISTORY = np.array(
-    [[2, 4, 0, 0, 0], [0, 0, 1, 3, 3], [0, 0, 0, 0, 0]], "int32"
-)
+HISTORY = np.array([[2, 4, 0, 0, 0], [0, 0, 1, 3, 3], [0, 0, 0, 0, 0]], "int32")
 
 
 def _data(seed=0):
@@ -82,8 +80,9 @@ def test_matches_numpy_reference(use_bias, mask_padding):
     log_probs = _call(layer, data, use_bias=use_bias)
     assert log_probs.dtype == tf.float32 and log_probs.shape == (3, N)
     expected = reference(layer, data, use_bias=use_bias)
-    np.testing.assert_allclose(log_probs.numpy(), expected, rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        log_probs.numpy(), expected, rtol=1e-5, atol=1e-5
+    )
     # Log-probabilities: they normalise, so logsumexp is 0.
     np.testing.assert_allclose(
         tf.reduce_logsumexp(log_probs, axis=-1).numpy(), 0.0, atol=1e-5
@@ -125,9 +124,7 @@ def test_gradients_reach_prior_and_components_and_table():
     table = tf.Variable(data["table"])
     with tf.GradientTape() as tape:
         log_probs = layer(_inputs(data), table, training=True)
-        loss = -tf.reduce_mean(
-            tf.gather(log_probs, [1, 2, 3], batch_dims=1)
-        )
+        loss = -tf.reduce_mean(tf.gather(log_probs, [1, 2, 3], batch_dims=1))
     grads = tape.gradient(loss, [table, *layer.trainable_weights])
     for grad in grads:
         grad = tf.convert_to_tensor(grad).numpy()
@@ -139,8 +136,12 @@ def test_run_layer_test():
     data = _data(seed=6)
     testing.run_layer_test(
         MixtureOfSoftmax,
-        {"num_components": K, "dropout": 0.1, "output_dim": D,
-         "kernel_initializer": "he_normal"},
+        {
+            "num_components": K,
+            "dropout": 0.1,
+            "output_dim": D,
+            "kernel_initializer": "he_normal",
+        },
         _inputs(data),
         expected_output_shape=(3, N),
         expected_output_dtype="float32",
@@ -192,8 +193,10 @@ def test_config_round_trip():
     json.dumps(config)
     assert MixtureOfSoftmax.from_config(config).get_config() == config
     serialized = tf.keras.utils.serialize_keras_object(layer)
-    assert isinstance(tf.keras.utils.deserialize_keras_object(serialized),
-                      tfrec_tricks.layers.MixtureOfSoftmax)
+    assert isinstance(
+        tf.keras.utils.deserialize_keras_object(serialized),
+        tfrec_tricks.layers.MixtureOfSoftmax,
+    )
 
 
 @pytest.mark.parametrize(

@@ -143,15 +143,20 @@ CONFIGS = {
     "CPR_multi": dict(reranker_ks=(2, 5, 9)),
     "CPR_Mi": dict(reranker_ks=(4,), use_mi=True, mi_layers=1),
     "CPR_multi_Mi2": dict(reranker_ks=(9, 3), use_mi=True, mi_layers=2),
-    "CPR_Mi_window1": dict(reranker_ks=(4,), use_mi=True, mi_window=1,
-                           mi_layers=1),
+    "CPR_Mi_window1": dict(
+        reranker_ks=(4,), use_mi=True, mi_window=1, mi_layers=1
+    ),
     "add_CPR": dict(reranker_ks=(4,), merge="add"),
     "add_CPR_multi": dict(reranker_ks=(2, 5, 9), merge="add"),
     "add_P": dict(use_context=False, reranker_ks=(3,), merge="add"),
     "no_mask": dict(reranker_ks=(4,), mask_padding=False),
     "exclude": dict(reranker_ks=(4,), exclude_history=True),
-    "exclude_plain": dict(use_context=False, use_pointer=False,
-                          reranker_ks=(), exclude_history=True),
+    "exclude_plain": dict(
+        use_context=False,
+        use_pointer=False,
+        reranker_ks=(),
+        exclude_history=True,
+    ),
 }
 
 
@@ -179,8 +184,9 @@ def test_context_wins_over_a_top_k_set():
     data["bias"][5] = 100.0  # item 5 (in row 0's history) tops f_V
     layer = SoftmaxCPR(use_pointer=False, reranker_ks=(3,))
     logits = _call(layer, data).numpy()
-    np.testing.assert_allclose(logits, reference(layer, data), rtol=1e-5,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        logits, reference(layer, data), rtol=1e-5, atol=1e-4
+    )
     q = data["hidden"][0, 3]
     context = data["table"][5] @ _proj(layer.context_projection, q) + 100.0
     rerank = data["table"][5] @ _proj(layer.reranker_projections[0], q) + 100
@@ -190,16 +196,22 @@ def test_context_wins_over_a_top_k_set():
 
 def _integer_layer(reranker_ks, merge="replace"):
     """D=2 layer whose base projection is the identity: exact logits."""
-    layer = SoftmaxCPR(use_context=False, use_pointer=False,
-                       reranker_ks=reranker_ks, merge=merge)
+    layer = SoftmaxCPR(
+        use_context=False,
+        use_pointer=False,
+        reranker_ks=reranker_ks,
+        merge=merge,
+    )
     ids = np.array([[1, 0, 0]], "int32")
     inputs = {"hidden_states": tf.ones((1, 3, 2)), "history_ids": ids}
     layer(inputs, tf.ones((8, 2)))
-    layer.base_projection.set_weights([np.eye(2, dtype="float32"),
-                                       np.zeros(2, "float32")])
+    layer.base_projection.set_weights(
+        [np.eye(2, dtype="float32"), np.zeros(2, "float32")]
+    )
     for projection in layer.reranker_projections:
-        projection.set_weights([np.zeros((2, 2), "float32"),
-                                np.full(2, 0.5, "float32")])
+        projection.set_weights(
+            [np.zeros((2, 2), "float32"), np.full(2, 0.5, "float32")]
+        )
     return layer, inputs
 
 
@@ -232,8 +244,9 @@ def test_cascade_of_rerankers_smallest_k_scores_the_top():
     )
     layer, inputs = _integer_layer((1, 3))
     small, large = layer.reranker_projections
-    small.set_weights([np.zeros((2, 2), "float32"), np.full(2, -1.0,
-                                                            "float32")])
+    small.set_weights(
+        [np.zeros((2, 2), "float32"), np.full(2, -1.0, "float32")]
+    )
     logits = layer(inputs, table).numpy()[0]
     # Stage k=3 rescored items 1, 2, 7 with 0.5 * sum: 9, 4.5, 4; stage
     # k=1 took the top of those (item 1) and gave it -18.
@@ -247,7 +260,7 @@ def test_left_and_right_padding_agree():
     real = rng.normal(size=(2, 3, D)).astype("float32")
     left = np.zeros((2, L, D), "float32")
     right = np.zeros((2, L, D), "float32")
-    left[:, L - 3:] = real
+    left[:, L - 3 :] = real
     right[:, :3] = real
     # Non-zero garbage at padding positions must not matter.
     left[:, : L - 3] = 7.0
@@ -255,8 +268,7 @@ def test_left_and_right_padding_agree():
     ids_left = np.array([[0, 0, 0, 4, 2, 4], [0, 0, 0, 1, 1, 1]], "int32")
     ids_right = np.array([[4, 2, 4, 0, 0, 0], [1, 1, 1, 0, 0, 0]], "int32")
     table = tf.constant(rng.normal(size=(N, D)).astype("float32"))
-    layer = SoftmaxCPR(reranker_ks=(3,), use_mi=True, mi_layers=1,
-                       mi_window=4)
+    layer = SoftmaxCPR(reranker_ks=(3,), use_mi=True, mi_layers=1, mi_window=4)
     a = layer({"hidden_states": left, "history_ids": ids_left}, table)
     b = layer({"hidden_states": right, "history_ids": ids_right}, table)
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-6)
@@ -281,8 +293,18 @@ def test_exclude_history_only_at_inference():
     assert np.all(served[2, 1:] > NEG)
 
 
-CANDIDATE_CONFIGS = ["plain", "CP", "P", "add_P", "CPR", "CPR_multi_Mi2",
-                     "add_CPR_multi", "exclude", "exclude_plain", "no_mask"]
+CANDIDATE_CONFIGS = [
+    "plain",
+    "CP",
+    "P",
+    "add_P",
+    "CPR",
+    "CPR_multi_Mi2",
+    "add_CPR_multi",
+    "exclude",
+    "exclude_plain",
+    "no_mask",
+]
 
 
 @pytest.mark.parametrize("name", CANDIDATE_CONFIGS)
@@ -293,14 +315,16 @@ def test_candidate_scores_equal_full_logits(name):
     mi_layers = config.get("mi_layers", 0) == 2
     full = _call(layer, data, mi_layers=mi_layers).numpy()
     shared = np.array([0, 2, 3, 4, 5, 9, 13, 3], "int32")
-    scores = _call(layer, data, mi_layers=mi_layers,
-                   candidate_ids=tf.constant(shared)).numpy()
+    scores = _call(
+        layer, data, mi_layers=mi_layers, candidate_ids=tf.constant(shared)
+    ).numpy()
     np.testing.assert_allclose(scores, full[:, shared], rtol=1e-6, atol=1e-6)
     rng = np.random.default_rng(0)
     per_example = rng.integers(0, N, size=(4, 9)).astype("int32")
     per_example[:, 0] = HISTORY[:, 0]
-    scores = _call(layer, data, mi_layers=mi_layers,
-                   candidate_ids=tf.constant(per_example)).numpy()
+    scores = _call(
+        layer, data, mi_layers=mi_layers, candidate_ids=tf.constant(per_example)
+    ).numpy()
     expected = np.take_along_axis(full, per_example, axis=1)
     np.testing.assert_allclose(scores, expected, rtol=1e-6, atol=1e-6)
     # The partition is exact: masked candidates are masked in both.
@@ -368,7 +392,7 @@ def test_reranker_gradient_only_through_selected_items():
 def test_no_reranker_gradient_when_its_set_is_all_history():
     data = _data(seed=2, batch=1)
     data["ids"] = np.arange(1, L + 1, dtype="int32")[None]  # items 1..6
-    data["bias"][L + 1:] = -50.0  # items 7.. are far below the top 3
+    data["bias"][L + 1 :] = -50.0  # items 7.. are far below the top 3
     layer = SoftmaxCPR(reranker_ks=(3,))
     grads = _by_layer(layer, data, lambda z: tf.reduce_sum(z[:, 1:]))
     assert np.all(grads["rerank3"] == 0)
@@ -391,10 +415,13 @@ def test_pointer_gradient_averages_duplicates_once():
     layer = SoftmaxCPR(use_context=False, reranker_ks=())
     grads = _by_layer(layer, data, lambda z: z[1, 2])  # item 2: 3 times
     q = data["hidden"][1, 5]
-    keys = [_proj(layer.key_projection, data["hidden"][1, t]) for t in
-            (2, 4, 5)]
+    keys = [
+        _proj(layer.key_projection, data["hidden"][1, t]) for t in (2, 4, 5)
+    ]
     np.testing.assert_allclose(
-        grads["pointer"], np.outer(q, np.mean(keys, axis=0)), rtol=1e-5,
+        grads["pointer"],
+        np.outer(q, np.mean(keys, axis=0)),
+        rtol=1e-5,
         atol=1e-6,
     )
     # Keys: d/dW_L of f_P . mean_t(W_L H_t) = mean_t H_t (x) f_P.
@@ -413,7 +440,8 @@ def test_mi_projection_only_with_mi():
     assert len(layer.trainable_weights) == 8  # base, context, pointer, key
     layer = SoftmaxCPR(reranker_ks=(4,), use_mi=True, mi_layers=1)
     grads = _by_layer(
-        layer, data,
+        layer,
+        data,
         lambda z: tf.reduce_sum(tf.nn.log_softmax(z)[:, 1:] * 0.1),
     )
     assert np.abs(grads["mi"]).sum() > 0
@@ -448,8 +476,16 @@ def test_cross_entropy_gradients_are_finite_with_padding_targets_excluded():
         (dict(reranker_ks=(3,), use_mi=True, mi_layers=2), True),
         (dict(reranker_ks=(2, 5), merge="add", dropout=0.1), False),
         (dict(use_context=False, use_pointer=False, reranker_ks=()), False),
-        (dict(reranker_ks=(3,), exclude_history=True, output_dim=D,
-              kernel_initializer="he_normal", bias_initializer="ones"), False),
+        (
+            dict(
+                reranker_ks=(3,),
+                exclude_history=True,
+                output_dim=D,
+                kernel_initializer="he_normal",
+                bias_initializer="ones",
+            ),
+            False,
+        ),
     ],
 )
 def test_run_layer_test(init_kwargs, mi_layers):
@@ -513,12 +549,15 @@ def test_functional_model_with_table_of_an_embedding_layer():
     ids_in = tf.keras.Input(shape=(L,), dtype="int32")
     items.build((None,))
     hidden = encoder(items(ids_in))
-    logits = head({"hidden_states": hidden, "history_ids": ids_in},
-                  items.embeddings)
+    logits = head(
+        {"hidden_states": hidden, "history_ids": ids_in}, items.embeddings
+    )
     model = tf.keras.Model(ids_in, logits)
     ids = tf.constant(HISTORY)
-    eager = head({"hidden_states": encoder(items(ids)), "history_ids": ids},
-                 items.embeddings)
+    eager = head(
+        {"hidden_states": encoder(items(ids)), "history_ids": ids},
+        items.embeddings,
+    )
     np.testing.assert_allclose(model(ids).numpy(), eager.numpy(), rtol=1e-6)
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(
@@ -552,8 +591,9 @@ def test_graph_mode_matches_eager():
     def run(x, t):  # unknown N: the k < N check becomes an assertion
         return layer(x, t, item_bias=bias)
 
-    np.testing.assert_allclose(run(inputs, table).numpy(), eager.numpy(),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        run(inputs, table).numpy(), eager.numpy(), rtol=1e-6, atol=1e-6
+    )
     with pytest.raises(tf.errors.InvalidArgumentError):
         run(inputs, table[:5])
 
@@ -581,9 +621,16 @@ def test_mixed_precision_outputs_float32_close_to_float32():
 
 
 def test_config_round_trip_and_registration():
-    layer = SoftmaxCPR(reranker_ks=(20, 100, 500), use_mi=True, mi_layers=1,
-                       merge="add", dropout=0.2, exclude_history=True,
-                       kernel_initializer="he_normal", name="cpr")
+    layer = SoftmaxCPR(
+        reranker_ks=(20, 100, 500),
+        use_mi=True,
+        mi_layers=1,
+        merge="add",
+        dropout=0.2,
+        exclude_history=True,
+        kernel_initializer="he_normal",
+        name="cpr",
+    )
     config = layer.get_config()
     json.dumps(config)
     assert config["reranker_ks"] == [20, 100, 500]
@@ -592,8 +639,10 @@ def test_config_round_trip_and_registration():
     assert revived.reranker_ks == (20, 100, 500)
     serialized = tf.keras.utils.serialize_keras_object(layer)
     assert "tfrec_tricks" in json.dumps(serialized)
-    assert isinstance(tf.keras.utils.deserialize_keras_object(serialized),
-                      tfrec_tricks.layers.SoftmaxCPR)
+    assert isinstance(
+        tf.keras.utils.deserialize_keras_object(serialized),
+        tfrec_tricks.layers.SoftmaxCPR,
+    )
 
 
 # ------------------------------------------------------------------- errors
@@ -630,8 +679,9 @@ def test_bad_call_arguments():
     with pytest.raises(ValueError, match="history_ids containing -2"):
         _call(SoftmaxCPR(reranker_ks=()), bad)
     with pytest.raises(ValueError, match="candidate_ids containing 20"):
-        _call(SoftmaxCPR(reranker_ks=()), data,
-              candidate_ids=tf.constant([1, 20]))
+        _call(
+            SoftmaxCPR(reranker_ks=()), data, candidate_ids=tf.constant([1, 20])
+        )
     with pytest.raises(ValueError, match="Received: mi_layers=2"):
         _call(SoftmaxCPR(use_mi=True, reranker_ks=()), data)
     with pytest.raises(ValueError, match=r"Received: input_shape=\{'hidden'"):

@@ -23,13 +23,19 @@ REAL_DATASETS = {
     "ml-1m-timed": (("ml-1m/ratings_users1-2999.dat",), "grouplens"),
     "ml-100k": (("ml-100k/u.data",), "udata"),
     "yoochoose-100k": (
-        ("yoochoose-100k/yoochoose-clicks-100k_train_full.txt",
-         "yoochoose-100k/yoochoose-clicks-100k_test.txt"),
+        (
+            "yoochoose-100k/yoochoose-clicks-100k_train_full.txt",
+            "yoochoose-100k/yoochoose-clicks-100k_test.txt",
+        ),
         "sessions",
     ),
 }
-SOURCES = ("synthetic", *REAL_DATASETS, *(f"tfds:{n}" for n in TFDS_DATASETS),
-           "file")
+SOURCES = (
+    "synthetic",
+    *REAL_DATASETS,
+    *(f"tfds:{n}" for n in TFDS_DATASETS),
+    "file",
+)
 DATA_ENV = "TFREC_TRICKS_DATA"
 
 
@@ -78,9 +84,11 @@ def load_source(
             raise DataError("--data file needs --data-path FILE.")
         return Source(loaders.load_file(data_path, file_format))
     if name.startswith("tfds:"):
-        return Source(load_tfds_movielens(
-            name[len("tfds:"):], tfds_data_dir, tfds_manual_dir
-        ))
+        return Source(
+            load_tfds_movielens(
+                name[len("tfds:") :], tfds_data_dir, tfds_manual_dir
+            )
+        )
     if name not in REAL_DATASETS:
         raise DataError(
             f"Unknown data source. Expected one of {list(SOURCES)}. "
@@ -112,7 +120,9 @@ def _concatenate(parts: list[Interactions], source: str) -> Interactions:
         users=np.concatenate([p.users for p in parts]),
         items=np.concatenate([p.items for p in parts]),
         timestamps=timestamps,
-        numeric={n: np.concatenate([p.numeric[n] for p in parts])
-                 for n in sorted(names)},
+        numeric={
+            n: np.concatenate([p.numeric[n] for p in parts])
+            for n in sorted(names)
+        },
         source=source,
     )

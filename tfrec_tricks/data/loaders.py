@@ -59,7 +59,9 @@ def _delimited_ratings(path: str, separator: str | None, encoding: str):
         fields = line.strip().split(separator)
         if len(fields) != 4:
             raise malformed_line(
-                path, number, line,
+                path,
+                number,
+                line,
                 f"expected 4 fields user, item, rating, timestamp, found "
                 f"{len(fields)}",
             )
@@ -89,7 +91,9 @@ def load_sasrec(path: str) -> Interactions:
         fields = line.split()
         if len(fields) != 2:
             raise malformed_line(
-                path, number, line,
+                path,
+                number,
+                line,
                 f"expected 2 fields 'user item', found {len(fields)}",
             )
         users.append(fields[0])
@@ -121,7 +125,9 @@ def load_sessions(path: str) -> Interactions:
         fields = line.strip().split(separator)
         if len(fields) != len(header):
             raise malformed_line(
-                path, number, line,
+                path,
+                number,
+                line,
                 f"expected {len(header)} fields, found {len(fields)}",
             )
         users.append(fields[session_col])
@@ -153,7 +159,9 @@ def load_recbole(path: str) -> Interactions:
     user_names = [n for n in _RECBOLE_USER if n in names]
     if not user_names or "item_id" not in names:
         raise malformed_line(
-            path, 1, header_line,
+            path,
+            1,
+            header_line,
             "header needs user_id:token (or session_id:token) and "
             "item_id:token",
         )
@@ -161,7 +169,8 @@ def load_recbole(path: str) -> Interactions:
     item_col = names.index("item_id")
     time_col = names.index("timestamp") if "timestamp" in names else None
     float_cols = [
-        i for i, (n, t) in enumerate(zip(names, types))
+        i
+        for i, (n, t) in enumerate(zip(names, types))
         if t == "float" and i != time_col
     ]
     users, items, times = [], [], [] if time_col is not None else None
@@ -172,7 +181,9 @@ def load_recbole(path: str) -> Interactions:
         fields = line.rstrip("\n").split("\t")
         if len(fields) != len(names):
             raise malformed_line(
-                path, number, line,
+                path,
+                number,
+                line,
                 f"expected {len(names)} tab-separated fields, found "
                 f"{len(fields)}",
             )

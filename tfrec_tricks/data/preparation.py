@@ -13,7 +13,6 @@ can be cut to its longest history.
 
 import dataclasses
 import json
-import os
 
 import numpy as np
 
@@ -70,8 +69,12 @@ class SequenceExamples:
         return len(self.target)
 
     def as_dict(self) -> dict[str, np.ndarray]:
-        return {"history": self.history, "target": self.target,
-                "user": self.user, **self.features}
+        return {
+            "history": self.history,
+            "target": self.target,
+            "user": self.user,
+            **self.features,
+        }
 
 
 @dataclasses.dataclass
@@ -112,8 +115,10 @@ def filter_interactions(
     keep = np.ones(len(interactions), dtype=bool)
     while True:
         before = keep.sum()
-        for column, bound in ((interactions.items, min_item_interactions),
-                              (interactions.users, min_user_interactions)):
+        for column, bound in (
+            (interactions.items, min_item_interactions),
+            (interactions.users, min_user_interactions),
+        ):
             if bound > 1:
                 _, inverse, counts = np.unique(
                     column[keep], return_inverse=True, return_counts=True
@@ -178,7 +183,9 @@ def prepare(
     array([[nan, 10., 20.]], dtype=float32)
     """
     if max_len <= 0:
-        raise ValueError(f"max_len must be positive. Received: max_len={max_len}")
+        raise ValueError(
+            f"max_len must be positive. Received: max_len={max_len}"
+        )
     if min_user_interactions < 3:
         raise ValueError(
             "Leave-one-out needs at least 3 interactions per user (train, "
@@ -196,8 +203,11 @@ def prepare(
         )
     users = interactions.users[keep]
     user_codes, user_vocab = _first_appearance_codes(users)
-    times = (interactions.timestamps[keep]
-             if interactions.timestamps is not None else None)
+    times = (
+        interactions.timestamps[keep]
+        if interactions.timestamps is not None
+        else None
+    )
     file_order = np.arange(len(users))
     # Sort by user, then time, then file order (stable for equal times).
     keys = [file_order] + ([times] if times is not None else []) + [user_codes]
@@ -232,8 +242,9 @@ def prepare(
     user_start = np.repeat(starts, ends - starts)
 
     def examples(positions: np.ndarray) -> SequenceExamples:
-        return _windows(item_ids, user_codes, user_start, per_position,
-                        positions, max_len)
+        return _windows(
+            item_ids, user_codes, user_start, per_position, positions, max_len
+        )
 
     vocabulary = Vocabulary(items=[PADDING] + item_vocab, users=user_vocab)
     return PreparedData(
@@ -246,8 +257,9 @@ def prepare(
     )
 
 
-def _windows(item_ids, user_codes, user_start, per_position, positions,
-             max_len) -> SequenceExamples:
+def _windows(
+    item_ids, user_codes, user_start, per_position, positions, max_len
+) -> SequenceExamples:
     positions = positions.astype(np.int64)
     lengths = np.minimum(positions - user_start[positions], max_len)
     steps = np.arange(max_len)[None, :]

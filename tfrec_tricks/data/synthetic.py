@@ -86,15 +86,21 @@ def generate(
     >>> bool((same.interactions.items == data.interactions.items).all())
     True
     """
-    _check_positive(num_users=num_users, num_items=num_items,
-                    num_clusters=num_clusters, mean_length=mean_length)
+    _check_positive(
+        num_users=num_users,
+        num_items=num_items,
+        num_clusters=num_clusters,
+        mean_length=mean_length,
+    )
     if num_items < 2 * num_clusters:
         raise ValueError(
             "Each cluster needs at least 2 items. Received: "
             f"num_items={num_items}, num_clusters={num_clusters}"
         )
-    for name, value in (("non_repeater_share", non_repeater_share),
-                        ("long_gap_probability", long_gap_probability)):
+    for name, value in (
+        ("non_repeater_share", non_repeater_share),
+        ("long_gap_probability", long_gap_probability),
+    ):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1]. Received: {value}")
     rng = np.random.default_rng(seed)

@@ -69,8 +69,12 @@ def interactions_from_tfds(dataset, source: str) -> Interactions:
     """Converts a TFDS MovieLens ratings ``tf.data.Dataset`` to Interactions."""
     users, items, times, ratings = [], [], [], []
     batched = dataset.batch(65536).map(
-        lambda x: (x["user_id"], x["movie_id"], x["timestamp"],
-                   x["user_rating"])
+        lambda x: (
+            x["user_id"],
+            x["movie_id"],
+            x["timestamp"],
+            x["user_rating"],
+        )
     )
     for user, item, time, rating in batched.as_numpy_iterator():
         users.append(user)

@@ -197,7 +197,9 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         num_items = tf.shape(table)[0]
         check_ids_in_range("history_ids", ids, num_items)
         if candidate_ids is not None:
-            candidate_ids = tf.cast(tf.convert_to_tensor(candidate_ids), tf.int32)
+            candidate_ids = tf.cast(
+                tf.convert_to_tensor(candidate_ids), tf.int32
+            )
             if candidate_ids.shape.rank not in (1, 2):
                 raise ValueError(
                     "`candidate_ids` must have shape [M] or [B, M]. "

@@ -29,7 +29,9 @@ def true_last_positions(history_ids: tf.Tensor) -> tf.Tensor:
     """
     valid = tf.cast(tf.not_equal(history_ids, 0), tf.int32)
     length = tf.shape(history_ids)[1]
-    from_end = tf.argmax(tf.reverse(valid, axis=[1]), axis=1, output_type=tf.int32)
+    from_end = tf.argmax(
+        tf.reverse(valid, axis=[1]), axis=1, output_type=tf.int32
+    )
     return length - 1 - from_end
 
 
@@ -132,7 +134,8 @@ def top_k_ids(logits: tf.Tensor, k: int) -> tf.Tensor:
     groups = -(-n // group)
     if groups * group != n:
         logits = tf.pad(
-            logits, [[0, 0], [0, groups * group - n]],
+            logits,
+            [[0, 0], [0, groups * group - n]],
             constant_values=float("-inf"),
         )
     grouped = tf.reshape(logits, [-1, groups, group])
@@ -360,7 +363,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 f"`merge` must be one of {_MERGE_MODES}. Received: merge={merge!r}"
             )
         for name, value in (("mi_layers", mi_layers), ("mi_window", mi_window)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < 1
+            ):
                 raise ValueError(
                     f"`{name}` must be an int >= 1. Received: {name}={value!r}"
                 )
@@ -455,7 +462,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             self.pointer_projection = self._dense(
                 "pointer_projection", units, query_dim
             )
-            self.key_projection = self._dense("key_projection", units, hidden_dim)
+            self.key_projection = self._dense(
+                "key_projection", units, hidden_dim
+            )
         self.reranker_projections = [
             self._dense(f"reranker_projection_{k}", units, query_dim)
             for k in self.reranker_ks
@@ -534,7 +543,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             if bias is not None:
                 values += tf.gather(bias, ids)
             if self.use_context:
-                f_context = self._project(self.context_projection, query, training)
+                f_context = self._project(
+                    self.context_projection, query, training
+                )
                 values += tf.einsum("bd,bld->bl", f_context, vectors)
         if self.use_pointer:
             f_pointer = self._project(self.pointer_projection, query, training)
@@ -634,7 +645,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         checks = self._check_ks(num_items, static_n)
         check_ids_in_range("history_ids", ids, num_items)
         if candidate_ids is not None:
-            candidate_ids = tf.cast(tf.convert_to_tensor(candidate_ids), tf.int32)
+            candidate_ids = tf.cast(
+                tf.convert_to_tensor(candidate_ids), tf.int32
+            )
             if candidate_ids.shape.rank not in (1, 2):
                 raise ValueError(
                     "`candidate_ids` must have shape [M] or [B, M]. "
@@ -651,8 +664,15 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         if candidate_ids is not None and not self.reranker_ks:
             return self._candidate_scores(
-                query, f_base, hidden, ids, valid, table, bias,
-                candidate_ids, training,
+                query,
+                f_base,
+                hidden,
+                ids,
+                valid,
+                table,
+                bias,
+                candidate_ids,
+                training,
             )
 
         logits = tf.matmul(f_base, table, transpose_b=True)  # [B, N]
@@ -688,18 +708,19 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         gathered = [top for top, _ in selected]
         if uses_history:
             gathered = [ids] + gathered
-        vectors = None
+        history_vectors, stage_vectors = None, [None] * len(selected)
         if gathered:
             sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
-            vectors = tf.split(
+            parts = tf.split(
                 tf.gather(table, tf.concat(gathered, axis=1)), sizes, axis=1
             )
-        for top, f_rerank in selected:
+            if uses_history:
+                history_vectors, parts = parts[0], parts[1:]
+            stage_vectors = parts
+        for (top, f_rerank), vectors in zip(selected, stage_vectors):
             scores = self._rerank_scores(
-                f_rerank, table, bias, top, vectors=vectors[-len(selected)]
+                f_rerank, table, bias, top, vectors=vectors
             )
-            vectors = vectors[:-len(selected)] + vectors[-len(selected) + 1:] \
-                if len(selected) > 1 else vectors[:-1]
             logits = self._merge_scores(logits, top, scores)
 
         if uses_history:
@@ -708,8 +729,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 values = tf.fill(tf.shape(ids), PADDING_LOGIT)
             else:
                 values = self._history_values(
-                    query, f_base, hidden, ids, valid, equal, table, bias,
-                    training, vectors=vectors[0],
+                    query,
+                    f_base,
+                    hidden,
+                    ids,
+                    valid,
+                    equal,
+                    table,
+                    bias,
+                    training,
+                    vectors=history_vectors,
                 )
             # Padding positions write the padding logit.
             if self.mask_padding:
@@ -773,9 +802,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             )
         if not self._uses_history(training):
             return scores
-        matches = tf.equal(candidates[:, :, None], ids[:, None, :]) & valid[
-            :, None, :
-        ]  # [B, M, L]
+        matches = (
+            tf.equal(candidates[:, :, None], ids[:, None, :])
+            & valid[:, None, :]
+        )  # [B, M, L]
         in_history = tf.reduce_any(matches, axis=-1)
         if self.exclude_history and not _is_training(training):
             return tf.where(in_history, tf.constant(PADDING_LOGIT), scores)
@@ -783,7 +813,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         values = self._history_values(
             query, f_base, hidden, ids, valid, equal, table, bias, training
         )
-        position = tf.argmax(tf.cast(matches, tf.int32), axis=2, output_type=tf.int32)
+        position = tf.argmax(
+            tf.cast(matches, tf.int32), axis=2, output_type=tf.int32
+        )
         return tf.where(
             in_history, tf.gather(values, position, batch_dims=1), scores
         )

@@ -33,8 +33,13 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
         Networks", ICLR 2016.
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int = 1,
-                 dropout: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        hidden_dim: int,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if hidden_dim <= 0 or num_layers <= 0 or not 0 <= dropout < 1:
             raise ValueError(
@@ -52,8 +57,12 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
             for _ in range(self.num_layers)
         ]
         self.grus = [
-            tf.keras.layers.GRU(self.hidden_dim, return_sequences=True,
-                                dtype=self.dtype_policy, name=f"gru_{i}")
+            tf.keras.layers.GRU(
+                self.hidden_dim,
+                return_sequences=True,
+                dtype=self.dtype_policy,
+                name=f"gru_{i}",
+            )
             for i in range(self.num_layers)
         ]
         super().build(input_shape)
@@ -68,6 +77,11 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({"hidden_dim": self.hidden_dim,
-                       "num_layers": self.num_layers, "dropout": self.dropout})
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "num_layers": self.num_layers,
+                "dropout": self.dropout,
+            }
+        )
         return config

@@ -58,15 +58,16 @@ class SequentialRetrievalModel(tfrs.Model):
             config.num_items, d, name="item_embedding"
         )
         self.embedding_dropout = tf.keras.layers.Dropout(config.dropout)
-        self.encoder = GRU4RecEncoder(hidden, config.num_layers, dropout=0.0,
-                                      name="encoder")
+        self.encoder = GRU4RecEncoder(
+            hidden, config.num_layers, dropout=0.0, name="encoder"
+        )
         self.output_dropout = tf.keras.layers.Dropout(config.dropout)
         self.projection = (
-            tf.keras.layers.Dense(d, name="projection") if hidden != d
-            else None
+            tf.keras.layers.Dense(d, name="projection") if hidden != d else None
         )
         self.ranking_metrics = [
-            RankingMetric(kind, k) for k in config.metric_ks
+            RankingMetric(kind, k)
+            for k in config.metric_ks
             for kind in METRIC_KINDS
         ]
 
@@ -86,10 +87,12 @@ class SequentialRetrievalModel(tfrs.Model):
         if self.projection is not None:
             h = self.projection(h)
         table = self.item_embedding.embeddings
-        logits = tf.matmul(tf.cast(h, tf.float32), tf.cast(table, tf.float32),
-                           transpose_b=True)
-        padding = tf.one_hot(0, self.config.num_items, on_value=True,
-                             off_value=False)
+        logits = tf.matmul(
+            tf.cast(h, tf.float32), tf.cast(table, tf.float32), transpose_b=True
+        )
+        padding = tf.one_hot(
+            0, self.config.num_items, on_value=True, off_value=False
+        )
         return tf.where(padding[None, :], PADDING_LOGIT, logits)
 
     def compute_loss(self, inputs, training=False):

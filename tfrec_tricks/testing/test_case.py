@@ -153,7 +153,9 @@ def run_layer_test(
     revived(inputs, **call_kwargs)
     revived.set_weights(layer.get_weights())
     _assert_close(
-        _call(revived, inputs, call_kwargs), eager, atol,
+        _call(revived, inputs, call_kwargs),
+        eager,
+        atol,
         "from_config layer with copied weights gives other outputs",
     )
 
@@ -169,8 +171,10 @@ def run_layer_test(
         with tf.GradientTape() as tape:
             outputs = _call(layer, inputs, {**call_kwargs, "training": True})
             loss = tf.add_n(
-                [tf.reduce_sum(tf.cast(t, tf.float32))
-                 for t in tf.nest.flatten(outputs)]
+                [
+                    tf.reduce_sum(tf.cast(t, tf.float32))
+                    for t in tf.nest.flatten(outputs)
+                ]
             )
         grads = tape.gradient(loss, layer.trainable_weights)
         missing = [
@@ -237,8 +241,9 @@ def assert_saved_model_in_fresh_process(
     flat = tf.nest.flatten(inputs)
     module = _Serving(layer, inputs, call_kwargs)
     signature = {
-        f"input_{i}": tf.TensorSpec([None, *t.shape[1:]], t.dtype,
-                                    name=f"input_{i}")
+        f"input_{i}": tf.TensorSpec(
+            [None, *t.shape[1:]], t.dtype, name=f"input_{i}"
+        )
         for i, t in enumerate(flat)
     }
     function = tf.function(
@@ -259,9 +264,18 @@ def assert_saved_model_in_fresh_process(
         # Run from the temporary directory so the working tree's package is
         # not on sys.path either.
         result = subprocess.run(
-            [sys.executable, "-c", _FRESH_PROCESS_SCRIPT, model_dir,
-             inputs_path, outputs_path],
-            cwd=tmp, capture_output=True, text=True, env=dict(os.environ),
+            [
+                sys.executable,
+                "-c",
+                _FRESH_PROCESS_SCRIPT,
+                model_dir,
+                inputs_path,
+                outputs_path,
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
         )
         if result.returncode != 0:
             raise AssertionError(
@@ -271,7 +285,10 @@ def assert_saved_model_in_fresh_process(
             served = {name: data[name] for name in data.files}
     for key, value in expected.items():
         np.testing.assert_allclose(
-            served[key], value, atol=atol, rtol=atol,
+            served[key],
+            value,
+            atol=atol,
+            rtol=atol,
             err_msg=f"served {key} differs from the in-process output",
         )
     return served
