@@ -31,8 +31,14 @@ def test_ranks_ignore_padding_column():
 
 def test_rank_one():
     m = full_ranking_metrics(SCORES, np.array([1]), ks=(1, 10))
-    assert m == {"ndcg@1": 1.0, "hr@1": 1.0, "mrr@1": 1.0,
-                 "ndcg@10": 1.0, "hr@10": 1.0, "mrr@10": 1.0}
+    assert m == {
+        "ndcg@1": 1.0,
+        "hr@1": 1.0,
+        "mrr@1": 1.0,
+        "ndcg@10": 1.0,
+        "hr@10": 1.0,
+        "mrr@10": 1.0,
+    }
 
 
 def test_rank_two():
@@ -206,10 +212,13 @@ def test_ranking_metric_in_model_evaluate():
     model = tf.keras.Sequential(
         [tf.keras.Input(shape=(12,)), tf.keras.layers.Activation("linear")]
     )
-    model.compile(loss="sparse_categorical_crossentropy",
-                  metrics=[RankingMetric("ndcg", k=3)])
-    results = model.evaluate(scores, targets, batch_size=16, verbose=0,
-                             return_dict=True)
+    model.compile(
+        loss="sparse_categorical_crossentropy",
+        metrics=[RankingMetric("ndcg", k=3)],
+    )
+    results = model.evaluate(
+        scores, targets, batch_size=16, verbose=0, return_dict=True
+    )
     expected = full_ranking_metrics(scores, targets, ks=(3,))["ndcg@3"]
     assert results["ndcg@3"] == pytest.approx(expected, abs=1e-6)
 

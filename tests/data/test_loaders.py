@@ -1,15 +1,15 @@
 """Loaders: each file format, auto-detection and the errors users see."""
 
+import os
+
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import loaders
+from tfrec_tricks.data import datasets, loaders
 from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.errors import DataError
 
-RECBOLE_HEADER = (
-    "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
-)
+RECBOLE_HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
 
 
 def write(tmp_path, name, text):
@@ -40,13 +40,17 @@ def assert_table(table, users, items, timestamps=None, numeric=None):
 
 def test_grouplens(tmp_path):
     path = write(
-        tmp_path, "ratings.dat",
+        tmp_path,
+        "ratings.dat",
         "1::1193::5::978300760\n1::661::3::978302109\n\n2::10::4.5::5\n",
     )
     table = loaders.load_grouplens_ratings(path)
     assert_table(
-        table, ["1", "1", "2"], ["1193", "661", "10"],
-        [978300760, 978302109, 5], {"rating": [5, 3, 4.5]},
+        table,
+        ["1", "1", "2"],
+        ["1193", "661", "10"],
+        [978300760, 978302109, 5],
+        {"rating": [5, 3, 4.5]},
     )
     assert table.source == path
     np.testing.assert_allclose(table.ratings, [5, 3, 4.5])
@@ -55,8 +59,11 @@ def test_grouplens(tmp_path):
 def test_udata(tmp_path):
     path = write(tmp_path, "u.data", "196\t242\t3\t881250949\n22\t377\t1\t8\n")
     assert_table(
-        loaders.load_udata(path), ["196", "22"], ["242", "377"],
-        [881250949, 8], {"rating": [3, 1]},
+        loaders.load_udata(path),
+        ["196", "22"],
+        ["242", "377"],
+        [881250949, 8],
+        {"rating": [3, 1]},
     )
 
 
@@ -69,20 +76,24 @@ def test_sasrec_keeps_file_order(tmp_path):
 
 def test_sessions_tab_header(tmp_path):
     path = write(
-        tmp_path, "clicks.txt",
+        tmp_path,
+        "clicks.txt",
         "SessionId\tItemId\tTime\n"
         "3\t214716935\t1396437466.94\n"
         "1\t214536502\t1396860669.277\n",
     )
     assert_table(
-        loaders.load_sessions(path), ["3", "1"], ["214716935", "214536502"],
+        loaders.load_sessions(path),
+        ["3", "1"],
+        ["214716935", "214536502"],
         [1396437466.94, 1396860669.277],
     )
 
 
 def test_sessions_columns_in_any_order(tmp_path):
     path = write(
-        tmp_path, "clicks.txt",
+        tmp_path,
+        "clicks.txt",
         "Time\tItemId\tSessionId\n10.5\t99\ts1\n11\t98\ts2\n",
     )
     assert_table(
@@ -97,23 +108,30 @@ def test_sessions_space_separated_header(tmp_path):
 
 def test_recbole_user_inter(tmp_path):
     path = write(
-        tmp_path, "ml.inter",
+        tmp_path,
+        "ml.inter",
         RECBOLE_HEADER + "196\t242\t3\t881250949\n186\t302\t4.5\t891717742\n",
     )
     assert_table(
-        loaders.load_recbole(path), ["196", "186"], ["242", "302"],
-        [881250949, 891717742], {"rating": [3, 4.5]},
+        loaders.load_recbole(path),
+        ["196", "186"],
+        ["242", "302"],
+        [881250949, 891717742],
+        {"rating": [3, 4.5]},
     )
 
 
 def test_recbole_session_inter_without_rating(tmp_path):
     path = write(
-        tmp_path, "yc.inter",
+        tmp_path,
+        "yc.inter",
         "session_id:token\titem_id:token\ttimestamp:float\n"
         "s1\ti1\t1.5\ns1\ti2\t2.5\ns2\ti1\t3\n",
     )
     assert_table(
-        loaders.load_recbole(path), ["s1", "s1", "s2"], ["i1", "i2", "i1"],
+        loaders.load_recbole(path),
+        ["s1", "s1", "s2"],
+        ["i1", "i2", "i1"],
         [1.5, 2.5, 3],
     )
 
@@ -122,12 +140,15 @@ def test_recbole_extra_columns_and_no_timestamp(tmp_path):
     # Token columns are ignored; every other :float column is numeric; no
     # timestamp column means no timestamps (file order is the time order).
     path = write(
-        tmp_path, "x.inter",
+        tmp_path,
+        "x.inter",
         "item_id:token\tuser_id:token\tgenre:token\tweight:float\n"
         "i9\tu1\tcomedy\t0.25\ni8\tu2\tdrama\t2\n",
     )
     assert_table(
-        loaders.load_recbole(path), ["u1", "u2"], ["i9", "i8"],
+        loaders.load_recbole(path),
+        ["u1", "u2"],
+        ["i9", "i8"],
         numeric={"weight": [0.25, 2]},
     )
 
@@ -138,7 +159,10 @@ AUTO_CASES = {
     "grouplens": ("ratings.dat", "1::2::5::100\n1::3::4::101\n"),
     "udata": ("u.data", "1\t2\t5\t100\n1\t3\t4\t101\n"),
     "sasrec": ("seq.txt", "1 2\n1 3\n"),
-    "sessions": ("clicks.txt", "SessionId\tItemId\tTime\n1\t2\t100\n1\t3\t101\n"),
+    "sessions": (
+        "clicks.txt",
+        "SessionId\tItemId\tTime\n1\t2\t100\n1\t3\t101\n",
+    ),
     "recbole": ("data.inter", RECBOLE_HEADER + "1\t2\t5\t100\n1\t3\t4\t101\n"),
 }
 
@@ -186,10 +210,14 @@ MALFORMED = {
     "udata": ("u.data", "1\t2\t5\t9\n1\t3\t5\t9\n1\t2\n", "expected 4 fields"),
     "sasrec": ("s.txt", "1 2\n1 3\n1 2 3\n", "expected 2 fields"),
     "sessions": (
-        "c.txt", "SessionId\tItemId\tTime\n1\t2\t3\n1\t2\n", "expected 3 fields"
+        "c.txt",
+        "SessionId\tItemId\tTime\n1\t2\t3\n1\t2\n",
+        "expected 3 fields",
     ),
     "recbole": (
-        "d.inter", RECBOLE_HEADER + "1\t2\t5\t9\n1\t2\t5\n", "expected 4 tab"
+        "d.inter",
+        RECBOLE_HEADER + "1\t2\t5\t9\n1\t2\t5\n",
+        "expected 4 tab",
     ),
 }
 
@@ -283,3 +311,29 @@ def test_long_malformed_line_is_shortened(tmp_path):
     message = str(info.value)
     assert message.startswith(f"{path}:1:")
     assert "..." in message and "extra" not in message
+
+
+# --- load_source front end ------------------------------------------------
+
+
+def test_load_source_file(tmp_path):
+    path = write(tmp_path, "u.data", "1\t2\t5\t100\n")
+    source = datasets.load_source("file", data_path=path)
+    assert source.item_graph is None
+    np.testing.assert_array_equal(source.interactions.items, ["2"])
+    with pytest.raises(DataError, match="--data-path"):
+        datasets.load_source("file")
+
+
+def test_load_source_unknown_name():
+    with pytest.raises(DataError, match="Unknown data source") as info:
+        datasets.load_source("ml-20m")
+    assert "yoochoose-100k" in str(info.value)
+
+
+def test_missing_dataset_folder(tmp_path):
+    with pytest.raises(DataError, match="Dataset 'ml-100k' not found") as info:
+        datasets.load_source("ml-100k", data_path=str(tmp_path))
+    message = str(info.value)
+    assert os.path.join(str(tmp_path), "ml-100k", "u.data") in message
+    assert "--data-path" in message and datasets.DATA_ENV in message

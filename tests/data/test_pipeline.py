@@ -13,8 +13,9 @@ MAX_LEN = 7
 
 @pytest.fixture(scope="module")
 def examples():
-    data = synthetic.generate(num_users=20, num_items=40, num_clusters=4,
-                              mean_length=8, seed=0)
+    data = synthetic.generate(
+        num_users=20, num_items=40, num_clusters=4, mean_length=8, seed=0
+    )
     return prepare(data.interactions, max_len=MAX_LEN).train
 
 
@@ -50,9 +51,7 @@ def test_unshuffled_keeps_order_and_values(examples):
     gaps = np.concatenate([b[TIME_GAP].numpy() for b in batches])
     np.testing.assert_array_equal(history, examples.history)
     np.testing.assert_array_equal(gaps, examples.features[TIME_GAP])
-    np.testing.assert_array_equal(
-        targets_in_order(batches), examples.target
-    )
+    np.testing.assert_array_equal(targets_in_order(batches), examples.target)
 
 
 def test_shuffle_with_seed_is_deterministic(examples):
@@ -83,10 +82,10 @@ def test_shuffle_seeds_and_epochs_differ(examples):
 
 
 def test_empty_features_are_absent():
-    data = synthetic.generate(num_users=5, num_items=10, num_clusters=2,
-                              seed=0)
-    examples = prepare(data.interactions, max_len=4,
-                       numeric_features=False).test
+    data = synthetic.generate(num_users=5, num_items=10, num_clusters=2, seed=0)
+    examples = prepare(
+        data.interactions, max_len=4, numeric_features=False
+    ).test
     dataset = make_dataset(examples, batch_size=2)
     assert sorted(dataset.element_spec) == ["history", "target", "user"]
 

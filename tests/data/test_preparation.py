@@ -174,9 +174,15 @@ def test_without_numeric_features():
 
 def test_rating_without_timestamps_keeps_file_order():
     # The sasrec case: no timestamps, so the file order is the time order.
-    rows = [("u2", "p", 0, 1), ("u1", "q", 0, 2), ("u2", "r", 0, 3),
-            ("u1", "p", 0, 4), ("u2", "q", 0, 5), ("u1", "s", 0, 6),
-            ("u2", "s", 0, 7)]
+    rows = [
+        ("u2", "p", 0, 1),
+        ("u1", "q", 0, 2),
+        ("u2", "r", 0, 3),
+        ("u1", "p", 0, 4),
+        ("u2", "q", 0, 5),
+        ("u1", "s", 0, 6),
+        ("u2", "s", 0, 7),
+    ]
     data = prepare(table(rows, timestamps=False), max_len=4)
     assert data.vocabulary.users == ["u2", "u1"]
     assert data.vocabulary.items == [PADDING, "p", "r", "q", "s"]
@@ -190,7 +196,10 @@ def test_rating_without_timestamps_keeps_file_order():
         rating=padded([[1, 3, 5], [2, 4]], 4),
     )
     assert_split(
-        data.train, history=padded([[1]], 4), target=[2], user=[0],
+        data.train,
+        history=padded([[1]], 4),
+        target=[2],
+        user=[0],
         rating=padded([[1]], 4),
     )
 
@@ -208,8 +217,12 @@ def test_sasrec_without_any_numeric_column():
 
 
 def test_equal_timestamps_keep_file_order():
-    rows = [("u", "b", 5, 0), ("u", "a", 5, 0), ("u", "c", 1, 0),
-            ("u", "d", 5, 0)]
+    rows = [
+        ("u", "b", 5, 0),
+        ("u", "a", 5, 0),
+        ("u", "c", 1, 0),
+        ("u", "d", 5, 0),
+    ]
     data = prepare(table(rows), max_len=4)
     # c@1 then b, a, d (all @5) in file order.
     assert data.vocabulary.items == [PADDING, "c", "b", "a", "d"]
@@ -229,15 +242,24 @@ def test_min_user_filter_drops_short_users():
 
 def test_min_item_filter_is_iterative():
     # i4 is rare -> u2 drops below 3 -> i7 (u1, u2) becomes rare -> dropped.
-    rows = [("u1", "i1", 1, 0), ("u1", "i2", 2, 0), ("u1", "i3", 3, 0),
-            ("u1", "i7", 4, 0),
-            ("u4", "i1", 1, 0), ("u4", "i2", 2, 0), ("u4", "i3", 3, 0),
-            ("u2", "i7", 1, 0), ("u2", "i4", 2, 0), ("u2", "i1", 3, 0)]
+    rows = [
+        ("u1", "i1", 1, 0),
+        ("u1", "i2", 2, 0),
+        ("u1", "i3", 3, 0),
+        ("u1", "i7", 4, 0),
+        ("u4", "i1", 1, 0),
+        ("u4", "i2", 2, 0),
+        ("u4", "i3", 3, 0),
+        ("u2", "i7", 1, 0),
+        ("u2", "i4", 2, 0),
+        ("u2", "i1", 3, 0),
+    ]
     interactions = table(rows)
     keep = filter_interactions(interactions, 3, 2)
     np.testing.assert_array_equal(keep, [1, 1, 1, 0, 1, 1, 1, 0, 0, 0])
-    data = prepare(interactions, min_user_interactions=3,
-                   min_item_interactions=2)
+    data = prepare(
+        interactions, min_user_interactions=3, min_item_interactions=2
+    )
     assert data.vocabulary.items == [PADDING, "i1", "i2", "i3"]
     assert data.vocabulary.users == ["u1", "u4"]
     np.testing.assert_array_equal(data.test.target, [3, 3])
@@ -249,9 +271,17 @@ def test_filter_bounds_of_one_keep_everything():
 
 
 def test_empty_after_filtering_raises_data_error():
-    rows = [("u1", "i1", 1, 0), ("u1", "i2", 2, 0), ("u1", "i3", 3, 0),
-            ("u2", "i1", 1, 0), ("u2", "i2", 2, 0), ("u2", "i4", 3, 0),
-            ("u3", "i1", 1, 0), ("u3", "i3", 2, 0), ("u3", "i5", 3, 0)]
+    rows = [
+        ("u1", "i1", 1, 0),
+        ("u1", "i2", 2, 0),
+        ("u1", "i3", 3, 0),
+        ("u2", "i1", 1, 0),
+        ("u2", "i2", 2, 0),
+        ("u2", "i4", 3, 0),
+        ("u3", "i1", 1, 0),
+        ("u3", "i3", 2, 0),
+        ("u3", "i5", 3, 0),
+    ]
     with pytest.raises(DataError, match="No interactions left") as info:
         prepare(table(rows, source="tiny.inter"), min_item_interactions=2)
     message = str(info.value)
@@ -278,8 +308,9 @@ def test_min_user_interactions_below_three(bound):
 
 
 def test_invariants_on_synthetic_data():
-    data = synthetic.generate(num_users=60, num_items=80, num_clusters=4,
-                              mean_length=12, seed=3)
+    data = synthetic.generate(
+        num_users=60, num_items=80, num_clusters=4, mean_length=12, seed=3
+    )
     prepared = prepare(data.interactions, max_len=8)
     n = prepared.num_items
     assert n - 1 == len(np.unique(data.interactions.items))
@@ -302,8 +333,9 @@ def test_invariants_on_synthetic_data():
     # Test = validation shifted by one.
     valid, test = prepared.validation, prepared.test
     np.testing.assert_array_equal(test.user, np.arange(60))
-    for t_row, v_row, v_target in zip(test.history, valid.history,
-                                      valid.target):
+    for t_row, v_row, v_target in zip(
+        test.history, valid.history, valid.target
+    ):
         expected = [*v_row[v_row > 0], v_target][-8:]
         np.testing.assert_array_equal(t_row[t_row > 0], expected)
     # Each user gets length - 3 training examples.

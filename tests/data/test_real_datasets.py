@@ -5,7 +5,6 @@ repository; the only derived file is written to pytest's tmp_path.
 """
 
 import functools
-import os
 
 import numpy as np
 import pytest
@@ -149,8 +148,12 @@ def test_ml_100k_as_recbole_inter(shared_data, tmp_path):
         handle.write(
             "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
         )
-        for row in zip(udata.users, udata.items, udata.ratings.astype(int),
-                       udata.timestamps.astype(np.int64)):
+        for row in zip(
+            udata.users,
+            udata.items,
+            udata.ratings.astype(int),
+            udata.timestamps.astype(np.int64),
+        ):
             handle.write("\t".join(map(str, row)) + "\n")
     inter = loaders.load_file(str(path))
     np.testing.assert_array_equal(inter.users, udata.users)
@@ -165,11 +168,3 @@ def test_ml_100k_item_file_is_not_an_interaction_file(shared_data):
     with pytest.raises(DataError, match="user_id:token") as info:
         loaders.load_recbole(path)
     assert str(info.value).startswith(f"{path}:1:")
-
-
-def test_missing_dataset_folder(tmp_path):
-    with pytest.raises(DataError, match="Dataset 'ml-100k' not found") as info:
-        datasets.load_source("ml-100k", data_path=str(tmp_path))
-    message = str(info.value)
-    assert os.path.join(str(tmp_path), "ml-100k", "u.data") in message
-    assert "--data-path" in message and datasets.DATA_ENV in message

@@ -29,14 +29,6 @@ from tfrec_tricks.errors import DataError
 
 NAME = "movielens/100k-ratings"
 
-BATCH_BUG = (
-    "tfds_movielens.py interactions_from_tfds: dataset.batch(65536) runs "
-    "before the map that keeps the 4 columns, so variable-length features "
-    "of real MovieLens rows (movie_genres) make batching fail with "
-    "InvalidArgumentError 'Cannot batch tensors with different shapes'; "
-    "map first, then batch"
-)
-
 
 @pytest.fixture
 def no_network(monkeypatch):
@@ -112,8 +104,9 @@ def test_manual_dir_without_the_zip_raises(tmp_path, no_network):
     manual.mkdir()
     (manual / "ml-1m.zip").write_bytes(b"")  # the other dataset's zip
     with pytest.raises(DataError, match="ml-100k.zip") as info:
-        load_tfds_movielens(NAME, data_dir=str(tmp_path / "d"),
-                            manual_dir=str(manual))
+        load_tfds_movielens(
+            NAME, data_dir=str(tmp_path / "d"), manual_dir=str(manual)
+        )
     assert f"manual_dir={str(manual)!r}" in str(info.value)
 
 
@@ -131,7 +124,8 @@ def test_unknown_dataset_name():
 def test_load_source_passes_tfds_options(tmp_path, no_network):
     with pytest.raises(DataError, match="not prepared") as info:
         datasets.load_source(
-            f"tfds:{NAME}", tfds_data_dir=str(tmp_path),
+            f"tfds:{NAME}",
+            tfds_data_dir=str(tmp_path),
             tfds_manual_dir=str(tmp_path),
         )
     assert f"manual_dir={str(tmp_path)!r}" in str(info.value)
@@ -147,10 +141,10 @@ def test_mock_data_alone_is_not_prepared(tmp_path, no_network):
 # --- end to end with mocked examples --------------------------------------
 
 
-def test_mock_known_rows_from_prepared_data_dir(prepared_data_dir,
-                                                no_network):
-    with tfds.testing.mock_data(data_dir=prepared_data_dir,
-                                as_dataset_fn=known_rows):
+def test_mock_known_rows_from_prepared_data_dir(prepared_data_dir, no_network):
+    with tfds.testing.mock_data(
+        data_dir=prepared_data_dir, as_dataset_fn=known_rows
+    ):
         table = load_tfds_movielens(NAME, data_dir=prepared_data_dir)
     assert_known_rows(table, f"tfds:{NAME}")
 
@@ -160,13 +154,12 @@ def test_mock_known_rows_through_manual_dir(tmp_path, no_network):
     manual.mkdir()
     (manual / TFDS_DATASETS[NAME]).write_bytes(b"")
     with tfds.testing.mock_data(as_dataset_fn=known_rows):
-        table = load_tfds_movielens(NAME, data_dir=str(tmp_path / "d"),
-                                    manual_dir=str(manual))
+        table = load_tfds_movielens(
+            NAME, data_dir=str(tmp_path / "d"), manual_dir=str(manual)
+        )
     assert_known_rows(table, f"tfds:{NAME}")
 
 
-@pytest.mark.xfail(strict=True, raises=tf.errors.InvalidArgumentError,
-                   reason=BATCH_BUG)
 def test_mock_data_end_to_end(prepared_data_dir, no_network):
     with tfds.testing.mock_data(num_examples=9, data_dir=prepared_data_dir):
         table = load_tfds_movielens(NAME, data_dir=prepared_data_dir)
@@ -210,8 +203,6 @@ def test_interactions_from_tfds_empty():
         )
 
 
-@pytest.mark.xfail(strict=True, raises=tf.errors.InvalidArgumentError,
-                   reason=BATCH_BUG)
 def test_interactions_from_tfds_ignores_variable_length_features():
     # As TFDS decodes MovieLens' Sequence(ClassLabel): dense [None] tensors.
     genres = [[1, 2], [3], [4, 5, 6]]

@@ -699,3 +699,31 @@ def test_top_k_ids_is_exact_with_ties(n, k):
     values[0] = 1.0  # a row of ties only
     expected = tf.math.top_k(values, k=k).indices.numpy()
     np.testing.assert_array_equal(top_k_ids(tf.constant(values), k), expected)
+
+
+def test_table_gradient_matches_finite_differences():
+    data = _data(seed=16)
+    layer = SoftmaxCPR(reranker_ks=(4,))
+    inputs = _inputs(data)
+    labels = tf.constant([3, 9, 5, 8])
+
+    def loss(table):
+        logits = layer(inputs, table, item_bias=tf.constant(data["bias"]))
+        return tf.reduce_sum(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+        )
+
+    table = tf.constant(data["table"])
+    with tf.GradientTape() as tape:
+        tape.watch(table)
+        value = loss(table)
+    grad = tape.gradient(value, table).numpy()
+    top, history = _partitions(layer, data, row=3)
+    rows = [sorted(top - history)[0], 4, 12, 0]  # reranked, history, other
+    eps = 1e-2
+    for row in rows:
+        for col in range(D):
+            step = np.zeros((N, D), "float32")
+            step[row, col] = eps
+            numeric = (loss(table + step) - loss(table - step)) / (2 * eps)
+            np.testing.assert_allclose(grad[row, col], numeric, atol=2e-3)

@@ -48,7 +48,7 @@ class Vocabulary:
 
 @dataclasses.dataclass
 class SequenceExamples:
-    """Next-item examples: left-padded histories and their targets.
+    """Next-item examples: right-padded histories and their targets.
 
     Attributes:
         history: int32 [n, max_len], item ids in time order, then 0s

@@ -7,10 +7,11 @@ of the toolkit has something to learn:
   mostly a near successor of the current one on its ring, otherwise an item
   of one of the user's favourite clusters. The clusters are exposed as an
   item graph (ring neighbours within a cluster) for SSE-Graph.
-* **Repeats, user by user.** A share of the users never re-consume; the
-  others copy an item from their own recent history with a personal
-  propensity. A model must learn *when* to copy (what Softmax-CPR's context
-  and pointer partitions are for).
+* **Repeats, user by user.** Repeats come only from copying: a share of
+  the users never re-consume (their other moves avoid items they have
+  seen); the others copy an item from their own recent history with a
+  personal propensity. A model must learn *when* to copy (what
+  Softmax-CPR's context and pointer partitions are for).
 * **Time gaps that carry signal.** Gaps are short within a visit and long
   between visits; the item right after a visit's first item is rarely a
   repeat, so the time gap before the last history item (a soft one-hot
@@ -126,7 +127,9 @@ def generate(
         favourites = rng.choice(num_clusters, size=2, replace=False)
         clock = 1.6e9 + rng.uniform(0, 86400 * 30)
         history: list[int] = []
+        seen: set[int] = set()
         item = int(rng.choice(members[favourites[0]]))
+        seen.add(item)
         # Whether the gap before the current (latest) item was long: it is
         # the last time gap a model sees in the history, and after a long gap
         # the next item is a repeat ten times less often.
@@ -139,12 +142,11 @@ def generate(
             copy = propensity[u] * (0.1 if long_gap else 1.0)
             if len(history) > 1 and rng.random() < copy:
                 item = int(rng.choice(history[-10:]))
-            elif rng.random() < 0.7:
-                block = members[item_cluster[item]]
-                step = int(rng.integers(1, 3))
-                item = int(block[(position[item] + step) % len(block)])
             else:
-                item = int(rng.choice(members[rng.choice(favourites)]))
+                item = _new_item(
+                    rng, item, favourites, members, item_cluster, position, seen
+                )
+            seen.add(item)
             long_gap = rng.random() < long_gap_probability
             gap_scale = LONG_GAP_SECONDS if long_gap else SHORT_GAP_SECONDS
             clock += rng.exponential(gap_scale) + 1.0
@@ -164,6 +166,27 @@ def generate(
         source=f"synthetic(seed={seed})",
     )
     return SyntheticData(interactions, item_graph, item_cluster, propensity)
+
+
+def _new_item(rng, item, favourites, members, item_cluster, position, seen):
+    """The next item when not copying: a step along the ring (70%) or a jump
+    into a favourite cluster, avoiding items the user has seen, so that
+    repeats come from copying only."""
+    for _ in range(10):
+        if rng.random() < 0.7:
+            block = members[item_cluster[item]]
+            step = int(rng.integers(1, 3))
+            candidate = int(block[(position[item] + step) % len(block)])
+        else:
+            candidate = int(rng.choice(members[rng.choice(favourites)]))
+        if candidate not in seen:
+            return candidate
+    # Ring and favourites nearly exhausted: any unseen item, if one is left.
+    for _ in range(100):
+        candidate = int(rng.integers(1, len(item_cluster)))
+        if candidate not in seen:
+            return candidate
+    return candidate
 
 
 def _check_positive(**values: int) -> None:

@@ -68,14 +68,16 @@ def load_tfds_movielens(
 def interactions_from_tfds(dataset, source: str) -> Interactions:
     """Converts a TFDS MovieLens ratings ``tf.data.Dataset`` to Interactions."""
     users, items, times, ratings = [], [], [], []
-    batched = dataset.batch(65536).map(
+    # Select the columns before batching: movie_genres has one length per
+    # movie and cannot be batched.
+    batched = dataset.map(
         lambda x: (
             x["user_id"],
             x["movie_id"],
             x["timestamp"],
             x["user_rating"],
         )
-    )
+    ).batch(65536)
     for user, item, time, rating in batched.as_numpy_iterator():
         users.append(user)
         items.append(item)

@@ -147,6 +147,40 @@ def top_k_ids(logits: tf.Tensor, k: int) -> tf.Tensor:
     return tf.gather(tf.reshape(ids, [-1, k * group]), position, batch_dims=1)
 
 
+def _product_and_rows(
+    query: tf.Tensor, table: tf.Tensor, row_ids: Any, product: tf.Tensor
+) -> Any:
+    """``query table^T`` (given as ``product``) and ``table[row_ids]``.
+
+    Forward: returns ``product`` (computed by the caller without gradient)
+    and the gathered rows. Backward: the matmul's gradients, with the rows'
+    gradient added into the dense table gradient in place, instead of
+    TensorFlow's separate sparse-to-dense conversion of the gather's
+    gradient (an extra ``[N, d]`` zero-fill and sum).
+    """
+
+    @tf.custom_gradient
+    def forward(query: tf.Tensor, table: tf.Tensor) -> Any:
+        rows = None if row_ids is None else tf.gather(table, row_ids)
+
+        def grad(d_product: tf.Tensor, d_rows: Any = None) -> tuple:
+            d_query = tf.matmul(d_product, table)
+            d_table = tf.matmul(d_product, query, transpose_a=True)
+            if row_ids is not None and d_rows is not None:
+                d_table = tf.tensor_scatter_nd_add(
+                    d_table,
+                    tf.reshape(row_ids, [-1, 1]),
+                    tf.reshape(d_rows, [-1, tf.shape(table)[-1]]),
+                )
+            return d_query, d_table
+
+        if rows is None:
+            return tf.identity(product), grad
+        return (tf.identity(product), rows), grad
+
+    return forward(query, table)
+
+
 def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
     """``[B, K]`` column ids -> ``[B, K, 2]`` (row, column) scatter indices."""
     rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
@@ -360,7 +394,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             )
         if merge not in _MERGE_MODES:
             raise ValueError(
-                f"`merge` must be one of {_MERGE_MODES}. Received: merge={merge!r}"
+                f"`merge` must be one of {_MERGE_MODES}. "
+                f"Received: merge={merge!r}"
             )
         for name, value in (("mi_layers", mi_layers), ("mi_window", mi_window)):
             if (
@@ -549,8 +584,15 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 values += tf.einsum("bd,bld->bl", f_context, vectors)
         if self.use_pointer:
             f_pointer = self._project(self.pointer_projection, query, training)
-            keys = self._project(self.key_projection, hidden, training)
-            scores = tf.einsum("bd,bld->bl", f_pointer, keys)  # [B, L]
+            # f_P . (W_L H_t + b_L) = H_t . (W_L^T f_P) + f_P . b_L: no
+            # [B, L, d] keys are materialised.
+            kernel = tf.cast(self.key_projection.kernel, tf.float32)
+            key_bias = tf.cast(self.key_projection.bias, tf.float32)
+            reader = tf.matmul(f_pointer, kernel, transpose_b=True)
+            scores = (
+                tf.einsum("bd,bld->bl", reader, tf.cast(hidden, tf.float32))
+                + tf.linalg.matvec(f_pointer, key_bias)[:, None]
+            )  # [B, L]
             same = tf.cast(equal & valid[:, None, :], tf.float32)
             count = tf.maximum(tf.reduce_sum(same, axis=-1), 1.0)
             values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
@@ -675,29 +717,30 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 training,
             )
 
-        logits = tf.matmul(f_base, table, transpose_b=True)  # [B, N]
-        if bias is not None:
-            logits += bias
         uses_history = self._uses_history(training)
         # With a history scatter, padding is masked by that same scatter
-        # (one [B, N] pass fewer); top-k selections then skip id 0.
+        # (one [B, N] pass fewer).
         pad_in_scatter = self.mask_padding and uses_history
-        if self.mask_padding and not pad_in_scatter:
-            is_padding = tf.equal(tf.range(num_items), 0)
-            logits = tf.where(is_padding, tf.constant(PADDING_LOGIT), logits)
+        # The product f_V E^T is computed once, without gradient; the
+        # selections below read it, and `_product_and_rows` gives it back
+        # with the matmul's gradient plus that of the gathered table rows,
+        # added in place (no separate sparse-to-dense table gradient).
+        frozen_table = tf.stop_gradient(table)
+        frozen_bias = None if bias is None else tf.stop_gradient(bias)
+        product = tf.matmul(
+            tf.stop_gradient(f_base), frozen_table, transpose_b=True
+        )  # [B, N]
+        running = product if bias is None else product + frozen_bias
 
-        # Rerankers: a cascade from the largest k to the smallest. The
-        # selections run on gradient-free copies; the differentiable
-        # scores below gather all table rows at once (one sparse gradient).
+        # Rerankers: a cascade from the largest k to the smallest, selected
+        # on gradient-free logits (padding skipped when masked).
         stages = sorted(
             zip(self.reranker_ks, self.reranker_projections),
             key=lambda pair: -pair[0],
         )
-        frozen_table = tf.stop_gradient(table)
-        frozen_bias = None if bias is None else tf.stop_gradient(bias)
-        selected, running = [], tf.stop_gradient(logits)
+        selected = []
         for j, (k, projection) in enumerate(stages):
-            top = self._select(running, k, pad_in_scatter)  # [B, k]
+            top = self._select(running, k, self.mask_padding)  # [B, k]
             f_rerank = self._project(projection, query, training)
             selected.append((top, f_rerank))
             if j + 1 < len(stages):
@@ -711,12 +754,20 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         history_vectors, stage_vectors = None, [None] * len(selected)
         if gathered:
             sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
-            parts = tf.split(
-                tf.gather(table, tf.concat(gathered, axis=1)), sizes, axis=1
+            product, rows = _product_and_rows(
+                f_base, table, tf.concat(gathered, axis=1), product
             )
+            parts = tf.split(rows, sizes, axis=1)
             if uses_history:
                 history_vectors, parts = parts[0], parts[1:]
             stage_vectors = parts
+        else:
+            product = _product_and_rows(f_base, table, None, product)
+        logits = product if bias is None else product + bias
+        if self.mask_padding and not pad_in_scatter:
+            is_padding = tf.equal(tf.range(num_items), 0)
+            logits = tf.where(is_padding, tf.constant(PADDING_LOGIT), logits)
+
         for (top, f_rerank), vectors in zip(selected, stage_vectors):
             scores = self._rerank_scores(
                 f_rerank, table, bias, top, vectors=vectors

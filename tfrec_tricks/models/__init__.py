@@ -6,8 +6,14 @@ require_legacy_keras("tfrec_tricks.models")
 
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder  # noqa: E402
+from tfrec_tricks.models.sasrec_encoder import SASRecEncoder  # noqa: E402
 from tfrec_tricks.models.sequential_retrieval_model import (  # noqa: E402
     SequentialRetrievalModel,
 )
 
-__all__ = ["GRU4RecEncoder", "ModelConfig", "SequentialRetrievalModel"]
+__all__ = [
+    "GRU4RecEncoder",
+    "ModelConfig",
+    "SASRecEncoder",
+    "SequentialRetrievalModel",
+]

@@ -1,11 +1,22 @@
 """The TFRS sequential retrieval model the techniques plug into."""
 
+from typing import Any
+
+import numpy as np
 import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
+from tfrec_tricks.layers import (
+    MixtureOfSoftmax,
+    SoftmaxCPR,
+    SoftOneHotEncoding,
+    StochasticSharedEmbedding,
+    TiedItemEmbedding,
+)
 from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
-from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.models.config import LOG1P_FEATURES, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
+from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
 
 # Logit given to the padding id so that it never wins and carries no
 # probability mass (finite, so 0 * logit stays 0 in the loss).
@@ -15,20 +26,68 @@ PADDING_LOGIT = -1e9
 class SequentialRetrievalModel(tfrs.Model):
     """Next-item retrieval over the full catalogue, as a ``tfrs.Model``.
 
-    Query tower: item embedding -> causal sequence encoder -> the state at
-    the last real item of each right-padded history ->
-    logits ``h E^T`` against the item table over all N items, the padding
-    id masked. Objective: softmax cross-entropy over the full catalogue.
-    The model tracks NDCG@K / HR@K / MRR@K (``tfrec_tricks.metrics``), so
-    ``model.evaluate`` and ``EarlyStopping(monitor="val_ndcg@10")`` see them.
+    Query tower, each stage a switch of ``ModelConfig``:
+
+    1. SSE (``sse_item_probability``, training only): history ids are
+       randomly replaced (SSE-SE, or SSE-Graph when ``item_graph`` is
+       given) before the lookup; the identity at inference.
+    2. Item embedding: ``TiedItemEmbedding`` (tied input/output table with
+       an output bias, or untied). Each per-position feature of
+       ``features`` is soft one-hot encoded (``SoftOneHotEncoding``,
+       log1p for ``time_gap``, standardised otherwise, a learned vector
+       for NaN) and added to the item embedding; padding positions get
+       none of it.
+    3. Causal encoder: ``GRU4RecEncoder`` or ``SASRecEncoder``, run over
+       the batch cut to its longest history (histories are right-padded,
+       so the cut columns are padding only).
+    4. Output head over all N items, padding id 0 at ``-1e9``:
+       ``"softmax"`` (``h E^T + b`` with the tied table, from the state at
+       the true last position), ``"softmax_no_dup"`` (the same, history
+       items at ``-1e9`` at inference), ``"cpr"`` (``SoftmaxCPR``) or
+       ``"mos"`` (``MixtureOfSoftmax``, log-probabilities).
+
+    Objectives: ``"full"``, softmax cross-entropy over the whole catalogue
+    (the Softmax-CPR paper's); ``"sampled"``, in-batch sampled softmax with
+    ``tfrs.tasks.Retrieval`` semantics built from ``tfrs.layers.loss``
+    (logQ correction with ``item_frequencies``, accidental-hit removal,
+    optional hard negatives). The candidates are the batch's targets,
+    scored per query by the head, so for CPR a candidate's partition
+    depends on that query's history. Label SSE (``sse_label_probability``)
+    replaces the targets of the loss during training. The loss is averaged
+    over the global batch (``tf.nn.compute_average_loss``), so gradients
+    are right under ``tf.distribute`` strategies.
+
+    The model tracks NDCG@K / HR@K / MRR@K (``tfrec_tricks.metrics``) of the
+    full-catalogue logits, so ``model.evaluate`` and
+    ``EarlyStopping(monitor="val_ndcg@10")`` see them. With the sampled
+    objective they are computed in evaluation only (training reports 0).
 
     Args:
         config: a ``ModelConfig``.
+        item_graph: int array [E, 2] or None. Undirected edges between
+            contiguous item ids 1..N-1 for SSE-Graph (used by the SSE
+            layers that are switched on). Kept in the weights, not in the
+            config. Defaults to None.
+        item_frequencies: float array [N] or None. Counts of each item as a
+            training target; their normalised values are the candidate
+            sampling probabilities of the logQ correction (sampled
+            objective). Kept in a non-trainable weight. None: uniform,
+            i.e. no correction until weights are loaded. Defaults to None.
+        feature_statistics: dict or None. ``{name: (mean, variance)}`` of
+            the standardised features (all but ``time_gap``); missing
+            names use (0, 1). Kept in the encoders' weights. Defaults to
+            None.
+        item_graph_num_edges: int or None. CSR size of the item graph,
+            set by ``from_config`` so that the graph weights exist before
+            ``load_weights`` fills them. Defaults to None.
+        **kwargs: passed on to ``tfrs.Model``.
 
     Call arguments:
         inputs: dict with ``history`` [B, L] int item ids in time order,
-            right-padded with 0; ``target`` is ignored by ``call``. An empty
-            history (all padding) reads the state after one padding step.
+            right-padded with 0, and one float [B, L] entry per name of
+            ``config.features``; ``target`` and other keys are ignored by
+            ``call``. An empty history (all padding) reads the state after
+            one padding step.
         training: bool.
 
     Returns:
@@ -47,68 +106,362 @@ class SequentialRetrievalModel(tfrs.Model):
     >>> sorted(model.evaluate(tf.data.Dataset.from_tensors(batch),
     ...                       return_dict=True, verbose=0))[:3]
     ['hr@10', 'loss', 'mrr@10']
+
+    A SASRec encoder with a Softmax-CPR head, a time-gap feature and an
+    in-batch sampled objective:
+
+    >>> config = ModelConfig(num_items=6, max_len=4, embedding_dim=8,
+    ...                      encoder="sasrec", head="cpr",
+    ...                      cpr_reranker_ks=(2,), features=("time_gap",),
+    ...                      objective="sampled")
+    >>> model = SequentialRetrievalModel(config)
+    >>> gaps = tf.constant([[float("nan"), 60.0, 0, 0],
+    ...                     [float("nan"), 5.0, 9e4, 30.0]])
+    >>> model({**batch, "time_gap": gaps}).shape
+    TensorShape([2, 6])
     """
 
-    def __init__(self, config: ModelConfig, **kwargs):
+    def __init__(
+        self,
+        config: ModelConfig,
+        item_graph: Any = None,
+        item_frequencies: Any = None,
+        feature_statistics: dict | None = None,
+        item_graph_num_edges: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.config = config
-        d = config.embedding_dim
+        n, d = config.num_items, config.embedding_dim
         hidden = config.hidden_dim or d
-        self.item_embedding = tf.keras.layers.Embedding(
-            config.num_items, d, name="item_embedding"
+        self.item_embedding = TiedItemEmbedding(
+            n, d, use_bias=config.output_bias, tie=config.tie_embeddings,
+            name="item_embedding",
         )
+        self.item_embedding.build(None)
+
+        sse_used = config.sse_item_probability or config.sse_label_probability
+        self.item_sse = self._sse(
+            config.sse_item_probability, item_graph, item_graph_num_edges,
+            "item_sse", 0)
+        self.label_sse = self._sse(
+            config.sse_label_probability, item_graph, item_graph_num_edges,
+            "label_sse", 1)
+        self.item_graph_num_edges = None
+        if sse_used:
+            sse = self.item_sse or self.label_sse
+            self.item_graph_num_edges = sse.num_edges
+
+        statistics = dict(feature_statistics or {})
+        unknown = sorted(set(statistics) - set(config.features))
+        if unknown:
+            raise ValueError(
+                "feature_statistics names features the config does not "
+                f"use. Received: {unknown}; config.features="
+                f"{list(config.features)}"
+            )
+        self.feature_encoders = {}
+        for name in config.features:
+            options = {"normalization": "log1p"}
+            if name not in LOG1P_FEATURES:
+                options = {"normalization": "standardize"}
+                if name in statistics:
+                    mean, variance = statistics[name]
+                    options.update(mean=float(mean), variance=float(variance))
+            self.feature_encoders[name] = SoftOneHotEncoding(
+                config.soft_one_hot_buckets, d, missing="learned",
+                name=f"feature_{name}", **options,
+            )
+
         self.embedding_dropout = tf.keras.layers.Dropout(config.dropout)
-        self.encoder = GRU4RecEncoder(
-            hidden, config.num_layers, dropout=0.0, name="encoder"
-        )
+        if config.encoder == "sasrec":
+            self.encoder = SASRecEncoder(
+                hidden, config.max_len, num_layers=config.num_layers,
+                num_heads=config.num_heads, dropout=config.dropout,
+                attention_dropout=config.attention_dropout, name="encoder",
+            )
+        else:
+            self.encoder = GRU4RecEncoder(
+                hidden, config.num_layers, dropout=0.0, name="encoder"
+            )
         self.output_dropout = tf.keras.layers.Dropout(config.dropout)
-        self.projection = (
-            tf.keras.layers.Dense(d, name="projection") if hidden != d else None
-        )
+        self.projection = None
+        self.head = None
+        if config.head == "cpr":
+            self.head = SoftmaxCPR(
+                use_context=config.cpr_context,
+                use_pointer=config.cpr_pointer,
+                reranker_ks=config.cpr_reranker_ks,
+                use_mi=config.cpr_mi,
+                mi_layers=min(2, config.num_layers),
+                merge=config.cpr_merge,
+                output_dim=d,
+                name="cpr_head",
+            )
+        elif config.head == "mos":
+            self.head = MixtureOfSoftmax(
+                config.mos_components, output_dim=d, name="mos_head"
+            )
+        elif hidden != d:
+            self.projection = tf.keras.layers.Dense(d, name="projection")
+
+        self.candidate_probability = None
+        if config.objective == "sampled":
+            if item_frequencies is None:
+                probability = np.full([n], 1.0 / (n - 1), np.float32)
+            else:
+                counts = np.asarray(item_frequencies, np.float64).ravel()
+                if counts.shape != (n,) or (counts < 0).any() or not (
+                    counts.sum() > 0
+                ):
+                    raise ValueError(
+                        f"item_frequencies must be {n} non-negative counts "
+                        "(one per item id, padding included) with a "
+                        f"positive sum. Received: shape={counts.shape}"
+                    )
+                probability = (counts / counts.sum()).astype(np.float32)
+            self.candidate_probability = self.add_weight(
+                name="candidate_probability", shape=(n,), trainable=False,
+                initializer=tf.keras.initializers.Constant(probability),
+            )
+            self.logq_correction = (
+                tfrs.layers.loss.SamplingProbablityCorrection()
+            )
+            self.accidental_hits = tfrs.layers.loss.RemoveAccidentalHits()
+            self.hard_negatives = None
+            if config.num_hard_negatives is not None:
+                self.hard_negatives = tfrs.layers.loss.HardNegativeMining(
+                    config.num_hard_negatives
+                )
         self.ranking_metrics = [
-            RankingMetric(kind, k)
-            for k in config.metric_ks
+            RankingMetric(kind, k) for k in config.metric_ks
             for kind in METRIC_KINDS
         ]
 
-    def call(self, inputs, training=False):
+    def _sse(self, probability, graph, num_edges, name, offset):
+        if not probability:
+            return None
+        seed = self.config.sse_seed
+        layer = StochasticSharedEmbedding(
+            self.config.num_items, probability, graph=graph,
+            rho=self.config.sse_graph_rho,
+            seed=None if seed is None else seed + offset,
+            num_edges=None if graph is not None else num_edges,
+            name=name,
+        )
+        layer.build(None)
+        return layer
+
+    # ---------------------------------------------------------------- tower
+
+    def encode(self, inputs, training=False):
+        """History ids cut to the longest history and the encoder states.
+
+        Returns:
+            ``(history, states)``: int32 [B, L'] ids (L' the batch's
+            longest history, at least 1) and the list of per-layer states
+            [B, L', hidden_dim], before the output dropout.
+        """
         history = tf.cast(inputs["history"], tf.int32)
         lengths = tf.reduce_sum(tf.cast(history > 0, tf.int32), axis=1)
         # Columns past the batch's longest history are padding only: a
         # causal encoder need not run over them.
-        history = history[:, : tf.maximum(tf.reduce_max(lengths), 1)]
-        x = self.embedding_dropout(
-            self.item_embedding(history), training=training
-        )
-        states = self.encoder(x, training=training)
+        width = tf.maximum(tf.reduce_max(lengths), 1)
+        history = history[:, :width]
+        ids = history
+        if self.item_sse is not None:
+            ids = self.item_sse(history, training=training)
+        x = self.item_embedding.lookup(ids)
+        if self.feature_encoders:
+            real = tf.cast(history > 0, x.dtype)[:, :, None]
+            for name, encoder in self.feature_encoders.items():
+                if name not in inputs:
+                    raise ValueError(
+                        f"The model reads the feature {name!r} but the batch "
+                        f"has no such key. Received: keys={sorted(inputs)}"
+                    )
+                values = tf.cast(inputs[name], tf.float32)[:, :width]
+                x += tf.cast(encoder(values), x.dtype) * real
+        x = self.embedding_dropout(x, training=training)
+        return history, self.encoder(x, training=training)
+
+    def _head_inputs(self, history, states, training):
+        hidden = self.output_dropout(states[-1], training=training)
+        return {
+            "hidden_states": hidden,
+            "history_ids": history,
+            "layer_hidden_states": [*states[:-1], hidden],
+        }
+
+    def _last_state(self, history, states, training):
+        lengths = tf.reduce_sum(tf.cast(history > 0, tf.int32), axis=1)
         last = tf.maximum(lengths - 1, 0)
         h = tf.gather(states[-1], last, batch_dims=1)
         h = self.output_dropout(h, training=training)
         if self.projection is not None:
             h = self.projection(h)
-        table = self.item_embedding.embeddings
-        logits = tf.matmul(
-            tf.cast(h, tf.float32), tf.cast(table, tf.float32), transpose_b=True
+        return h
+
+    def _scores(self, history, states, training, candidate_ids=None,
+                exclude_history=False):
+        """Logits [B, N] (or [B, M] for candidate ids [M]) of the head."""
+        table = self.item_embedding.output_embeddings
+        bias = self.item_embedding.output_bias
+        if self.head is not None:
+            return self.head(
+                self._head_inputs(history, states, training), table,
+                item_bias=bias, candidate_ids=candidate_ids,
+                training=training,
+            )
+        h = self._last_state(history, states, training)
+        logits = self.item_embedding.logits(h, candidate_ids=candidate_ids)
+        logits = tf.cast(logits, tf.float32)
+        if exclude_history:
+            rows = tf.broadcast_to(
+                tf.range(tf.shape(history)[0])[:, None], tf.shape(history)
+            )
+            index = tf.stack([rows, history], axis=-1)
+            logits = tf.tensor_scatter_nd_update(
+                logits, index, tf.fill(tf.shape(history), PADDING_LOGIT)
+            )
+        return logits
+
+    def _exclude_history(self, training):
+        return self.config.head == "softmax_no_dup" and not training
+
+    def call(self, inputs, training=False):
+        history, states = self.encode(inputs, training=training)
+        return self._scores(
+            history, states, training,
+            exclude_history=self._exclude_history(training),
         )
-        padding = tf.one_hot(
-            0, self.config.num_items, on_value=True, off_value=False
+
+    # ----------------------------------------------------------------- loss
+
+    def sampled_softmax_loss(self, scores, candidate_ids):
+        """Per-query in-batch sampled softmax loss (``tasks.Retrieval``).
+
+        Query i's positive is candidate i. Applies, in the order of
+        ``tfrs.tasks.Retrieval.call``, the logQ correction, the removal of
+        accidental hits and hard-negative mining (each as configured),
+        then softmax cross-entropy.
+
+        Args:
+            scores: float [B, B] logits of each query for each candidate.
+            candidate_ids: int [B] the candidates' item ids.
+
+        Returns:
+            float32 [B] losses.
+        """
+        scores = tf.cast(scores, tf.float32)
+        candidate_ids = tf.cast(candidate_ids, tf.int32)
+        labels = tf.eye(tf.shape(scores)[0], tf.shape(scores)[1])
+        if self.config.logq_correction:
+            scores = self.logq_correction(
+                scores, tf.gather(self.candidate_probability, candidate_ids)
+            )
+        if self.config.remove_accidental_hits:
+            scores = self.accidental_hits(labels, scores, candidate_ids)
+        if self.hard_negatives is not None:
+            scores, labels = self.hard_negatives(scores, labels)
+        return tf.keras.losses.categorical_crossentropy(
+            labels, scores, from_logits=True
         )
-        return tf.where(padding[None, :], PADDING_LOGIT, logits)
 
     def compute_loss(self, inputs, training=False):
-        logits = self(inputs, training=training)
-        targets = tf.cast(inputs["target"], tf.int32)
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
-        )
-        # One comparison pass over [B, N]: cheap next to the logits.
-        for metric in self.ranking_metrics:
-            metric.update_state(targets, logits)
+        targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
+        history, states = self.encode(inputs, training=training)
+        loss_targets = targets
+        if self.label_sse is not None:
+            loss_targets = self.label_sse(targets, training=training)
+        sampled = self.config.objective == "sampled"
+        logits = None
+        if not sampled or not training:
+            logits = self._scores(history, states, training)
+        if sampled:
+            scores = self._scores(
+                history, states, training, candidate_ids=loss_targets
+            )
+            per_example = self.sampled_softmax_loss(scores, loss_targets)
+        else:
+            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                loss_targets, logits
+            )
+        loss = tf.nn.compute_average_loss(per_example)
+        if logits is not None:
+            if self._exclude_history(training):
+                logits = self._scores(history, states, training,
+                                      exclude_history=True)
+            # One comparison pass over [B, N]: cheap next to the logits.
+            for metric in self.ranking_metrics:
+                metric.update_state(targets, logits)
         return loss
 
+    # -------------------------------------------------------- serialisation
+
     def get_config(self) -> dict:
-        return {"config": self.config.to_dict()}
+        return {
+            "config": self.config.to_dict(),
+            "item_graph_num_edges": self.item_graph_num_edges,
+        }
 
     @classmethod
     def from_config(cls, config: dict) -> "SequentialRetrievalModel":
-        return cls(ModelConfig.from_dict(config["config"]))
+        return cls(
+            ModelConfig.from_dict(config["config"]),
+            item_graph_num_edges=config.get("item_graph_num_edges"),
+        )
+
+    # ------------------------------------------------------------- from data
+
+    @classmethod
+    def from_data(
+        cls, config: ModelConfig, data: Any, item_graph: Any = None,
+        **kwargs,
+    ) -> "SequentialRetrievalModel":
+        """Builds the model with the arrays it needs from prepared data.
+
+        Computes the training-target counts (logQ correction), the
+        statistics of the standardised features over the real positions of
+        the training histories, and maps a raw-id item graph to contiguous
+        ids (edges with an item not in the vocabulary are dropped).
+
+        Args:
+            config: a ``ModelConfig``.
+            data: a ``tfrec_tricks.data.PreparedData``.
+            item_graph: array [E, 2] of raw item ids (e.g.
+                ``Source.item_graph``) or None.
+            **kwargs: passed on to the constructor.
+        """
+        train = data.train
+        counts = np.bincount(
+            np.asarray(train.target, np.int64), minlength=config.num_items
+        )[: config.num_items]
+        statistics = {}
+        real = np.asarray(train.history) > 0
+        for name in config.features:
+            if name in LOG1P_FEATURES:
+                continue
+            if name not in train.features:
+                raise ValueError(
+                    f"config.features names {name!r} but the data has no "
+                    f"such feature. Received: {sorted(train.features)}"
+                )
+            values = np.asarray(train.features[name], np.float64)[real]
+            values = values[np.isfinite(values)]
+            if values.size:
+                statistics[name] = (float(values.mean()), float(values.var()))
+        graph = None
+        if item_graph is not None:
+            index = {raw: i for i, raw in enumerate(data.vocabulary.items)}
+            edges = [
+                (index[str(a)], index[str(b)])
+                for a, b in np.asarray(item_graph)
+                if str(a) in index and str(b) in index
+            ]
+            graph = np.asarray(edges, np.int64).reshape(-1, 2)
+            graph = graph[(graph > 0).all(axis=1)]
+        return cls(
+            config, item_graph=graph, item_frequencies=counts,
+            feature_statistics=statistics, **kwargs,
+        )

@@ -1,0 +1,163 @@
+"""SASRec's sequence encoder: causal self-attention blocks."""
+
+import tensorflow as tf
+
+from tfrec_tricks.serialization import register
+
+
+@register
+class SASRecEncoder(tf.keras.layers.Layer):
+    """Transformer blocks with causal self-attention (Kang & McAuley, 2018).
+
+    Learned positional embeddings are added to the input, then
+    ``num_layers`` post-layer-norm blocks (as RecBole's SASRec) each apply
+    causal multi-head self-attention and a position-wise feed-forward
+    network, each with dropout and a residual connection. The inputs are
+    projected to ``hidden_dim`` first when their size differs.
+
+    The encoder is causal: the state at position t depends on positions
+    <= t only. With right-padded histories (real items first, padding
+    after) the causal mask alone keeps real positions from attending to
+    padding, so no padding mask is needed and the state at the last real
+    item is exact; the states at padding positions are finite but
+    meaningless. Inputs shorter than ``max_len`` read the first rows of the
+    positional table, so a batch may be cut to its longest history.
+
+    Args:
+        hidden_dim: int. Model width; divisible by ``num_heads``.
+        max_len: int. Rows of the positional table: the longest input.
+        num_layers: int. Transformer blocks. Defaults to 1.
+        num_heads: int. Attention heads. Defaults to 2.
+        dropout: float. Dropout on the embedded input and on the outputs of
+            attention and feed-forward sublayers ("hidden dropout").
+            Defaults to 0.
+        attention_dropout: float. Dropout on the attention weights.
+            Defaults to 0.
+        ffn_dim: int or None. Inner size of the feed-forward network;
+            None means ``hidden_dim``. Defaults to None.
+        **kwargs: base layer keyword arguments.
+
+    Call arguments:
+        inputs: float tensor [B, L, d] with L <= max_len, the embedded
+            history in time order.
+        training: bool. Dropout is applied only when training.
+
+    Returns:
+        A list with the per-position states [B, L, hidden_dim] of each
+        block, last block last (Softmax-CPR's Mi reads several layers).
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.models import SASRecEncoder
+    >>> encoder = SASRecEncoder(hidden_dim=8, max_len=5, num_layers=2)
+    >>> states = encoder(tf.random.normal((3, 4, 8)))
+    >>> len(states), states[-1].shape
+    (2, TensorShape([3, 4, 8]))
+
+    References:
+        Kang and McAuley, "Self-Attentive Sequential Recommendation",
+        ICDM 2018.
+    """
+
+    def __init__(self, hidden_dim: int, max_len: int, num_layers: int = 1,
+                 num_heads: int = 2, dropout: float = 0.0,
+                 attention_dropout: float = 0.0, ffn_dim: int | None = None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        problems = {
+            "hidden_dim": hidden_dim > 0,
+            "max_len": max_len > 0,
+            "num_layers": num_layers > 0,
+            "num_heads": num_heads > 0 and hidden_dim % num_heads == 0,
+            "dropout": 0 <= dropout < 1,
+            "attention_dropout": 0 <= attention_dropout < 1,
+            "ffn_dim": ffn_dim is None or ffn_dim > 0,
+        }
+        for name, ok in problems.items():
+            if not ok:
+                raise ValueError(
+                    "Expected positive sizes, num_heads dividing hidden_dim "
+                    "and dropouts in [0, 1). Received: "
+                    f"{name}={locals()[name]!r}"
+                )
+        self.hidden_dim = hidden_dim
+        self.max_len = max_len
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.ffn_dim = ffn_dim
+
+    def build(self, input_shape):
+        input_dim = int(input_shape[-1])
+        policy = self.dtype_policy
+        self.input_projection = None
+        if input_dim != self.hidden_dim:
+            self.input_projection = tf.keras.layers.Dense(
+                self.hidden_dim, dtype=policy, name="input_projection"
+            )
+        self.positions = self.add_weight(
+            name="position_embeddings",
+            shape=(self.max_len, self.hidden_dim),
+            initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
+        )
+        self.input_norm = tf.keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype=policy, name="input_norm")
+        self.input_dropout = tf.keras.layers.Dropout(self.dropout,
+                                                     dtype=policy)
+        ffn = self.ffn_dim or self.hidden_dim
+        self.blocks = []
+        for i in range(self.num_layers):
+            block = {
+                "attention": tf.keras.layers.MultiHeadAttention(
+                    self.num_heads, self.hidden_dim // self.num_heads,
+                    dropout=self.attention_dropout, dtype=policy,
+                    name=f"attention_{i}"),
+                "attention_dropout": tf.keras.layers.Dropout(
+                    self.dropout, dtype=policy),
+                "attention_norm": tf.keras.layers.LayerNormalization(
+                    epsilon=1e-12, dtype=policy, name=f"attention_norm_{i}"),
+                "inner": tf.keras.layers.Dense(
+                    ffn, activation="gelu", dtype=policy, name=f"ffn_in_{i}"),
+                "outer": tf.keras.layers.Dense(
+                    self.hidden_dim, dtype=policy, name=f"ffn_out_{i}"),
+                "ffn_dropout": tf.keras.layers.Dropout(
+                    self.dropout, dtype=policy),
+                "ffn_norm": tf.keras.layers.LayerNormalization(
+                    epsilon=1e-12, dtype=policy, name=f"ffn_norm_{i}"),
+            }
+            self.blocks.append(block)
+        super().build(input_shape)
+
+    def call(self, inputs, training=None):
+        x = inputs
+        if self.input_projection is not None:
+            x = self.input_projection(x)
+        length = tf.shape(x)[1]
+        positions = tf.cast(self.positions[:length], x.dtype)
+        x = self.input_norm(x + positions[None])
+        x = self.input_dropout(x, training=training)
+        states = []
+        for block in self.blocks:
+            attended = block["attention"](
+                x, x, use_causal_mask=True, training=training
+            )
+            attended = block["attention_dropout"](attended, training=training)
+            x = block["attention_norm"](x + attended)
+            hidden = block["outer"](block["inner"](x))
+            hidden = block["ffn_dropout"](hidden, training=training)
+            x = block["ffn_norm"](x + hidden)
+            states.append(x)
+        return states
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update({
+            "hidden_dim": self.hidden_dim, "max_len": self.max_len,
+            "num_layers": self.num_layers, "num_heads": self.num_heads,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "ffn_dim": self.ffn_dim,
+        })
+        return config
