@@ -1,0 +1,69 @@
+"""Training runs: the run directory, and resuming an interrupted run."""
+
+import csv
+import json
+
+import pytest
+import tensorflow as tf
+
+from tfrec_tricks.training import TrainConfig, train
+
+pytestmark = pytest.mark.slow
+
+
+def tiny_config(tmp_path, **overrides):
+    values = dict(
+        synthetic_users=60,
+        synthetic_items=40,
+        max_len=10,
+        epochs=3,
+        patience=5,
+        output_dir=str(tmp_path),
+        name="run",
+        model={"embedding_dim": 8},
+    )
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+class Interrupt(tf.keras.callbacks.Callback):
+    """Stops the process-like run after an epoch, as a crash would."""
+
+    def __init__(self, after_epoch):
+        super().__init__()
+        self.after_epoch = after_epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.after_epoch:
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):
+    config = tiny_config(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=1)])
+    run_dir = tmp_path / "run"
+    assert (run_dir / "backup").is_dir()  # the checkpoint survived
+    result = train(config, verbose=0)
+    # Two epochs were done before the interruption: only the third runs.
+    assert result.metrics["epochs_run"] == 1
+    with open(run_dir / "history.csv") as handle:
+        epochs = [int(row["epoch"]) for row in csv.DictReader(handle)]
+    assert epochs == [0, 1, 2]
+    # The backup is emptied once the run completes.
+    assert not list((run_dir / "backup").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["test"]["ndcg@10"] == result.metrics["test"]["ndcg@10"]
+
+
+def test_same_seed_same_metrics(tmp_path):
+    first = train(tiny_config(tmp_path / "a", epochs=1), verbose=0)
+    second = train(tiny_config(tmp_path / "b", epochs=1), verbose=0)
+    assert first.metrics["test"] == second.metrics["test"]
+
+
+def test_bad_budget_is_rejected():
+    with pytest.raises(
+        ValueError, match="epochs must be positive. Received: 0"
+    ):
+        TrainConfig(epochs=0)
