@@ -67,3 +67,11 @@ def test_bad_budget_is_rejected():
         ValueError, match="epochs must be positive. Received: 0"
     ):
         TrainConfig(epochs=0)
+
+
+def test_rerun_after_completion_starts_a_fresh_history(tmp_path):
+    config = tiny_config(tmp_path, epochs=1)
+    train(config, verbose=0)
+    train(config, verbose=0)
+    with open(tmp_path / "run" / "history.csv") as handle:
+        assert [row["epoch"] for row in csv.DictReader(handle)] == ["0"]

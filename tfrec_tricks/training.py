@@ -168,9 +168,13 @@ def train(
     model(next(iter(train_ds)))
     validation_ds = make_dataset(data.validation, EVAL_BATCH_SIZE)
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
+    backup_dir = os.path.join(run_dir, "backup")
+    resuming = os.path.isdir(backup_dir) and bool(os.listdir(backup_dir))
+    if resuming:
+        _log(verbose, f"Resuming the interrupted run from {backup_dir}")
     timer = EpochTimer()
     callbacks = [
-        tf.keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup")),
+        tf.keras.callbacks.BackupAndRestore(backup_dir),
         tf.keras.callbacks.EarlyStopping(
             monitor=monitor,
             mode="max",
@@ -184,8 +188,9 @@ def train(
             save_best_only=True,
             save_weights_only=True,
         ),
+        # A resumed run continues its history; a new one starts it afresh.
         tf.keras.callbacks.CSVLogger(
-            os.path.join(run_dir, "history.csv"), append=True
+            os.path.join(run_dir, "history.csv"), append=resuming
         ),
         timer,
         *(callbacks or []),

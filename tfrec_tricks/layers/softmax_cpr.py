@@ -247,9 +247,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     else); training is unaffected.
 
     Cost beyond a plain softmax: one ``[B, L, L]`` duplicate comparison,
-    ``O(L d)`` work for C and P, and per reranker one ``top_k`` over the
-    ``[B, N]`` logits plus ``O(k d)`` work and one scatter; no extra
-    ``[B, N, d]`` or ``[B, L, N]`` tensors.
+    ``O(L d)`` work for C and P (the pointer scores are computed as
+    ``H_t . (W_L^T f_P)``, without materialising keys), one scatter of the
+    ``<= L`` history logits (which also masks padding), and per reranker
+    an exact top-``k`` selection over the ``[B, N]`` logits (see
+    `top_k_ids`) plus ``O(k d)`` work and one scatter. No ``[B, N, d]`` or
+    ``[B, L, N]`` tensor is built, and the gradient of the gathered table
+    rows is added in place into the matmul's dense table gradient.
 
     All logits are computed in float32, also under ``mixed_float16``; the
     projections run in the layer's compute dtype.
@@ -273,8 +277,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             to read per layer. Defaults to ``3``.
         merge: str. ``"replace"`` or ``"add"``, see above. Defaults to
             ``"replace"``.
-        dropout: float. Dropout rate on every projection's output
-            (training only). Defaults to ``0.0``.
+        dropout: float. Dropout rate on the query projections' outputs
+            ``f_V, f_C, f_P, f_R`` (training only; the pointer keys and
+            ``W_M`` are not dropped). Defaults to ``0.0``.
         exclude_history: bool. At inference, give history items the logit
             ``-1e9``. Defaults to ``False``.
         mask_padding: bool. Give padding id 0 the logit ``-1e9`` and keep
