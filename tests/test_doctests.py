@@ -19,6 +19,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.data.synthetic",
     "tfrec_tricks.data.preparation",
     "tfrec_tricks.models.sequential_retrieval_model",
+    "tfrec_tricks.models.sasrec_encoder",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

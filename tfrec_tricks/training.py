@@ -159,7 +159,9 @@ def train(
         )
     data.vocabulary.save(os.path.join(run_dir, "vocabulary.json"))
 
-    model = SequentialRetrievalModel(model_config)
+    model = SequentialRetrievalModel.from_data(
+        model_config, data, item_graph=source.item_graph
+    )
     model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate))
     train_ds = make_dataset(
         data.train, config.batch_size, shuffle=True, seed=config.seed
@@ -215,7 +217,7 @@ def train(
             "seconds_per_epoch_median": (
                 statistics.median(timer.seconds) if timer.seconds else None
             ),
-            "num_parameters": int(model.count_params()),
+            "num_parameters": count_trainable_parameters(model),
             "num_train_examples": len(data.train),
         }
     )
@@ -224,6 +226,11 @@ def train(
     if verbose:
         print(format_results(results, run_dir))
     return RunResult(run_dir, results, history.history)
+
+
+def count_trainable_parameters(model: tf.keras.Model) -> int:
+    """Trainable parameters (the SSE graph and counters are not parameters)."""
+    return int(sum(w.shape.num_elements() for w in model.trainable_weights))
 
 
 def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:

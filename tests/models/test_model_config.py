@@ -9,10 +9,18 @@ from tfrec_tricks.models import ModelConfig
 
 def test_json_round_trip_keeps_every_field():
     config = ModelConfig(
-        num_items=50, encoder="sasrec", num_heads=4, embedding_dim=16,
-        features=("time_gap", "rating"), head="cpr",
-        cpr_reranker_ks=(5, 20), cpr_mi=True, objective="sampled",
-        num_hard_negatives=3, sse_item_probability=0.1, sse_seed=3,
+        num_items=50,
+        encoder="sasrec",
+        num_heads=4,
+        embedding_dim=16,
+        features=("time_gap", "rating"),
+        head="cpr",
+        cpr_reranker_ks=(5, 20),
+        cpr_mi=True,
+        objective="sampled",
+        num_hard_negatives=3,
+        sse_item_probability=0.1,
+        sse_seed=3,
     )
     text = config.to_json()
     restored = ModelConfig.from_dict(json.loads(text))
@@ -25,7 +33,10 @@ def test_json_round_trip_keeps_every_field():
 def test_defaults_are_the_plain_model():
     config = ModelConfig(num_items=10)
     assert (config.encoder, config.head, config.objective) == (
-        "gru4rec", "softmax", "full")
+        "gru4rec",
+        "softmax",
+        "full",
+    )
     assert config.tie_embeddings and config.output_bias
     assert config.sse_item_probability == config.sse_label_probability == 0
     assert config.features == ()
@@ -59,8 +70,9 @@ def test_bad_values_raise_naming_the_field(field, value):
 
 def test_cross_field_checks():
     with pytest.raises(ValueError, match="num_heads"):
-        ModelConfig(num_items=10, encoder="sasrec", embedding_dim=10,
-                    num_heads=3)
+        ModelConfig(
+            num_items=10, encoder="sasrec", embedding_dim=10, num_heads=3
+        )
     with pytest.raises(ValueError, match="cpr_reranker_ks"):
         ModelConfig(num_items=10, head="cpr", cpr_reranker_ks=(10,))
     # Too large a k matters only for the CPR head.

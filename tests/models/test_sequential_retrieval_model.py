@@ -8,34 +8,55 @@ from tensorflow_recommenders.layers.loss import MIN_FLOAT
 from tfrec_tricks.layers import SoftmaxCPR
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
-from .conftest import DIM, MAX_LEN
+# The sizes of the tiny data of conftest.py.
+MAX_LEN = 10
+DIM = 8
 
 SWITCHES = {
     "gru4rec": {},
     "sasrec": {"encoder": "sasrec", "num_layers": 2},
     "untied": {"tie_embeddings": False, "output_bias": False},
     "hidden_dim": {"hidden_dim": 12},
-    "sse": {"sse_item_probability": 0.2, "sse_label_probability": 0.1,
-            "sse_seed": 1},
-    "sse_graph": {"sse_item_probability": 0.2, "sse_graph_rho": 20.0,
-                  "sse_seed": 1},
+    "sse": {
+        "sse_item_probability": 0.2,
+        "sse_label_probability": 0.1,
+        "sse_seed": 1,
+    },
+    "sse_graph": {
+        "sse_item_probability": 0.2,
+        "sse_graph_rho": 20.0,
+        "sse_seed": 1,
+    },
     "features": {"features": ("time_gap",)},
     "cpr": {"head": "cpr", "cpr_reranker_ks": (5,)},
-    "cpr_mi": {"head": "cpr", "cpr_reranker_ks": (3, 8), "cpr_mi": True,
-               "num_layers": 2, "cpr_merge": "add"},
+    "cpr_mi": {
+        "head": "cpr",
+        "cpr_reranker_ks": (3, 8),
+        "cpr_mi": True,
+        "num_layers": 2,
+        "cpr_merge": "add",
+    },
     "cpr_mi_one_layer": {"head": "cpr", "cpr_reranker_ks": (), "cpr_mi": True},
     "mos": {"head": "mos", "mos_components": 3},
     "softmax_no_dup": {"head": "softmax_no_dup"},
     "sampled": {"objective": "sampled"},
     "sampled_hard": {"objective": "sampled", "num_hard_negatives": 4},
-    "sampled_cpr": {"objective": "sampled", "head": "cpr",
-                    "cpr_reranker_ks": (5,), "encoder": "sasrec"},
+    "sampled_cpr": {
+        "objective": "sampled",
+        "head": "cpr",
+        "cpr_reranker_ks": (5,),
+        "encoder": "sasrec",
+    },
 }
 
 
 def make_config(data, **overrides):
-    values = {"num_items": data.num_items, "max_len": MAX_LEN,
-              "embedding_dim": DIM, "dropout": 0.1}
+    values = {
+        "num_items": data.num_items,
+        "max_len": MAX_LEN,
+        "embedding_dim": DIM,
+        "dropout": 0.1,
+    }
     values.update(overrides)
     return ModelConfig(**values)
 
@@ -62,7 +83,8 @@ def test_switch_builds_trains_and_scores_the_catalogue(
     assert np.isfinite(logits).all()
     assert (logits[:, 1:].max(axis=1) > -1e8).all()
     values = model.evaluate(
-        tf.data.Dataset.from_tensors(batch), return_dict=True, verbose=0)
+        tf.data.Dataset.from_tensors(batch), return_dict=True, verbose=0
+    )
     assert np.isfinite(values["loss"])
     assert 0.0 <= values["ndcg@10"] <= 1.0
 
@@ -75,7 +97,8 @@ def test_tied_has_n_times_d_fewer_parameters(data, batch):
     difference = untied.count_params() - tied.count_params()
     assert difference == data.num_items * DIM
     assert untied.item_embedding.output_embeddings is not (
-        untied.item_embedding.embeddings)
+        untied.item_embedding.embeddings
+    )
 
 
 def _copy_trainable(source, target):
@@ -85,23 +108,29 @@ def _copy_trainable(source, target):
 
 
 def test_sse_is_the_identity_at_inference(data, raw_item_graph, batch):
-    with_sse = make_model(data, raw_item_graph, sse_item_probability=0.5,
-                          sse_label_probability=0.5, sse_seed=0, dropout=0.0)
+    with_sse = make_model(
+        data,
+        raw_item_graph,
+        sse_item_probability=0.5,
+        sse_label_probability=0.5,
+        sse_seed=0,
+        dropout=0.0,
+    )
     without = make_model(data, dropout=0.0)
     with_sse(batch)
     without(batch)
     assert with_sse.item_sse.num_edges  # SSE-Graph is on
     _copy_trainable(with_sse, without)
     np.testing.assert_array_equal(
-        with_sse(batch, training=False), without(batch, training=False))
+        with_sse(batch, training=False), without(batch, training=False)
+    )
     # ...and not the identity in training.
     assert not np.array_equal(
-        with_sse(batch, training=True), without(batch, training=True))
+        with_sse(batch, training=True), without(batch, training=True)
+    )
 
 
-def test_features_change_the_output_and_missing_values_are_finite(
-    data, batch
-):
+def test_features_change_the_output_and_missing_values_are_finite(data, batch):
     model = make_model(data, features=("time_gap",), dropout=0.0)
     plain = model(batch).numpy()
     history = batch["history"].numpy()
@@ -115,7 +144,8 @@ def test_features_change_the_output_and_missing_values_are_finite(
     # Values at padding positions are ignored.
     padded = np.where(history > 0, gaps, 1e6).astype(np.float32)
     np.testing.assert_array_equal(
-        model({**batch, "time_gap": tf.constant(padded)}), plain)
+        model({**batch, "time_gap": tf.constant(padded)}), plain
+    )
 
 
 def test_standardised_features_use_the_training_statistics(data):
@@ -130,25 +160,32 @@ def test_standardised_features_use_the_training_statistics(data):
 
 
 def test_missing_feature_key_is_an_error(data, batch):
-    model = make_model(data, features=("rating",))
+    with pytest.raises(ValueError, match="rating"):
+        make_model(data, features=("rating",))  # from_data checks the data
+    model = SequentialRetrievalModel(make_config(data, features=("rating",)))
     with pytest.raises(ValueError, match="rating"):
         model(batch)
 
 
 def test_cpr_logits_equal_softmax_cpr_on_the_same_hidden_states(data, batch):
-    model = make_model(data, head="cpr", cpr_reranker_ks=(5,), cpr_mi=True,
-                       num_layers=2)
+    model = make_model(
+        data, head="cpr", cpr_reranker_ks=(5,), cpr_mi=True, num_layers=2
+    )
     logits = model(batch).numpy()
     history, states = model.encode(batch)
     head = SoftmaxCPR.from_config(model.head.get_config())
-    inputs = {"hidden_states": states[-1], "history_ids": history,
-              "layer_hidden_states": states}
+    inputs = {
+        "hidden_states": states[-1],
+        "history_ids": history,
+        "layer_hidden_states": states,
+    }
     table = model.item_embedding.embeddings
     bias = model.item_embedding.output_bias
     head(inputs, table, item_bias=bias)
     head.set_weights(model.head.get_weights())
     np.testing.assert_allclose(
-        head(inputs, table, item_bias=bias), logits, rtol=1e-5, atol=1e-5)
+        head(inputs, table, item_bias=bias), logits, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_softmax_no_dup_removes_history_items_at_inference_only(data, batch):
@@ -188,8 +225,7 @@ def _hand_sampled_loss(logits, targets, probability, hard=None):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"num_hard_negatives": 2},
-     {"head": "cpr", "cpr_reranker_ks": (4,)}],
+    [{}, {"num_hard_negatives": 2}, {"head": "cpr", "cpr_reranker_ks": (4,)}],
     ids=["softmax", "hard_negatives", "cpr"],
 )
 def test_sampled_loss_matches_a_hand_computation(data, overrides):
@@ -200,28 +236,46 @@ def test_sampled_loss_matches_a_hand_computation(data, overrides):
     )
     # Targets 5 and 9 repeat: accidental hits to remove.
     batch = {
-        "history": tf.constant([[1, 2, 3, 0], [4, 5, 0, 0], [6, 5, 7, 8],
-                                [9, 0, 0, 0], [2, 9, 3, 0]]),
+        "history": tf.constant(
+            [
+                [1, 2, 3, 0],
+                [4, 5, 0, 0],
+                [6, 5, 7, 8],
+                [9, 0, 0, 0],
+                [2, 9, 3, 0],
+            ]
+        ),
         "target": tf.constant([5, 9, 5, 7, 9]),
     }
     logits = model(batch).numpy()
     expected = _hand_sampled_loss(
-        logits, batch["target"].numpy(), counts / counts.sum(),
-        hard=overrides.get("num_hard_negatives"))
+        logits,
+        batch["target"].numpy(),
+        counts / counts.sum(),
+        hard=overrides.get("num_hard_negatives"),
+    )
     loss = float(model.compute_loss(batch, training=False))
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
     # Without the logQ correction the loss differs.
     assert model.config.logq_correction
     uncorrected = _hand_sampled_loss(
-        logits, batch["target"].numpy(), np.ones(data.num_items),
-        hard=overrides.get("num_hard_negatives"))
+        logits,
+        batch["target"].numpy(),
+        np.ones(data.num_items),
+        hard=overrides.get("num_hard_negatives"),
+    )
     assert abs(uncorrected - loss) > 1e-3
 
 
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
 def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
-    model = make_model(data, encoder=encoder, features=("time_gap",),
-                       head="cpr", cpr_reranker_ks=(5,))
+    model = make_model(
+        data,
+        encoder=encoder,
+        features=("time_gap",),
+        head="cpr",
+        cpr_reranker_ks=(5,),
+    )
     logits = model(batch).numpy()
     longer = {
         k: tf.pad(v, [[0, 0], [0, 3]]) if v.shape.rank == 2 else v
@@ -231,24 +285,30 @@ def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
     np.testing.assert_allclose(model(longer), logits, rtol=1e-6, atol=1e-6)
     # Without the trimming, causality alone keeps the states at the last
     # real positions.
-    history = longer["history"]
+    history = batch["history"]
     x = model.item_embedding.lookup(history)
-    width = int(tf.reduce_max(tf.reduce_sum(tf.cast(history > 0, tf.int32), 1)))
-    last = np.maximum((history.numpy() > 0).sum(axis=1) - 1, 0)
+    lengths = (history.numpy() > 0).sum(axis=1)
+    width, last = int(lengths.max()), np.maximum(lengths - 1, 0)
     full = model.encoder(x)[-1].numpy()
     trimmed = model.encoder(x[:, :width])[-1].numpy()
     rows = np.arange(len(last))
     np.testing.assert_allclose(
-        full[rows, last], trimmed[rows, last], rtol=1e-5, atol=1e-5)
+        full[rows, last], trimmed[rows, last], rtol=1e-5, atol=1e-5
+    )
 
 
 def test_weights_and_config_round_trip(
     data, raw_item_graph, batch, small_train, tmp_path
 ):
     model = make_model(
-        data, raw_item_graph, encoder="sasrec", head="cpr",
-        cpr_reranker_ks=(5,), features=("time_gap",),
-        sse_item_probability=0.1, sse_label_probability=0.1,
+        data,
+        raw_item_graph,
+        encoder="sasrec",
+        head="cpr",
+        cpr_reranker_ks=(5,),
+        features=("time_gap",),
+        sse_item_probability=0.1,
+        sse_label_probability=0.1,
         objective="sampled",
     )
     model.fit(small_train, epochs=1, verbose=0)
@@ -263,20 +323,21 @@ def test_weights_and_config_round_trip(
     revived.load_weights(path).assert_existing_objects_matched()
     np.testing.assert_array_equal(revived(batch), expected)
     np.testing.assert_array_equal(
-        revived.item_sse.graph_indices, model.item_sse.graph_indices)
+        revived.item_sse.graph_indices, model.item_sse.graph_indices
+    )
     np.testing.assert_array_equal(
-        revived.candidate_probability, model.candidate_probability)
+        revived.candidate_probability, model.candidate_probability
+    )
     assert revived.get_config() == config
 
 
-def test_from_data_maps_the_raw_graph_and_counts_targets(
-    data, raw_item_graph
-):
-    model = make_model(data, raw_item_graph, sse_item_probability=0.1,
-                       objective="sampled")
+def test_from_data_maps_the_raw_graph_and_counts_targets(data, raw_item_graph):
+    model = make_model(
+        data, raw_item_graph, sse_item_probability=0.1, objective="sampled"
+    )
     counts = np.bincount(data.train.target, minlength=data.num_items)
     np.testing.assert_allclose(
-        model.candidate_probability.numpy(), counts / counts.sum(),
-        rtol=1e-6)
+        model.candidate_probability.numpy(), counts / counts.sum(), rtol=1e-6
+    )
     # Every raw edge joins two items of the vocabulary: 2 CSR entries each.
     assert model.item_sse.num_edges == 2 * len(raw_item_graph)

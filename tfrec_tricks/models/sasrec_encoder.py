@@ -60,10 +60,17 @@ class SASRecEncoder(tf.keras.layers.Layer):
         ICDM 2018.
     """
 
-    def __init__(self, hidden_dim: int, max_len: int, num_layers: int = 1,
-                 num_heads: int = 2, dropout: float = 0.0,
-                 attention_dropout: float = 0.0, ffn_dim: int | None = None,
-                 **kwargs):
+    def __init__(
+        self,
+        hidden_dim: int,
+        max_len: int,
+        num_layers: int = 1,
+        num_heads: int = 2,
+        dropout: float = 0.0,
+        attention_dropout: float = 0.0,
+        ffn_dim: int | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         problems = {
             "hidden_dim": hidden_dim > 0,
@@ -103,29 +110,38 @@ class SASRecEncoder(tf.keras.layers.Layer):
             initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
         )
         self.input_norm = tf.keras.layers.LayerNormalization(
-            epsilon=1e-12, dtype=policy, name="input_norm")
-        self.input_dropout = tf.keras.layers.Dropout(self.dropout,
-                                                     dtype=policy)
+            epsilon=1e-12, dtype=policy, name="input_norm"
+        )
+        self.input_dropout = tf.keras.layers.Dropout(self.dropout, dtype=policy)
         ffn = self.ffn_dim or self.hidden_dim
         self.blocks = []
         for i in range(self.num_layers):
             block = {
                 "attention": tf.keras.layers.MultiHeadAttention(
-                    self.num_heads, self.hidden_dim // self.num_heads,
-                    dropout=self.attention_dropout, dtype=policy,
-                    name=f"attention_{i}"),
+                    self.num_heads,
+                    self.hidden_dim // self.num_heads,
+                    dropout=self.attention_dropout,
+                    dtype=policy,
+                    name=f"attention_{i}",
+                ),
                 "attention_dropout": tf.keras.layers.Dropout(
-                    self.dropout, dtype=policy),
+                    self.dropout, dtype=policy
+                ),
                 "attention_norm": tf.keras.layers.LayerNormalization(
-                    epsilon=1e-12, dtype=policy, name=f"attention_norm_{i}"),
+                    epsilon=1e-12, dtype=policy, name=f"attention_norm_{i}"
+                ),
                 "inner": tf.keras.layers.Dense(
-                    ffn, activation="gelu", dtype=policy, name=f"ffn_in_{i}"),
+                    ffn, activation="gelu", dtype=policy, name=f"ffn_in_{i}"
+                ),
                 "outer": tf.keras.layers.Dense(
-                    self.hidden_dim, dtype=policy, name=f"ffn_out_{i}"),
+                    self.hidden_dim, dtype=policy, name=f"ffn_out_{i}"
+                ),
                 "ffn_dropout": tf.keras.layers.Dropout(
-                    self.dropout, dtype=policy),
+                    self.dropout, dtype=policy
+                ),
                 "ffn_norm": tf.keras.layers.LayerNormalization(
-                    epsilon=1e-12, dtype=policy, name=f"ffn_norm_{i}"),
+                    epsilon=1e-12, dtype=policy, name=f"ffn_norm_{i}"
+                ),
             }
             self.blocks.append(block)
         super().build(input_shape)
@@ -135,6 +151,14 @@ class SASRecEncoder(tf.keras.layers.Layer):
         if self.input_projection is not None:
             x = self.input_projection(x)
         length = tf.shape(x)[1]
+        check = tf.debugging.assert_less_equal(
+            length,
+            self.max_len,
+            message=f"SASRecEncoder reads at most max_len={self.max_len} "
+            "positions",
+        )
+        with tf.control_dependencies([check]):
+            length = tf.identity(length)
         positions = tf.cast(self.positions[:length], x.dtype)
         x = self.input_norm(x + positions[None])
         x = self.input_dropout(x, training=training)
@@ -153,11 +177,15 @@ class SASRecEncoder(tf.keras.layers.Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update({
-            "hidden_dim": self.hidden_dim, "max_len": self.max_len,
-            "num_layers": self.num_layers, "num_heads": self.num_heads,
-            "dropout": self.dropout,
-            "attention_dropout": self.attention_dropout,
-            "ffn_dim": self.ffn_dim,
-        })
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "max_len": self.max_len,
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "ffn_dim": self.ffn_dim,
+            }
+        )
         return config

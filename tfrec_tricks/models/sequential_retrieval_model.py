@@ -135,18 +135,29 @@ class SequentialRetrievalModel(tfrs.Model):
         n, d = config.num_items, config.embedding_dim
         hidden = config.hidden_dim or d
         self.item_embedding = TiedItemEmbedding(
-            n, d, use_bias=config.output_bias, tie=config.tie_embeddings,
+            n,
+            d,
+            use_bias=config.output_bias,
+            tie=config.tie_embeddings,
             name="item_embedding",
         )
         self.item_embedding.build(None)
 
         sse_used = config.sse_item_probability or config.sse_label_probability
         self.item_sse = self._sse(
-            config.sse_item_probability, item_graph, item_graph_num_edges,
-            "item_sse", 0)
+            config.sse_item_probability,
+            item_graph,
+            item_graph_num_edges,
+            "item_sse",
+            0,
+        )
         self.label_sse = self._sse(
-            config.sse_label_probability, item_graph, item_graph_num_edges,
-            "label_sse", 1)
+            config.sse_label_probability,
+            item_graph,
+            item_graph_num_edges,
+            "label_sse",
+            1,
+        )
         self.item_graph_num_edges = None
         if sse_used:
             sse = self.item_sse or self.label_sse
@@ -169,16 +180,23 @@ class SequentialRetrievalModel(tfrs.Model):
                     mean, variance = statistics[name]
                     options.update(mean=float(mean), variance=float(variance))
             self.feature_encoders[name] = SoftOneHotEncoding(
-                config.soft_one_hot_buckets, d, missing="learned",
-                name=f"feature_{name}", **options,
+                config.soft_one_hot_buckets,
+                d,
+                missing="learned",
+                name=f"feature_{name}",
+                **options,
             )
 
         self.embedding_dropout = tf.keras.layers.Dropout(config.dropout)
         if config.encoder == "sasrec":
             self.encoder = SASRecEncoder(
-                hidden, config.max_len, num_layers=config.num_layers,
-                num_heads=config.num_heads, dropout=config.dropout,
-                attention_dropout=config.attention_dropout, name="encoder",
+                hidden,
+                config.max_len,
+                num_layers=config.num_layers,
+                num_heads=config.num_heads,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                name="encoder",
             )
         else:
             self.encoder = GRU4RecEncoder(
@@ -211,8 +229,10 @@ class SequentialRetrievalModel(tfrs.Model):
                 probability = np.full([n], 1.0 / (n - 1), np.float32)
             else:
                 counts = np.asarray(item_frequencies, np.float64).ravel()
-                if counts.shape != (n,) or (counts < 0).any() or not (
-                    counts.sum() > 0
+                if (
+                    counts.shape != (n,)
+                    or (counts < 0).any()
+                    or not (counts.sum() > 0)
                 ):
                     raise ValueError(
                         f"item_frequencies must be {n} non-negative counts "
@@ -221,7 +241,9 @@ class SequentialRetrievalModel(tfrs.Model):
                     )
                 probability = (counts / counts.sum()).astype(np.float32)
             self.candidate_probability = self.add_weight(
-                name="candidate_probability", shape=(n,), trainable=False,
+                name="candidate_probability",
+                shape=(n,),
+                trainable=False,
                 initializer=tf.keras.initializers.Constant(probability),
             )
             self.logq_correction = (
@@ -234,7 +256,8 @@ class SequentialRetrievalModel(tfrs.Model):
                     config.num_hard_negatives
                 )
         self.ranking_metrics = [
-            RankingMetric(kind, k) for k in config.metric_ks
+            RankingMetric(kind, k)
+            for k in config.metric_ks
             for kind in METRIC_KINDS
         ]
 
@@ -243,7 +266,9 @@ class SequentialRetrievalModel(tfrs.Model):
             return None
         seed = self.config.sse_seed
         layer = StochasticSharedEmbedding(
-            self.config.num_items, probability, graph=graph,
+            self.config.num_items,
+            probability,
+            graph=graph,
             rho=self.config.sse_graph_rho,
             seed=None if seed is None else seed + offset,
             num_edges=None if graph is not None else num_edges,
@@ -302,15 +327,23 @@ class SequentialRetrievalModel(tfrs.Model):
             h = self.projection(h)
         return h
 
-    def _scores(self, history, states, training, candidate_ids=None,
-                exclude_history=False):
+    def _scores(
+        self,
+        history,
+        states,
+        training,
+        candidate_ids=None,
+        exclude_history=False,
+    ):
         """Logits [B, N] (or [B, M] for candidate ids [M]) of the head."""
         table = self.item_embedding.output_embeddings
         bias = self.item_embedding.output_bias
         if self.head is not None:
             return self.head(
-                self._head_inputs(history, states, training), table,
-                item_bias=bias, candidate_ids=candidate_ids,
+                self._head_inputs(history, states, training),
+                table,
+                item_bias=bias,
+                candidate_ids=candidate_ids,
                 training=training,
             )
         h = self._last_state(history, states, training)
@@ -332,7 +365,9 @@ class SequentialRetrievalModel(tfrs.Model):
     def call(self, inputs, training=False):
         history, states = self.encode(inputs, training=training)
         return self._scores(
-            history, states, training,
+            history,
+            states,
+            training,
             exclude_history=self._exclude_history(training),
         )
 
@@ -390,8 +425,9 @@ class SequentialRetrievalModel(tfrs.Model):
         loss = tf.nn.compute_average_loss(per_example)
         if logits is not None:
             if self._exclude_history(training):
-                logits = self._scores(history, states, training,
-                                      exclude_history=True)
+                logits = self._scores(
+                    history, states, training, exclude_history=True
+                )
             # One comparison pass over [B, N]: cheap next to the logits.
             for metric in self.ranking_metrics:
                 metric.update_state(targets, logits)
@@ -416,7 +452,10 @@ class SequentialRetrievalModel(tfrs.Model):
 
     @classmethod
     def from_data(
-        cls, config: ModelConfig, data: Any, item_graph: Any = None,
+        cls,
+        config: ModelConfig,
+        data: Any,
+        item_graph: Any = None,
         **kwargs,
     ) -> "SequentialRetrievalModel":
         """Builds the model with the arrays it needs from prepared data.
@@ -462,6 +501,9 @@ class SequentialRetrievalModel(tfrs.Model):
             graph = np.asarray(edges, np.int64).reshape(-1, 2)
             graph = graph[(graph > 0).all(axis=1)]
         return cls(
-            config, item_graph=graph, item_frequencies=counts,
-            feature_statistics=statistics, **kwargs,
+            config,
+            item_graph=graph,
+            item_frequencies=counts,
+            feature_statistics=statistics,
+            **kwargs,
         )

@@ -1,0 +1,73 @@
+"""Binds KerasTuner to tf-keras, so that it accepts TFRS models.
+
+KerasTuner 1.4.x decides at import time which Keras it drives: it runs
+``import keras`` and, finding Keras 3 (which TensorFlow 2.21 always
+installs), checks every model against ``keras.Model`` of Keras 3. TFRS
+models are tf-keras models, so each trial fails with ``FatalTypeError:
+Expected the model-building function ... to return a valid Keras Model
+instance`` (keras-tuner issue #1039; the fix, PR #1040, was never merged).
+
+``import_keras_tuner()`` imports KerasTuner with ``keras`` resolving to
+``tf_keras`` for the duration of that import only. KerasTuner then takes its
+TensorFlow path (``from tensorflow.keras import *``, tf-keras under
+``TF_USE_LEGACY_KERAS=1``); the rest of the process keeps whatever ``keras``
+it had. KerasTuner's TensorFlow path also imports ``tensorboard``: without
+it every trial ends INVALID, so its absence is reported here, up front.
+
+``tests/tuning/test_keras_tuner_binding.py`` fails if a KerasTuner upgrade
+changes how it picks its Keras.
+"""
+
+import importlib
+import sys
+import types
+
+from tfrec_tricks.keras_version import require_legacy_keras
+
+
+class KerasTunerBindingError(ImportError):
+    """KerasTuner could not be bound to tf-keras."""
+
+
+def import_keras_tuner() -> types.ModuleType:
+    """Imports ``keras_tuner`` bound to tf-keras and returns it.
+
+    Raises:
+        KerasTunerBindingError: when KerasTuner was already imported bound
+            to Keras 3, when ``tensorboard`` is missing, or when the
+            binding did not take.
+    """
+    require_legacy_keras("tfrec_tricks.tuning")
+    import tf_keras
+
+    try:
+        importlib.import_module("tensorboard")
+    except ImportError as error:
+        raise KerasTunerBindingError(
+            "KerasTuner's TensorFlow path needs tensorboard; without it "
+            "every trial silently ends INVALID. `pip install "
+            "'tensorboard~=2.21.0'`."
+        ) from error
+
+    if "keras_tuner" not in sys.modules:
+        saved = sys.modules.get("keras")
+        sys.modules["keras"] = tf_keras
+        try:
+            importlib.import_module("keras_tuner")
+        finally:
+            if saved is None:
+                del sys.modules["keras"]
+            else:
+                sys.modules["keras"] = saved
+    keras_tuner = sys.modules["keras_tuner"]
+    from keras_tuner.src.backend import keras as tuner_keras
+
+    if tuner_keras.Model is not tf_keras.Model:
+        raise KerasTunerBindingError(
+            "keras_tuner was imported before tfrec_tricks.tuning and is bound "
+            f"to {tuner_keras.Model.__module__}, not tf-keras, so it rejects "
+            "TFRS models. Import tfrec_tricks.tuning before keras_tuner (or "
+            "set TF_USE_LEGACY_KERAS=1 and import tfrec_tricks.tuning "
+            "first)."
+        )
+    return keras_tuner
