@@ -159,3 +159,91 @@ def test_no_command_prints_help():
     result = run_cli()
     assert result.returncode == 2
     assert "train" in result.stdout
+
+
+def test_config_file_supplies_options_and_flags_override(tmp_path):
+    config = tmp_path / "best.json"
+    config.write_text(
+        json.dumps(
+            {
+                "train": {
+                    "synthetic_users": 60,
+                    "synthetic_items": 40,
+                    "max_len": 10,
+                    "epochs": 5,
+                    "output_dir": str(tmp_path),
+                    "name": "cfg",
+                },
+                "model": {
+                    "num_items": 999,
+                    "embedding_dim": 8,
+                    "head": "cpr",
+                    "cpr_reranker_ks": [5],
+                    "cpr_mi": True,
+                    "features": ["time_gap"],
+                },
+            }
+        )
+    )
+    parser = cli.build_parser()
+    args = cli._parse(
+        parser,
+        ["train", "--config", str(config), "--epochs", "1", "--dropout", "0.1"],
+    )
+    assert args.epochs == 1  # the flag wins
+    assert args.synthetic_users == 60 and args.name == "cfg"  # the file
+    assert args.config_model["head"] == "cpr"
+    assert "num_items" not in args.config_model  # derived from the data
+
+
+@pytest.mark.slow
+def test_run_config_json_is_accepted_by_train_config(tmp_path):
+    first = run_cli(
+        "train",
+        *TINY,
+        "--head",
+        "cpr",
+        "--cpr-rerankers",
+        "5",
+        "--output-dir",
+        str(tmp_path),
+        "--name",
+        "a",
+        "--quiet",
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = run_cli(
+        "train",
+        "--config",
+        str(tmp_path / "a" / "config.json"),
+        "--name",
+        "b",
+        "--quiet",
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    a = json.loads((tmp_path / "a" / "config.json").read_text())
+    b = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert a["model"] == b["model"]
+    assert b["model"]["head"] == "cpr" and b["model"]["cpr_reranker_ks"] == [5]
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", ":1: not valid JSON"),
+        ('{"training": {}}', "expected an object with 'train'"),
+        ('{"train": {"epoch": 3}}', "unknown training options ['epoch']"),
+    ],
+)
+def test_bad_config_file_is_reported(tmp_path, content, fragment):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    result = run_cli("train", "--config", str(path))
+    _assert_clean_error(result, fragment)
+
+
+def test_bad_model_switch_values_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["train", "--cpr-rerankers", "20,x"])
+    assert exit_info.value.code == 2
+    assert "comma-separated integers, got '20,x'" in capsys.readouterr().err

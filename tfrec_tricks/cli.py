@@ -3,19 +3,28 @@
 Run ``tfrec-tricks --help`` or ``tfrec-tricks train --help``.
 """
 
+import os
+
+# TensorFlow's C++ start-up chatter buries the output; errors still show.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 # tf-keras must be chosen before anything imports TensorFlow.
-from tfrec_tricks.keras_version import use_legacy_keras
+from tfrec_tricks.keras_version import use_legacy_keras  # noqa: E402
 
 use_legacy_keras()
 
 import argparse  # noqa: E402
-import os  # noqa: E402
+import json  # noqa: E402
 import sys  # noqa: E402
 
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES  # noqa: E402
 from tfrec_tricks.data.loaders import FORMATS  # noqa: E402
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tfrec_tricks.models.config import (  # noqa: E402
+    CPR_MERGES,
+    ENCODERS,
+    HEADS,
+    OBJECTIVES,
+)
 
 DESCRIPTION = """\
 tfrec-tricks: sequential recommenders with TensorFlow Recommenders, and four
@@ -94,6 +103,20 @@ def _dropout(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
     return value
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    if text.strip().lower() in ("none", ""):
+        return ()
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        )
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return values
 
 
 def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,24 +213,146 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     fit.add_argument("--seed", type=int, default=0, help="Default: 0")
 
-    model = parser.add_argument_group("model")
+    model = parser.add_argument_group(
+        "model (unset options keep the defaults shown, or --config's values)"
+    )
+    model.add_argument(
+        "--encoder", choices=ENCODERS, help="sequence encoder. Default: gru4rec"
+    )
     model.add_argument(
         "--embedding-dim",
         type=_positive_int,
-        default=64,
         help="item embedding size d. Default: 64",
     )
     model.add_argument(
         "--num-layers",
         type=_positive_int,
-        default=1,
         help="stacked encoder layers. Default: 1",
+    )
+    model.add_argument(
+        "--num-heads",
+        type=_positive_int,
+        help="SASRec attention heads. Default: 2",
     )
     model.add_argument(
         "--dropout",
         type=_dropout,
-        default=0.2,
-        help="dropout on embeddings and encoder output. Default: 0.2",
+        help="dropout on embeddings and encoder states. Default: 0.2",
+    )
+    model.add_argument(
+        "--attention-dropout",
+        type=_dropout,
+        help="SASRec attention dropout. Default: 0.2",
+    )
+    model.add_argument(
+        "--untied",
+        dest="tie_embeddings",
+        action="store_const",
+        const=False,
+        help="separate output item table (default: tied)",
+    )
+    model.add_argument(
+        "--no-output-bias",
+        dest="output_bias",
+        action="store_const",
+        const=False,
+        help="no per-item output bias (default: with bias)",
+    )
+    model.add_argument(
+        "--sse-item-probability",
+        type=_dropout,
+        metavar="P",
+        help="SSE on input item ids (SSE-Graph when the data "
+        "has an item graph). Default: 0",
+    )
+    model.add_argument(
+        "--sse-label-probability",
+        type=_dropout,
+        metavar="P",
+        help="SSE on target ids, like label smoothing. Default: 0",
+    )
+    model.add_argument(
+        "--sse-graph-rho",
+        type=_positive_float,
+        metavar="RHO",
+        help="SSE-Graph neighbour : other ratio. Default: 10",
+    )
+    model.add_argument(
+        "--features",
+        nargs="*",
+        metavar="NAME",
+        help="per-position features through soft one-hot "
+        "encoding, e.g. time_gap rating. Default: none",
+    )
+    model.add_argument(
+        "--soft-one-hot-buckets",
+        type=_positive_int,
+        metavar="P",
+        help="soft one-hot buckets. Default: 10",
+    )
+    model.add_argument(
+        "--head", choices=HEADS, help="output head. Default: softmax"
+    )
+    model.add_argument(
+        "--cpr-no-context",
+        dest="cpr_context",
+        action="store_const",
+        const=False,
+        help="CPR without the context partition",
+    )
+    model.add_argument(
+        "--cpr-no-pointer",
+        dest="cpr_pointer",
+        action="store_const",
+        const=False,
+        help="CPR without the pointer partition",
+    )
+    model.add_argument(
+        "--cpr-rerankers",
+        dest="cpr_reranker_ks",
+        type=_int_list,
+        metavar="K,K,...",
+        help="CPR reranker sizes, e.g. 20,100,500; 'none' "
+        "for no reranker. Default: 100",
+    )
+    model.add_argument(
+        "--cpr-mi",
+        action="store_const",
+        const=True,
+        help="CPR with multiple input hidden states (Mi)",
+    )
+    model.add_argument(
+        "--cpr-merge",
+        choices=CPR_MERGES,
+        help="CPR partition logits replace or add to the "
+        "base logit. Default: replace",
+    )
+    model.add_argument(
+        "--mos-components",
+        type=_positive_int,
+        metavar="K",
+        help="mixture of softmax components. Default: 4",
+    )
+    model.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        help="full softmax over the catalogue, or in-batch "
+        "sampled softmax (TFRS Retrieval semantics). "
+        "Default: full",
+    )
+    model.add_argument(
+        "--num-hard-negatives",
+        type=_positive_int,
+        metavar="N",
+        help="sampled objective: keep the N hardest negatives. Default: all",
+    )
+
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="JSON options, e.g. a run's config.json or the best "
+        "configuration `tfrec-tricks tune` writes; flags given on the "
+        "command line override it",
     )
 
     out = parser.add_argument_group("output")
@@ -240,42 +385,124 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_train_arguments(train)
+    parser.train_parser = train
     return parser
 
 
-def _run_train(args: argparse.Namespace) -> int:
-    from tfrec_tricks.training import TrainConfig, train
+TRAIN_OPTIONS = (
+    "data",
+    "data_path",
+    "file_format",
+    "tfds_data_dir",
+    "tfds_manual_dir",
+    "synthetic_users",
+    "synthetic_items",
+    "min_user_interactions",
+    "min_item_interactions",
+    "max_len",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "patience",
+    "seed",
+    "output_dir",
+    "name",
+)
+MODEL_OPTIONS = (
+    "encoder",
+    "embedding_dim",
+    "num_layers",
+    "num_heads",
+    "dropout",
+    "attention_dropout",
+    "tie_embeddings",
+    "output_bias",
+    "sse_item_probability",
+    "sse_label_probability",
+    "sse_graph_rho",
+    "features",
+    "soft_one_hot_buckets",
+    "head",
+    "cpr_context",
+    "cpr_pointer",
+    "cpr_reranker_ks",
+    "cpr_mi",
+    "cpr_merge",
+    "mos_components",
+    "objective",
+    "num_hard_negatives",
+)
+# Model-config fields that come from the data or the training options.
+DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
 
-    config = TrainConfig(
-        data=args.data,
-        data_path=args.data_path,
-        file_format=args.file_format,
-        tfds_data_dir=args.tfds_data_dir,
-        tfds_manual_dir=args.tfds_manual_dir,
-        synthetic_users=args.synthetic_users,
-        synthetic_items=args.synthetic_items,
-        min_user_interactions=args.min_user_interactions,
-        min_item_interactions=args.min_item_interactions,
-        max_len=args.max_len,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        patience=args.patience,
-        seed=args.seed,
-        output_dir=args.output_dir,
-        name=args.name,
-        model={
-            "embedding_dim": args.embedding_dim,
-            "num_layers": args.num_layers,
-            "dropout": args.dropout,
-        },
+
+def load_config_file(path: str) -> dict:
+    """Reads a run's config.json (or tune's best config) as option values.
+
+    Accepts ``{"train": {...}, "model": {...}}`` (what ``train`` writes into
+    its run directory and ``tune`` writes as its best configuration).
+    """
+    from tfrec_tricks.errors import DataError
+
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        raise DataError(f"Config file not found. Received: --config {path}")
+    except json.JSONDecodeError as error:
+        raise DataError(
+            f"{path}:{error.lineno}: not valid JSON ({error.msg})"
+        ) from None
+    if not isinstance(document, dict) or not (
+        set(document) <= {"train", "model"}
+    ):
+        raise DataError(
+            f"{path}: expected an object with 'train' and/or 'model'. "
+            f"Received: {str(document)[:80]}"
+        )
+    values = dict(document.get("train", {}))
+    model = dict(values.pop("model", {}) or {})
+    model.update(document.get("model", {}))
+    for name in DERIVED_MODEL_FIELDS:
+        model.pop(name, None)
+    return {"train": values, "model": model}
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from tfrec_tricks.training import TrainConfig, format_results, train
+
+    train_values = {name: getattr(args, name) for name in TRAIN_OPTIONS}
+    model_values = dict(args.config_model)
+    model_values.update(
+        {
+            name: getattr(args, name)
+            for name in MODEL_OPTIONS
+            if getattr(args, name) is not None
+        }
     )
+    config = TrainConfig(**train_values, model=model_values)
     result = train(config, verbose=0 if args.quiet else None)
     if args.quiet:
-        from tfrec_tricks.training import format_results
-
         print(format_results(result.metrics, result.run_dir))
     return 0
+
+
+def _parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """Parses ``argv``; a --config file supplies defaults that flags beat."""
+    args = parser.parse_args(argv)
+    args.config_model = {}
+    if getattr(args, "config", None):
+        values = load_config_file(args.config)
+        unknown = sorted(set(values["train"]) - set(TRAIN_OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"{args.config}: unknown training options {unknown}; known: "
+                f"{sorted(TRAIN_OPTIONS)}"
+            )
+        parser.train_parser.set_defaults(**values["train"])
+        args = parser.parse_args(argv)
+        args.config_model = values["model"]
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        args = _parse(parser, argv)
         if args.command == "train":
             return _run_train(args)
     except KeyboardInterrupt:
