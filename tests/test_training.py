@@ -3,6 +3,7 @@
 import csv
 import json
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -75,3 +76,45 @@ def test_rerun_after_completion_starts_a_fresh_history(tmp_path):
     train(config, verbose=0)
     with open(tmp_path / "run" / "history.csv") as handle:
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["0"]
+
+
+def test_run_directory_model_reloads_with_equal_outputs(tmp_path):
+    from tfrec_tricks.data import load_source, prepare
+    from tfrec_tricks.training import load_model
+
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        model={
+            "embedding_dim": 8,
+            "head": "cpr",
+            "cpr_reranker_ks": [5],
+            "features": ["time_gap"],
+            "sse_item_probability": 0.1,
+        },
+    )
+    result = train(config, verbose=0)
+    model = load_model(result.run_dir)
+    data = prepare(
+        load_source(
+            "synthetic", synthetic_options={"num_users": 60, "num_items": 40}
+        ).interactions,
+        max_len=10,
+    )
+    batch = {k: v[:16] for k, v in data.test.as_dict().items()}
+    reloaded = model(batch).numpy()
+    assert reloaded.shape == (16, data.num_items)
+    np.testing.assert_allclose(
+        reloaded, result.model(batch).numpy(), rtol=1e-6, atol=1e-6
+    )
+    evaluated = model.evaluate(
+        tf.data.Dataset.from_tensors(batch), return_dict=True, verbose=0
+    )
+    assert 0.0 <= evaluated["ndcg@10"] <= 1.0
+
+
+def test_load_model_from_an_unfinished_run_says_so(tmp_path):
+    from tfrec_tricks.training import load_model
+
+    with pytest.raises(FileNotFoundError, match="No trained model"):
+        load_model(str(tmp_path))

@@ -3,7 +3,8 @@
 A run directory holds ``config.json`` (everything needed to repeat the
 run), ``vocabulary.json`` (contiguous id -> raw id), ``history.csv`` (per
 epoch), ``metrics.json`` (validation and test metrics, timings),
-``checkpoints/best`` (weights of the best epoch by validation NDCG@10) and,
+``checkpoints/best`` (weights of the best epoch by validation NDCG@10),
+``model/`` (the final model: config and weights, see ``load_model``) and,
 while a run is in progress, ``backup/``: an interrupted run resumes from it
 when the same command runs again.
 """
@@ -79,9 +80,12 @@ class TrainConfig:
 
 @dataclasses.dataclass
 class RunResult:
+    """What ``train`` returns: where the run is, its metrics and its model."""
+
     run_dir: str
     metrics: dict
     history: dict
+    model: tf.keras.Model
 
 
 class EpochTimer(tf.keras.callbacks.Callback):
@@ -204,6 +208,7 @@ def train(
         callbacks=callbacks,
         verbose=verbose,
     )
+    save_model(model, run_dir)
     results = {
         split: _evaluate(model, make_dataset(examples, EVAL_BATCH_SIZE))
         for split, examples in (
@@ -225,7 +230,39 @@ def train(
         json.dump(results, handle, indent=2)
     if verbose:
         print(format_results(results, run_dir))
-    return RunResult(run_dir, results, history.history)
+    return RunResult(run_dir, results, history.history, model)
+
+
+def save_model(model: tf.keras.Model, run_dir: str) -> str:
+    """Writes ``<run_dir>/model/``: ``config.json`` and the final weights.
+
+    ``load_model(run_dir)`` rebuilds the model from them (the weights are
+    those of the best epoch: early stopping restored them).
+    """
+    model_dir = os.path.join(run_dir, "model")
+    os.makedirs(model_dir, exist_ok=True)
+    with open(os.path.join(model_dir, "config.json"), "w") as handle:
+        json.dump(model.get_config(), handle, indent=2)
+    model.save_weights(os.path.join(model_dir, "weights"))
+    return model_dir
+
+
+def load_model(run_dir: str) -> SequentialRetrievalModel:
+    """Rebuilds a trained model from a run directory (see ``save_model``)."""
+    model_dir = os.path.join(run_dir, "model")
+    config_path = os.path.join(model_dir, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(
+            f"No trained model in {run_dir!r}: {config_path} is missing (was "
+            "the run interrupted before it finished?)."
+        )
+    with open(config_path) as handle:
+        model = SequentialRetrievalModel.from_config(json.load(handle))
+    model.load_weights(os.path.join(model_dir, "weights")).expect_partial()
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(model.config.learning_rate)
+    )
+    return model
 
 
 def count_trainable_parameters(model: tf.keras.Model) -> int:
