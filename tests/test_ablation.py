@@ -1,0 +1,82 @@
+"""The ablation command: rows, dropout selection on validation, report."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tfrec_tricks.ablation import ROWS, run_ablation
+from tfrec_tricks.training import TrainConfig
+
+pytestmark = pytest.mark.slow
+
+
+def test_dropout_is_selected_on_validation(tmp_path):
+    base = TrainConfig(
+        synthetic_users=80,
+        synthetic_items=150,
+        max_len=10,
+        epochs=1,
+        output_dir=str(tmp_path),
+        name="abl",
+        model={"embedding_dim": 8},
+    )
+    (row,) = run_ablation(base, ["Softmax"], dropouts=(0.0, 0.5))
+    validation = {}
+    for dropout in (0.0, 0.5):
+        metrics = json.loads(
+            (
+                tmp_path / f"abl-softmax-dropout{dropout}" / "metrics.json"
+            ).read_text()
+        )
+        validation[dropout] = metrics["validation"]["ndcg@10"]
+    assert row.dropout == max(validation, key=validation.get)
+    assert row.validation["ndcg@10"] == max(validation.values())
+
+
+def test_unknown_row_is_rejected():
+    with pytest.raises(ValueError, match="Unknown ablation rows"):
+        run_ablation(TrainConfig(), ["Softmax + Q"])
+
+
+def test_ablation_command_writes_table_and_chart(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfrec_tricks.cli",
+            "ablation",
+            "--synthetic-users",
+            "80",
+            "--synthetic-items",
+            "150",
+            "--epochs",
+            "1",
+            "--max-len",
+            "10",
+            "--embedding-dim",
+            "8",
+            "--rows",
+            "Softmax",
+            "Softmax + CPR:100 + Mi",
+            "--dropouts",
+            "0.1",
+            "--output-dir",
+            str(tmp_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = tmp_path / "synthetic-ablation"
+    table = (report / "ablation.md").read_text()
+    assert "| Softmax | 0.1 |" in table
+    assert "| Softmax + CPR:100 + Mi | 0.1 |" in table
+    assert (report / "ablation.png").stat().st_size > 1000
+    rows = json.loads((report / "ablation.json").read_text())
+    assert [r["name"] for r in rows] == ["Softmax", "Softmax + CPR:100 + Mi"]
+    assert rows[1]["overrides"] == json.loads(
+        json.dumps(ROWS["Softmax + CPR:100 + Mi"])
+    )

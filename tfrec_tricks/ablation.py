@@ -1,0 +1,182 @@
+"""The paper's ablation: one data set, one encoder, every technique switch.
+
+Each row is a set of model-config overrides trained with the same seed and
+budget. Every row gets the same small tuning budget, a dropout sweep: the
+dropout with the best validation NDCG@10 is selected and its test metrics
+are reported (RecBole's protocol, as in Chang et al., 2024).
+"""
+
+import dataclasses
+import json
+import os
+
+from tfrec_tricks.keras_version import require_legacy_keras
+
+require_legacy_keras("tfrec_tricks.ablation")
+
+from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+
+_NO_PARTITIONS = {
+    "head": "cpr",
+    "cpr_context": False,
+    "cpr_pointer": False,
+    "cpr_reranker_ks": (),
+}
+
+#: Row name -> model-config overrides (on top of the base configuration).
+ROWS: dict[str, dict] = {
+    "Softmax": {"head": "softmax"},
+    "Softmax + Mi": {**_NO_PARTITIONS, "cpr_mi": True},
+    "Softmax + C": {**_NO_PARTITIONS, "cpr_context": True},
+    "Softmax + CP": {
+        **_NO_PARTITIONS,
+        "cpr_context": True,
+        "cpr_pointer": True,
+    },
+    "Softmax + CPR:100": {"head": "cpr", "cpr_reranker_ks": (100,)},
+    "Softmax + CPR:100 + Mi": {
+        "head": "cpr",
+        "cpr_reranker_ks": (100,),
+        "cpr_mi": True,
+    },
+    "Softmax + CPR:20,100,500 + Mi": {
+        "head": "cpr",
+        "cpr_reranker_ks": (20, 100, 500),
+        "cpr_mi": True,
+    },
+    "MoS": {"head": "mos"},
+    "Softmax w/o duplication": {"head": "softmax_no_dup"},
+    "Untied embeddings": {"tie_embeddings": False},
+    "SSE-SE p=0.1": {"sse_item_probability": 0.1, "sse_label_probability": 0.1},
+    "Soft one-hot time gap": {"features": ("time_gap",)},
+}
+PAPER_ROWS = tuple(list(ROWS)[:9])
+
+
+@dataclasses.dataclass
+class AblationRow:
+    name: str
+    overrides: dict
+    dropout: float
+    validation: dict
+    test: dict
+    num_parameters: int
+    seconds_per_epoch: float
+    epochs_run: int
+
+
+def run_ablation(
+    base: TrainConfig,
+    rows: list[str] | tuple[str, ...] = PAPER_ROWS,
+    dropouts: tuple[float, ...] = (0.2, 0.5),
+    verbose: int = 0,
+) -> list[AblationRow]:
+    """Trains every row with every dropout; keeps the best by validation.
+
+    Args:
+        base: the shared data, budget and model settings; ``base.name``
+            prefixes the run directories.
+        rows: names from ``ROWS``.
+        dropouts: the dropout sweep each row gets.
+        verbose: Keras verbosity of each training run.
+
+    Returns:
+        One ``AblationRow`` per row, in order.
+    """
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        raise ValueError(
+            f"Unknown ablation rows {unknown}; known: {list(ROWS)}"
+        )
+    if not dropouts:
+        raise ValueError("The dropout sweep needs at least one value.")
+    results = []
+    for row in rows:
+        best = None
+        for dropout in dropouts:
+            slug = row.lower().replace(" ", "").replace("+", "_")
+            for char in ",:/=.":
+                slug = slug.replace(char, "-")
+            config = dataclasses.replace(
+                base,
+                name=f"{base.run_name}-{slug}-dropout{dropout}",
+                model={**base.model, **ROWS[row], "dropout": dropout},
+            )
+            if verbose:
+                print(f"== {row}, dropout {dropout}", flush=True)
+            result = train(config, verbose=verbose)
+            metrics = result.metrics
+            if best is None or (
+                metrics["validation"]["ndcg@10"] > best.validation["ndcg@10"]
+            ):
+                best = AblationRow(
+                    name=row,
+                    overrides=ROWS[row],
+                    dropout=dropout,
+                    validation=metrics["validation"],
+                    test=metrics["test"],
+                    num_parameters=metrics["num_parameters"],
+                    seconds_per_epoch=metrics["seconds_per_epoch_median"],
+                    epochs_run=metrics["epochs_run"],
+                )
+        results.append(best)
+    return results
+
+
+def format_table(rows: list[AblationRow]) -> str:
+    """Markdown table: test metrics, change vs the first row, size, speed."""
+    base = rows[0].test["ndcg@10"] if rows else 0.0
+    lines = [
+        "| variant | dropout | test NDCG@10 | vs first | test HR@10 | "
+        "test MRR@10 | val NDCG@10 | parameters | s/epoch | epochs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        change = (row.test["ndcg@10"] / base - 1) * 100 if base else 0.0
+        lines.append(
+            f"| {row.name} | {row.dropout} | {row.test['ndcg@10']:.4f} | "
+            f"{change:+.1f}% | {row.test['hr@10']:.4f} | "
+            f"{row.test['mrr@10']:.4f} | {row.validation['ndcg@10']:.4f} | "
+            f"{row.num_parameters:,} | {row.seconds_per_epoch:.1f} | "
+            f"{row.epochs_run} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[AblationRow], path: str, title: str) -> None:
+    """Horizontal bar chart of test NDCG@10 per variant."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
+    names = [r.name for r in rows][::-1]
+    values = [r.test["ndcg@10"] for r in rows][::-1]
+    axis.barh(names, values, color="tab:blue")
+    for y, value in enumerate(values):
+        axis.text(value, y, f" {value:.4f}", va="center", fontsize=8)
+    axis.set_xlabel("test NDCG@10")
+    axis.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_report(
+    rows: list[AblationRow], output_dir: str, title: str, command: str
+) -> dict[str, str]:
+    """Writes ablation.md, ablation.json and ablation.png; returns paths."""
+    os.makedirs(output_dir, exist_ok=True)
+    paths = {
+        ext: os.path.join(output_dir, f"ablation.{ext}")
+        for ext in ("md", "json", "png")
+    }
+    with open(paths["md"], "w") as handle:
+        handle.write(
+            f"# {title}\n\nCommand: `{command}`\n\n{format_table(rows)}\n"
+        )
+    with open(paths["json"], "w") as handle:
+        json.dump([dataclasses.asdict(r) for r in rows], handle, indent=2)
+    plot(rows, paths["png"], title)
+    return paths
