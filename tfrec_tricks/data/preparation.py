@@ -68,6 +68,15 @@ class SequenceExamples:
     def __len__(self) -> int:
         return len(self.target)
 
+    def take(self, count: int) -> "SequenceExamples":
+        """The first ``count`` examples (e.g. a quick look or a smoke run)."""
+        return SequenceExamples(
+            history=self.history[:count],
+            target=self.target[:count],
+            user=self.user[:count],
+            features={k: v[:count] for k, v in self.features.items()},
+        )
+
     def as_dict(self) -> dict[str, np.ndarray]:
         return {
             "history": self.history,
