@@ -1,32 +1,17 @@
 """Soft one-hot encoding of a continuous feature."""
 
-import numbers
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.layers.common import is_integer, softmax_dtype
 from tfrec_tricks.serialization import register
-
-
-def _is_int(value: Any) -> bool:
-    # Python and NumPy integers; bool is an int subclass but a mistake here.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
 
 _NORMALIZATIONS = (None, "log1p", "standardize")
 _MISSING = ("learned", "zeros")
 # Floor on the standard deviation, as in keras' Normalization layer.
 _EPSILON = 1e-7
-
-
-def _math_dtype(compute_dtype: Any) -> tf.DType:
-    # Softmax and the bucket projection run in float32 under mixed
-    # precision; float64 layers keep float64.
-    dtype = tf.as_dtype(compute_dtype)
-    if dtype in (tf.float16, tf.bfloat16):
-        return tf.float32
-    return dtype
 
 
 @register
@@ -153,12 +138,12 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
         # does its own casting.
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
-        if not _is_int(num_embeddings) or num_embeddings <= 0:
+        if not is_integer(num_embeddings) or num_embeddings <= 0:
             raise ValueError(
                 "`num_embeddings` must be a positive int. "
                 f"Received: num_embeddings={num_embeddings}"
             )
-        if not _is_int(output_dim) or output_dim <= 0:
+        if not is_integer(output_dim) or output_dim <= 0:
             raise ValueError(
                 "`output_dim` must be a positive int. "
                 f"Received: output_dim={output_dim}"
@@ -300,7 +285,7 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
             self.adapted_variance.assign(self.variance)
 
     def call(self, inputs: Any) -> tf.Tensor:
-        dtype = _math_dtype(self.compute_dtype)
+        dtype = softmax_dtype(self.compute_dtype)
         x = tf.cast(inputs, dtype)
         if x.shape.rank is not None and x.shape.rank >= 2:
             if x.shape[-1] == 1:

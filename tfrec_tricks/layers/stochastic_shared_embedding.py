@@ -1,18 +1,13 @@
 """Stochastic shared embeddings: training-time replacement of ids."""
 
-import numbers
 import random
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.layers.common import is_integer
 from tfrec_tricks.serialization import register
-
-
-def _is_int(value: Any) -> bool:
-    # Python and NumPy integers; bool is an int subclass but a mistake here.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def graph_to_csr(edges: Any, num_ids: int) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +219,7 @@ class StochasticSharedEmbedding(tf.keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not _is_int(num_ids) or num_ids < 2:
+        if not is_integer(num_ids) or num_ids < 2:
             raise ValueError(
                 "`num_ids` must be an int >= 2 (id 0 is padding). "
                 f"Received: num_ids={num_ids}"
@@ -236,7 +231,7 @@ class StochasticSharedEmbedding(tf.keras.layers.Layer):
             )
         if not rho >= 1:
             raise ValueError(f"`rho` must be >= 1. Received: rho={rho}")
-        if seed is not None and not _is_int(seed):
+        if seed is not None and not is_integer(seed):
             raise ValueError(f"`seed` must be an int. Received: seed={seed}")
         self.num_ids = int(num_ids)
         self.probability = float(probability)
@@ -253,7 +248,9 @@ class StochasticSharedEmbedding(tf.keras.layers.Layer):
                     f"CSR entries. Received: num_edges={num_edges}"
                 )
             num_edges = size
-        if num_edges is not None and (not _is_int(num_edges) or num_edges < 0):
+        if num_edges is not None and (
+            not is_integer(num_edges) or num_edges < 0
+        ):
             raise ValueError(
                 "`num_edges` must be an int >= 0. "
                 f"Received: num_edges={num_edges}"

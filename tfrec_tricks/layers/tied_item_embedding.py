@@ -1,30 +1,11 @@
 """Item embedding shared by the input lookup and the output logits."""
 
-import numbers
 from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.layers.common import PADDING_LOGIT, is_integer, softmax_dtype
 from tfrec_tricks.serialization import register
-
-
-def _is_int(value: Any) -> bool:
-    # Python and NumPy integers; bool is an int subclass but a mistake here.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-# Logit given to the padding item. Logits are float32 or wider (see
-# `_logits_dtype`), where -1e9 is finite yet loses every softmax.
-PADDING_LOGIT = -1e9
-
-
-def _logits_dtype(compute_dtype: Any) -> tf.DType:
-    # Logits feed a softmax over the whole catalogue: float32 under mixed
-    # precision, float64 stays float64.
-    dtype = tf.as_dtype(compute_dtype)
-    if dtype in (tf.float16, tf.bfloat16):
-        return tf.float32
-    return dtype
 
 
 @register
@@ -131,12 +112,12 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not _is_int(num_items) or num_items < 2:
+        if not is_integer(num_items) or num_items < 2:
             raise ValueError(
                 "`num_items` must be an int >= 2 (id 0 is padding). "
                 f"Received: num_items={num_items}"
             )
-        if not _is_int(output_dim) or output_dim <= 0:
+        if not is_integer(output_dim) or output_dim <= 0:
             raise ValueError(
                 "`output_dim` must be a positive int. "
                 f"Received: output_dim={output_dim}"
@@ -245,7 +226,7 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
             ``hidden.shape[:-1] + [num_items]`` or ``[..., M]``.
         """
         self._ensure_built()
-        dtype = _logits_dtype(self.compute_dtype)
+        dtype = softmax_dtype(self.compute_dtype)
         hidden = tf.cast(hidden, dtype)
         table = tf.cast(self.output_embeddings, dtype)
         if candidate_ids is None:

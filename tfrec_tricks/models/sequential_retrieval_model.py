@@ -13,14 +13,11 @@ from tfrec_tricks.layers import (
     StochasticSharedEmbedding,
     TiedItemEmbedding,
 )
+from tfrec_tricks.layers.common import PADDING_LOGIT
 from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
 from tfrec_tricks.models.config import LOG1P_FEATURES, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
-
-# Logit given to the padding id so that it never wins and carries no
-# probability mass (finite, so 0 * logit stays 0 in the loss).
-PADDING_LOGIT = -1e9
 
 
 class SequentialRetrievalModel(tfrs.Model):
