@@ -6,11 +6,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.layers.common import PADDING_LOGIT
 from tfrec_tricks.serialization import register
-
-# Logit of padding id 0 (and, at inference with `exclude_history`, of the
-# history items): finite in float32, yet exp() of it is exactly 0.
-PADDING_LOGIT = -1e9
 
 _MERGE_MODES = ("replace", "add")
 
