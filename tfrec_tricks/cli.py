@@ -153,9 +153,9 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--synthetic-users",
         type=_positive_int,
-        default=2000,
+        default=1000,
         metavar="N",
-        help="synthetic users. Default: 2000",
+        help="synthetic users. Default: 1000",
     )
     data.add_argument(
         "--synthetic-items",
@@ -371,6 +371,163 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+EXPORT_DESCRIPTION = """\
+Export a trained run as a SavedModel for TF Serving: BASE_PATH/NAME/VERSION/
+(written to a temporary folder and renamed, so a running server never sees
+half a version), with signatures `serving_default` (raw item ids of the
+history -> top-K raw item ids and scores) and `score_candidates`, TF Serving
+warmup requests, the model's entry in BASE_PATH/models.config and a REST
+request example BASE_PATH/NAME.request.json.
+
+examples:
+  tfrec-tricks export runs/synthetic --name recommender
+  tfrec-tricks export runs/ml-1m --name ml1m --version 3 --k 20
+"""
+
+
+def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a finished training run"
+    )
+    parser.add_argument(
+        "--name", required=True, help="model name (TF Serving's URL name)"
+    )
+    parser.add_argument(
+        "--version",
+        type=_positive_int,
+        metavar="N",
+        help="version number. Default: the next free one",
+    )
+    parser.add_argument(
+        "--k",
+        type=_positive_int,
+        default=10,
+        help="items returned per request. Default: 10",
+    )
+    parser.add_argument(
+        "--base-path",
+        default="saved_models",
+        metavar="DIR",
+        help="folder of the served models. Default: saved_models",
+    )
+    parser.add_argument(
+        "--scoring",
+        choices=("auto", "index", "full"),
+        default="auto",
+        help="top-k index (+ CPR re-scoring) or full-catalogue logits. "
+        "Default: auto (index, except for MoS)",
+    )
+
+
+def _add_tune_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``tune`` beyond ``train``'s (data, model, output)."""
+    parser.description = """\
+Search with KerasTuner over the techniques (output head, CPR partitions,
+reranker sizes, Mi, tied embeddings, SSE probabilities, soft one-hot
+features and buckets) and the usual settings (encoder, embedding size,
+layers, dropout, learning rate, batch size), maximising validation NDCG@10.
+Each trial trains for at most --epochs epochs (early stopping after
+--patience epochs without progress).
+
+Model options and --batch-size / --learning-rate given on the command line
+(or by --config) are fixed; the others are searched. --choices narrows one
+setting to a list.
+
+Writes OUTPUT_DIR/NAME/: best_config.json (`tfrec-tricks train --config`
+accepts it), trials.md (table), trials.png (score per trial), tensorboard/
+(hparams) and search/ (KerasTuner's project). An interrupted search resumes
+when the same command runs again (completed trials are kept); --overwrite
+starts afresh.
+
+Distributed: run the same command on every machine with
+KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID set
+(one process with KERASTUNER_TUNER_ID=chief serves the oracle and writes the
+reports; the workers, e.g. tuner0, tuner1, ... run the trials) and
+OUTPUT_DIR on a shared file system.
+
+examples:
+  tfrec-tricks tune --max-trials 20
+  tfrec-tricks tune --data ml-100k --tuner bayesian --max-trials 30
+  tfrec-tricks tune --tuner hyperband --epochs 27 --head cpr \\
+      --choices embedding_dim=32,64 --choices "cpr_reranker_ks=none;20;100"
+"""
+    parser.set_defaults(
+        output_dir="tuning", batch_size=None, learning_rate=None
+    )
+    group = parser.add_argument_group("search")
+    group.add_argument(
+        "--tuner",
+        choices=("random", "bayesian", "hyperband"),
+        default="random",
+        help="KerasTuner's RandomSearch, BayesianOptimization or Hyperband "
+        "(its largest budget is --epochs). Default: random",
+    )
+    group.add_argument(
+        "--max-trials",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="trials to run (Hyperband: at most). Default: 10",
+    )
+    group.add_argument(
+        "--choices",
+        action="append",
+        metavar="NAME=V1,V2",
+        help="search NAME over these values only (repeatable); tuple "
+        "settings separate values with ';', e.g. "
+        "'cpr_reranker_ks=none;20;20,100'",
+    )
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard an earlier search in the same folder instead of "
+        "resuming it",
+    )
+
+
+def _run_tune(args: argparse.Namespace) -> int:
+    from tfrec_tricks.tuning.search import parse_choices, run_search
+
+    fixed = {
+        name: getattr(args, name)
+        for name in ("batch_size", "learning_rate")
+        if getattr(args, name) is not None
+    }
+    # The search folder is --output-dir; the best configuration's runs go
+    # to train's default folder.
+    values = dict(vars(args), batch_size=128, learning_rate=1e-3)
+    values["output_dir"] = "runs"
+    config = _train_config(argparse.Namespace(**values))
+    result = run_search(
+        config,
+        tuner=args.tuner,
+        max_trials=args.max_trials,
+        output_dir=args.output_dir,
+        fixed=fixed,
+        hyperparameters=parse_choices(args.choices),
+        overwrite=args.overwrite,
+        verbose=0 if args.quiet else None,
+    )
+    if result.role == "worker":
+        print(
+            f"Worker finished; the chief writes the reports to "
+            f"{result.output_dir}."
+        )
+    elif args.quiet:
+        from tfrec_tricks.tuning.search import format_summary
+
+        print(
+            format_summary(
+                result.trials,
+                result.best_config,
+                result.output_dir,
+                result.hypermodel.objective.name,
+                result.seconds,
+            )
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfrec-tricks",
@@ -393,8 +550,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_train_arguments(ablation)
     _add_ablation_arguments(ablation)
+    export = commands.add_parser(
+        "export",
+        help="export a trained run for TF Serving",
+        description=EXPORT_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_export_arguments(export)
+    tune = commands.add_parser(
+        "tune",
+        help="search the techniques and settings with KerasTuner",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_train_arguments(tune)
+    _add_tune_arguments(tune)
     # Commands whose options a --config file can supply.
-    parser.command_parsers = {"train": train, "ablation": ablation}
+    parser.command_parsers = {
+        "train": train,
+        "ablation": ablation,
+        "tune": tune,
+    }
     return parser
 
 
@@ -587,6 +762,35 @@ def _run_ablation(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_export(args: argparse.Namespace) -> int:
+    from tfrec_tricks.export import export_for_serving
+    from tfrec_tricks.training import load_model
+
+    vocabulary = os.path.join(args.run_dir, "vocabulary.json")
+    if not os.path.isfile(vocabulary):
+        raise FileNotFoundError(
+            f"No vocabulary.json in {args.run_dir!r}: is it a training run?"
+        )
+    model = load_model(args.run_dir)
+    path = export_for_serving(
+        model,
+        os.path.join(args.base_path, args.name),
+        vocabulary,
+        version=args.version,
+        k=args.k,
+        scoring=args.scoring,
+    )
+    root = os.path.abspath(args.base_path)
+    print(
+        f"Exported {path}\nServe it:\n  docker run -p 8501:8501 "
+        f"-v {root}:/models tensorflow/serving "
+        "--model_config_file=/models/models.config\n"
+        f"  curl -d @{args.base_path}/{args.name}.request.json "
+        f"http://localhost:8501/v1/models/{args.name}:predict"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -599,6 +803,10 @@ def main(argv: list[str] | None = None) -> int:
             return _run_train(args)
         if args.command == "ablation":
             return _run_ablation(args)
+        if args.command == "export":
+            return _run_export(args)
+        if args.command == "tune":
+            return _run_tune(args)
     except KeyboardInterrupt:
         print(
             "\ninterrupted: run the same command again to resume from the "

@@ -41,7 +41,7 @@ class TrainConfig:
     file_format: str = "auto"
     tfds_data_dir: str | None = None
     tfds_manual_dir: str | None = None
-    synthetic_users: int = 2000
+    synthetic_users: int = 1000
     synthetic_items: int = 1000
     min_user_interactions: int = 3
     min_item_interactions: int = 0

@@ -50,10 +50,10 @@ class SyntheticData:
 
 
 def generate(
-    num_users: int = 2000,
+    num_users: int = 1000,
     num_items: int = 1000,
     num_clusters: int = 20,
-    mean_length: int = 30,
+    mean_length: int = 20,
     non_repeater_share: float = 0.5,
     long_gap_probability: float = 0.15,
     graph_radius: int = 3,
