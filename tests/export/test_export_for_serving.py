@@ -1,0 +1,230 @@
+"""export_for_serving: versions, atomic writes, TF Serving files, contract."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.export.conftest import reference_top_k
+from tfrec_tricks.export import export_for_serving
+from tfrec_tricks.export.export_for_serving import next_version
+from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+
+ITEMS = ["[PAD]"] + [f"item-{i}" for i in range(1, 30)]
+
+# Runs in a process where `import tfrec_tricks` fails, as in TF Serving:
+# the REST example and every warmup record through the loaded signatures.
+CLIENT = r"""
+import importlib.abc, json, sys
+
+class _Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "tfrec_tricks" or name.startswith("tfrec_tricks."):
+            raise ImportError("tfrec_tricks is blocked in this process")
+
+sys.meta_path.insert(0, _Block())
+try:
+    import tfrec_tricks  # noqa: F401
+except ImportError:
+    pass
+else:
+    raise SystemExit("tfrec_tricks should not be importable here")
+
+import numpy as np
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+model_dir, request_path, output_path = sys.argv[1:4]
+loaded = tf.saved_model.load(model_dir)
+with open(request_path) as handle:
+    request = json.load(handle)
+instances = request["instances"]
+feed = {
+    key: tf.constant([instance[key] for instance in instances])
+    for key in instances[0]
+}
+serve = loaded.signatures[request["signature_name"]]
+first = {key: value.numpy() for key, value in serve(**feed).items()}
+again = serve(**feed)
+assert all(np.array_equal(first[k], again[k].numpy()) for k in first)
+warmup = []
+path = f"{model_dir}/assets.extra/tf_serving_warmup_requests"
+for record in tf.data.TFRecordDataset(path):
+    log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+    predict = log.predict_log.request
+    inputs = {
+        key: tf.constant(tf.make_ndarray(proto))
+        for key, proto in predict.inputs.items()
+    }
+    signature = loaded.signatures[predict.model_spec.signature_name]
+    outputs = signature(**inputs)
+    warmup.append(
+        {
+            "model": predict.model_spec.name,
+            "signature": predict.model_spec.signature_name,
+            "batch": int(inputs["history"].shape[0]),
+            "outputs": {k: list(v.shape) for k, v in outputs.items()},
+        }
+    )
+json.dump(
+    {
+        "item_ids": first["item_ids"].astype(str).tolist(),
+        "scores": first["scores"].tolist(),
+        "warmup": warmup,
+    },
+    open(output_path, "w"),
+)
+"""
+
+
+def tiny_model():
+    config = ModelConfig(num_items=len(ITEMS), max_len=5, embedding_dim=4)
+    return SequentialRetrievalModel(config)
+
+
+def test_versions_models_config_and_request_example(tmp_path):
+    model = tiny_model()
+    base = tmp_path / "saved_models" / "demo"
+    first = export_for_serving(model, str(base), ITEMS, k=3, warmup=False)
+    second = export_for_serving(model, str(base), ITEMS, k=3)
+    assert [os.path.basename(first), os.path.basename(second)] == ["1", "2"]
+    assert sorted(os.listdir(base)) == ["1", "2"]  # no temporary folder
+    assert os.path.isfile(
+        os.path.join(second, "assets.extra", "tf_serving_warmup_requests")
+    )
+    assert not os.path.exists(os.path.join(first, "assets.extra"))
+    with pytest.raises(ValueError, match="version=2"):
+        export_for_serving(model, str(base), ITEMS, version=2)
+    with pytest.raises(ValueError, match="version=0"):
+        export_for_serving(model, str(base), ITEMS, version=0)
+
+    # Another model joins models.config; re-exporting keeps one entry.
+    root = tmp_path / "saved_models"
+    export_for_serving(
+        model, str(root / "other"), ITEMS, version=7, warmup=False
+    )
+    assert next_version(str(root / "other")) == 8
+    config = (root / "models.config").read_text()
+    assert config.count('name: "demo"') == 1
+    assert 'base_path: "/models/demo"' in config
+    assert 'base_path: "/models/other"' in config
+    assert sorted(os.listdir(root)) == [
+        "demo",
+        "demo.request.json",
+        "models.config",
+        "other",
+        "other.request.json",
+    ]
+    request = json.loads((root / "demo.request.json").read_text())
+    assert request["signature_name"] == "serving_default"
+    histories = [instance["history"] for instance in request["instances"]]
+    assert len({len(h) for h in histories}) == 1  # dense: padded with ""
+    assert all(item in ITEMS[1:] for item in histories[-1])
+
+
+def test_failed_export_leaves_no_version(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(tf.saved_model, "save", fail)
+    base = tmp_path / "demo"
+    with pytest.raises(OSError, match="disk full"):
+        export_for_serving(tiny_model(), str(base), ITEMS)
+    assert os.listdir(base) == []
+    assert not (tmp_path / "models.config").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["softmax", "cpr"])
+def test_contract_in_a_process_without_tfrec_tricks(
+    run, trained_runs, tmp_path
+):
+    from tfrec_tricks.training import load_model
+
+    run_dir = trained_runs[run]
+    with open(os.path.join(run_dir, "vocabulary.json")) as handle:
+        items = json.load(handle)["items"]
+    model = load_model(run_dir)
+    base = tmp_path / "saved_models" / run
+    path = export_for_serving(model, str(base), items, k=5)
+    request_path = tmp_path / "saved_models" / f"{run}.request.json"
+    output_path = tmp_path / "served.json"
+    result = subprocess.run(
+        [sys.executable, "-c", CLIENT, path, request_path, output_path],
+        cwd=tmp_path,  # the working tree's package is not on sys.path
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    served = json.loads(output_path.read_text())
+
+    instances = json.loads(request_path.read_text())["instances"]
+    history = np.asarray([instance["history"] for instance in instances])
+    features = {
+        name: np.asarray([instance[name] for instance in instances])
+        for name in model.config.features
+    }
+    expected_ids, expected_scores, _, _ = reference_top_k(
+        model, items, history, features, k=5
+    )
+    np.testing.assert_array_equal(served["item_ids"], expected_ids)
+    np.testing.assert_allclose(served["scores"], expected_scores, atol=1e-5)
+
+    assert {w["model"] for w in served["warmup"]} == {run}
+    assert [(w["signature"], w["batch"]) for w in served["warmup"]] == [
+        ("serving_default", 1),
+        ("score_candidates", 1),
+        ("serving_default", 3),
+        ("score_candidates", 3),
+    ]
+    assert served["warmup"][2]["outputs"] == {
+        "item_ids": [3, 5],
+        "scores": [3, 5],
+    }
+
+    shown = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
+            "show",
+            "--all",
+            "--dir",
+            path,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    text = shown.stdout
+    for name in (
+        "signature_def['serving_default']",
+        "signature_def['score_candidates']",
+        "inputs['history']",
+        "inputs['candidate_ids']",
+        "outputs['item_ids']",
+        "outputs['scores']",
+        *(f"inputs['{f}']" for f in model.config.features),
+    ):
+        assert name in text, name
+
+
+@pytest.mark.slow
+def test_cli_export(trained_runs, tmp_path, capsys):
+    from tfrec_tricks.cli import main
+
+    base = tmp_path / "served"
+    argv = ["export", trained_runs["cpr"], "--name", "cpr", "--k", "4"]
+    argv += ["--base-path", str(base), "--version", "3"]
+    assert main(argv) == 0
+    assert "docker run" in capsys.readouterr().out
+    loaded = tf.saved_model.load(str(base / "cpr" / "3"))
+    outputs = loaded.signatures["serving_default"](
+        history=tf.constant([["no-such-item"]]),
+        time_gap=tf.constant([[np.nan]]),
+    )
+    assert outputs["item_ids"].shape == (1, 4)
+    assert main(argv) == 1  # version 3 exists
+    assert "version=3" in capsys.readouterr().err

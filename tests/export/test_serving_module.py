@@ -1,0 +1,227 @@
+"""ServingModule: raw-id preparation, exact index scoring, determinism."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.export.conftest import (
+    UNKNOWN,
+    random_requests,
+    reference_inputs,
+    reference_top_k,
+)
+from tfrec_tricks.export import ServingModule
+from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+
+NUM_ITEMS = 60
+ITEMS = ["[PAD]"] + [f"item-{i}" for i in range(1, NUM_ITEMS)]
+
+CONFIGS = {
+    "softmax": {},
+    "softmax_no_dup": {"head": "softmax_no_dup"},
+    "cpr:5+mi+time_gap": {
+        "head": "cpr",
+        "cpr_reranker_ks": (5,),
+        "cpr_mi": True,
+        "num_layers": 2,
+        "features": ("time_gap",),
+    },
+    "cpr:3,7,12 add": {
+        "head": "cpr",
+        "cpr_reranker_ks": (3, 12, 7),
+        "cpr_merge": "add",
+    },
+    "cpr:4 no context, sasrec": {
+        "head": "cpr",
+        "cpr_reranker_ks": (4,),
+        "cpr_context": False,
+        "encoder": "sasrec",
+    },
+    "cp (no reranker) + mi": {
+        "head": "cpr",
+        "cpr_reranker_ks": (),
+        "cpr_mi": True,
+    },
+}
+
+
+def make_model(**options):
+    tf.keras.utils.set_random_seed(1)
+    config = ModelConfig(
+        num_items=NUM_ITEMS, max_len=6, embedding_dim=8, **options
+    )
+    model = SequentialRetrievalModel(config)
+    # Random biases so that they matter (they start at zero).
+    bias = model.item_embedding.output_bias
+    bias.assign(tf.random.normal(bias.shape))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_index_top_k_equals_full_catalogue_top_k(name):
+    model = make_model(**CONFIGS[name])
+    module = ServingModule(model, ITEMS, k=10)
+    assert module.scoring == "index"
+    features = model.config.features
+    for seed in range(3):
+        history, values = random_requests(ITEMS, 64, 9, features, seed=seed)
+        served = module.recommend(tf.constant(history), **values)
+        expected_ids, expected_scores, logits, ids = reference_top_k(
+            model, ITEMS, history, values, k=10
+        )
+        np.testing.assert_array_equal(
+            served["item_ids"].numpy().astype(str), expected_ids
+        )
+        np.testing.assert_allclose(
+            served["scores"].numpy(), expected_scores, rtol=1e-5, atol=1e-5
+        )
+        # score_candidates gives the full logits at any ids.
+        rng = np.random.default_rng(seed)
+        wanted = rng.integers(0, NUM_ITEMS, (64, 20))
+        wanted[:, :6] = ids  # history items too
+        raw = np.asarray(ITEMS, dtype=object)[wanted].astype(str)
+        raw[:, -1] = UNKNOWN
+        scores = module.score_candidates(
+            tf.constant(history), tf.constant(raw), **values
+        )["scores"].numpy()
+        expected = np.take_along_axis(logits, wanted, axis=1)
+        expected[:, -1] = -1e9
+        np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_full_scoring_matches_index_scoring():
+    model = make_model(**CONFIGS["cpr:5+mi+time_gap"])
+    history, values = random_requests(ITEMS, 32, 9, ("time_gap",), seed=4)
+    rows = (np.asarray(history) != "").any(axis=1)  # see the empty-row note
+    history = history[rows]
+    values = {n: v[rows] for n, v in values.items()}
+    index = ServingModule(model, ITEMS, k=5).recommend(history, **values)
+    full = ServingModule(model, ITEMS, k=5, scoring="full").recommend(
+        history, **values
+    )
+    known = (reference_inputs(ITEMS, 6, history, values)[0] > 0).any(1)
+    np.testing.assert_array_equal(
+        index["item_ids"].numpy()[known], full["item_ids"].numpy()[known]
+    )
+
+
+def test_prepare_history_drops_unknown_compacts_and_truncates():
+    model = make_model(features=("time_gap",))
+    module = ServingModule(model, ITEMS, k=3)
+    history = tf.constant(
+        [
+            ["item-1", UNKNOWN, "item-2", "", "item-3", ""],
+            ["item-1", "item-2", "item-3", "item-4", "item-5", "item-6"],
+            ["[PAD]", UNKNOWN, "", "", "", ""],
+        ]
+    )
+    gaps = tf.constant(
+        [
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        ]
+    )
+    module.max_len = 4
+    ids, values = module.prepare_history(history, {"time_gap": gaps})
+    np.testing.assert_array_equal(
+        ids.numpy(), [[1, 2, 3, 0], [3, 4, 5, 6], [0, 0, 0, 0]]
+    )
+    np.testing.assert_array_equal(
+        values["time_gap"].numpy(),
+        [[1.0, 3.0, 5.0, 0.0], [3.0, 4.0, 5.0, 6.0], [0.0] * 4],
+    )
+    with pytest.raises(ValueError, match="time_gap"):
+        module.prepare_history(history, {})
+
+
+def test_empty_history_gets_the_same_ranking_in_any_batch():
+    model = make_model(**CONFIGS["cpr:5+mi+time_gap"])
+    module = ServingModule(model, ITEMS, k=10)
+    alone = module.recommend(
+        tf.constant([[UNKNOWN]]), time_gap=tf.constant([[1.0]])
+    )
+    history, values = random_requests(ITEMS, 8, 9, ("time_gap",), seed=2)
+    history[3] = ""
+    batch = module.recommend(tf.constant(history), **values)
+    np.testing.assert_array_equal(
+        batch["item_ids"].numpy()[3], alone["item_ids"].numpy()[0]
+    )
+    zero_width = module.recommend(
+        tf.zeros([2, 0], tf.string), time_gap=tf.zeros([2, 0])
+    )
+    np.testing.assert_array_equal(
+        zero_width["item_ids"].numpy()[1], alone["item_ids"].numpy()[0]
+    )
+
+
+def test_served_model_is_deterministic_with_sse():
+    model = make_model(
+        sse_item_probability=0.5,
+        sse_label_probability=0.3,
+        head="cpr",
+        cpr_reranker_ks=(5,),
+    )
+    module = ServingModule(model, ITEMS, k=10)
+    signature = module.signatures()["serving_default"]
+    history, _ = random_requests(ITEMS, 16, 9, seed=3)
+    first = signature(history=tf.constant(history))
+    second = signature(history=tf.constant(history))
+    for key in ("item_ids", "scores"):
+        np.testing.assert_array_equal(first[key].numpy(), second[key].numpy())
+
+
+def test_mixture_of_softmax_is_served_with_full_scoring():
+    model = make_model(head="mos")
+    assert ServingModule(model, ITEMS, k=4).scoring == "full"
+    with pytest.raises(ValueError, match="head='mos'"):
+        ServingModule(model, ITEMS, scoring="index")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"k": 0}, "k=0"),
+        ({"k": NUM_ITEMS}, f"k={NUM_ITEMS}"),
+        ({"scoring": "ann"}, "scoring='ann'"),
+        ({"vocabulary": ITEMS[:-1]}, "59 raw ids"),
+        ({"vocabulary": ITEMS[:-1] + ["item-1"]}, "1 duplicates"),
+    ],
+)
+def test_bad_arguments_name_the_received_value(kwargs, message):
+    model = make_model()
+    kwargs = {"vocabulary": ITEMS, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        ServingModule(model, **kwargs)
+
+
+def test_history_items_just_below_the_reranked_items_are_covered():
+    # f_V ignores the history (zero kernels), so its ranking is fixed;
+    # reranked and history items are pushed down. The history holds the
+    # f_V ranks right after the reranked ones, so the top-K are f_V ranks
+    # k + max_len + 1 .. k + max_len + K: beyond top-(k + K) of the index.
+    model = make_model(head="cpr", cpr_reranker_ks=(3,), cpr_pointer=False)
+    module = ServingModule(model, ITEMS, k=10)
+    head = model.head
+    direction = tf.random.normal([8])
+    for layer, scale in (
+        (head.base_projection, 1.0),
+        (head.context_projection, -10.0),
+        (head.reranker_projections[0], -10.0),
+    ):
+        layer.kernel.assign(tf.zeros_like(layer.kernel))
+        layer.bias.assign(scale * direction)
+    bias = model.item_embedding.output_bias
+    bias.assign(tf.zeros_like(bias))
+    table = model.item_embedding.embeddings.numpy()
+    ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
+    ranking = ranking[ranking != 0]
+    history = np.asarray(ITEMS)[ranking[3:9]][None, :]
+    served = module.recommend(tf.constant(history))
+    expected_ids, _, _, _ = reference_top_k(model, ITEMS, history, {}, k=10)
+    np.testing.assert_array_equal(
+        served["item_ids"].numpy().astype(str), expected_ids
+    )
+    np.testing.assert_array_equal(
+        expected_ids[0], np.asarray(ITEMS)[ranking[9:19]]
+    )

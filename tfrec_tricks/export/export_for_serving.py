@@ -1,0 +1,208 @@
+"""Export a trained model as a versioned SavedModel for TF Serving."""
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.export.models_config import update_models_config
+from tfrec_tricks.export.serving_module import (
+    ServingModule,
+    load_item_vocabulary,
+)
+from tfrec_tricks.export.warmup import write_warmup_requests
+
+MODELS_CONFIG = "models.config"
+
+
+def next_version(base_path: str) -> int:
+    """One more than the largest integer folder name in ``base_path``."""
+    versions = [0]
+    if os.path.isdir(base_path):
+        versions += [
+            int(entry)
+            for entry in os.listdir(base_path)
+            if entry.isdigit() and os.path.isdir(os.path.join(base_path, entry))
+        ]
+    return max(versions) + 1
+
+
+def example_instances(
+    items: list, features: tuple, max_len: int, rows: int = 2
+) -> list:
+    """Small ``instances`` of a REST request built from the vocabulary.
+
+    Row ``i`` holds the first ``min(3 + i, max_len)`` real items (raw ids);
+    rows are padded with ``""`` to the same length, as a dense request
+    must be. Every feature gets an hour per step (0 at padding).
+    """
+    real = items[1:]
+    lengths = [max(1, min(3 + i, max_len, len(real))) for i in range(rows)]
+    width = max(lengths)
+    instances = []
+    for length in lengths:
+        history = [real[j % len(real)] for j in range(length)]
+        instance = {"history": history + [""] * (width - length)}
+        for name in features:
+            values = [3600.0 * (j + 1) for j in range(length)]
+            instance[name] = values + [0.0] * (width - length)
+        instances.append(instance)
+    return instances
+
+
+def _warmup_requests(module: ServingModule, items: list) -> list:
+    """Both signatures at batch 1 and 3: an unknown id, an empty row."""
+    features = module.feature_names
+    one = example_instances(items, features, module.max_len, rows=1)
+    three = example_instances(items, features, module.max_len, rows=2)
+    width = len(three[0]["history"])
+    three.append(
+        {
+            "history": ["<unknown item>"] + [""] * (width - 1),
+            **{name: [math.nan] + [0.0] * (width - 1) for name in features},
+        }
+    )
+    requests = []
+    for batch in (one, three):
+        inputs = {
+            key: np.asarray([row[key] for row in batch]) for key in batch[0]
+        }
+        requests.append(("serving_default", inputs))
+        candidates = np.asarray([items[1:3] + [""]] * len(batch))
+        requests.append(
+            ("score_candidates", {**inputs, "candidate_ids": candidates})
+        )
+    return requests
+
+
+def export_for_serving(
+    model: Any,
+    base_path: str,
+    vocabulary: Any,
+    version: int | None = None,
+    k: int = 10,
+    scoring: str = "auto",
+    server_base_path: str | None = None,
+    warmup: bool = True,
+) -> str:
+    """Writes ``<base_path>/<version>/``, a SavedModel TF Serving loads.
+
+    ``base_path`` is the model's folder of versions, TF Serving's
+    ``base_path``: its name is the served model's name, its parent the
+    folder served with ``--model_config_file`` (e.g.
+    ``saved_models/<name>``). The version is written into a temporary
+    folder next to it (``.tmp-...``, which TF Serving ignores) and renamed
+    when complete, so a running server never sees half a version.
+
+    The SavedModel has two signatures (see ``ServingModule``):
+
+    - ``serving_default``: inputs ``history`` (string ``[B, L]`` raw item
+      ids, padded with ``""``) and one float ``[B, L]`` input per feature
+      of the model (e.g. ``time_gap``); outputs ``item_ids`` (string
+      ``[B, k]``) and ``scores`` (float32 ``[B, k]``).
+    - ``score_candidates``: the same inputs plus ``candidate_ids`` (string
+      ``[B, M]``); output ``scores`` (float32 ``[B, M]``, ``-1e9`` for
+      ids not in the vocabulary).
+
+    Also written: ``<version>/assets.extra/tf_serving_warmup_requests``;
+    next to ``base_path``, the model's entry in ``models.config`` (added
+    or updated) and ``<name>.request.json``, a REST request
+    (``instances`` format) for ``serving_default``.
+
+    Args:
+        model: a trained ``tfrec_tricks.models.SequentialRetrievalModel``
+            (e.g. ``tfrec_tricks.training.load_model(run_dir)``).
+        base_path: str. The model's folder of versions.
+        vocabulary: the run's vocabulary (``Vocabulary``, the dict or the
+            path of ``vocabulary.json``, or the list of raw item ids).
+        version: int or None. Version number; None takes the next free
+            one (1 for a new model). An existing version is an error.
+            Defaults to None.
+        k: int. Items ``serving_default`` returns. Defaults to 10.
+        scoring: str. ``"auto"``, ``"index"`` or ``"full"`` (see
+            ``ServingModule``). Defaults to ``"auto"``.
+        server_base_path: str or None. ``base_path`` written into
+            ``models.config``, as the server sees the folder. Defaults to
+            ``/models/<name>`` (the Docker image's layout).
+        warmup: bool. Write the warmup records. Defaults to True.
+
+    Returns:
+        str, the path of the written version folder.
+
+    Example:
+
+    >>> import tempfile
+    >>> import tfrec_tricks.export
+    >>> from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+    >>> model = SequentialRetrievalModel(ModelConfig(num_items=6, max_len=4))
+    >>> root = tempfile.mkdtemp()
+    >>> path = tfrec_tricks.export.export_for_serving(
+    ...     model, os.path.join(root, "demo"),
+    ...     ["[PAD]", "a", "b", "c", "d", "e"], k=3)
+    >>> os.path.basename(path), sorted(os.listdir(root))
+    ('1', ['demo', 'demo.request.json', 'models.config'])
+    """
+    base_path = os.path.normpath(base_path)
+    name = os.path.basename(base_path)
+    if not name or name in (".", ".."):
+        raise ValueError(
+            "`base_path` must end with the model's name, e.g. "
+            f"saved_models/<name>. Received: base_path={base_path!r}"
+        )
+    if version is None:
+        version = next_version(base_path)
+    elif isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(
+            f"`version` must be a positive int. Received: version={version!r}"
+        )
+    if version < 1:
+        raise ValueError(
+            f"`version` must be a positive int. Received: version={version}"
+        )
+    target = os.path.join(base_path, str(version))
+    if os.path.exists(target):
+        raise ValueError(
+            f"Version {version} of {name!r} exists already at {target}; "
+            "versions are immutable once served. Received: "
+            f"version={version}"
+        )
+    items = load_item_vocabulary(vocabulary)
+    module = ServingModule(model, items, k=k, scoring=scoring)
+    signatures = module.signatures()
+
+    os.makedirs(base_path, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_path)
+    try:
+        tf.saved_model.save(module, staging, signatures=signatures)
+        if warmup:
+            write_warmup_requests(
+                staging, name, _warmup_requests(module, items)
+            )
+        os.chmod(staging, 0o755)
+        # Atomic on POSIX; fails if another export took the version.
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+    root = os.path.dirname(base_path) or "."
+    update_models_config(
+        os.path.join(root, MODELS_CONFIG),
+        name,
+        server_base_path or f"/models/{name}",
+    )
+    request = {
+        "signature_name": "serving_default",
+        "instances": example_instances(
+            items, module.feature_names, module.max_len
+        ),
+    }
+    example_path = os.path.join(root, f"{name}.request.json")
+    with open(example_path, "w") as handle:
+        json.dump(request, handle, indent=2)
+    return target

@@ -1,0 +1,597 @@
+"""The ``tf.Module`` whose signatures a TF Serving SavedModel exposes."""
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from tfrec_tricks.layers.softmax_cpr import top_k_ids
+
+# Score of padding, unknown and other never-recommended ids: the model's
+# padding logit.
+PADDING_LOGIT = -1e9
+
+SCORING_MODES = ("auto", "index", "full")
+HEADS_WITH_INDEX = ("softmax", "softmax_no_dup", "cpr")
+
+
+def load_item_vocabulary(vocabulary: Any) -> list:
+    """Raw item ids by contiguous id from the forms ``export`` accepts.
+
+    Args:
+        vocabulary: a ``tfrec_tricks.data.Vocabulary``, a dict with an
+            ``"items"`` list (the run's ``vocabulary.json``), the path of
+            such a JSON file, or the list of raw item ids itself (index =
+            contiguous id, index 0 the padding token).
+
+    Returns:
+        list of str.
+    """
+    if isinstance(vocabulary, (str, os.PathLike)):
+        with open(vocabulary) as handle:
+            vocabulary = json.load(handle)
+    if isinstance(vocabulary, Mapping):
+        items = vocabulary.get("items")
+    else:
+        items = getattr(vocabulary, "items", vocabulary)
+    if (
+        isinstance(items, (str, bytes))
+        or not isinstance(items, Sequence)
+        or len(items) < 2
+    ):
+        raise ValueError(
+            "`vocabulary` must give at least 2 raw item ids (padding first). "
+            f"Received: vocabulary={str(vocabulary)[:80]}"
+        )
+    return [str(item) for item in items]
+
+
+class ServingModule(tf.Module):
+    """Raw-id recommendation signatures around a trained model.
+
+    Wraps a ``tfrec_tricks.models.SequentialRetrievalModel`` so that plain
+    TensorFlow (and TF Serving) can call it with raw item ids, without
+    importing ``tfrec_tricks``:
+
+    - The vocabulary is a ``tf.lookup.StaticHashTable`` (raw id ->
+      contiguous id) plus a string variable (contiguous id -> raw id),
+      both inside the SavedModel. Feature normalisation is part of the
+      model's soft one-hot encoders, so clients send raw values (e.g.
+      ``time_gap`` in seconds, NaN where unknown).
+    - History preparation: ids not in the vocabulary (and ``""``, the
+      padding of a dense request, and the padding token) are dropped and
+      the remaining items compacted to the left, keeping their features;
+      only the last ``max_len`` items are kept (right padding, as the
+      model was trained).
+    - An empty history (nothing left after dropping) reads the encoder's
+      state after one padding step, as the model does for a history of
+      length 0 alone in its batch: every empty request gets the same
+      ranking, the model's learned "cold start" ranking.
+    - SSE and dropout are training-only, so the served model is
+      deterministic: the same request gives the same answer.
+
+    Scoring (``scoring``):
+
+    - ``"index"``: a top-k index over the item table (an exact in-graph
+      index: ``f_V E^T + b`` over the model's own table variable with an
+      exact top-k, the computation of TFRS ``BruteForce`` without a copy
+      of the table), then per head: ``softmax``: its top-K;
+      ``softmax_no_dup``: top-(K + max_len), history dropped; ``cpr``: the
+      ``f_V`` top-(sum(reranker_ks) + max_len + K) united with the history,
+      re-scored with the partitions (rerankers, context, pointer). The
+      re-scored top-K equals the full-catalogue CPR top-K (see
+      ``cpr_candidates``).
+    - ``"full"``: the model's logits over the whole catalogue, then top-K.
+    - ``"auto"``: ``"index"`` when the head supports it (all but
+      ``"mos"``), else ``"full"``.
+
+    Args:
+        model: a trained ``SequentialRetrievalModel`` (built).
+        vocabulary: the run's item vocabulary, see ``load_item_vocabulary``.
+        k: int. Number of items ``serving_default`` returns. Defaults to 10.
+        scoring: str. ``"auto"``, ``"index"`` or ``"full"``, see above.
+            Defaults to ``"auto"``.
+        name: str or None. Module name. Defaults to None.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.export.serving_module import ServingModule
+    >>> from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+    >>> model = SequentialRetrievalModel(ModelConfig(num_items=6, max_len=4))
+    >>> module = ServingModule(
+    ...     model, ["[PAD]", "a", "b", "c", "d", "e"], k=2)
+    >>> out = module.recommend(tf.constant([["a", "zzz", "b"]]))
+    >>> out["item_ids"].shape, out["scores"].dtype.name
+    (TensorShape([1, 2]), 'float32')
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        vocabulary: Any,
+        k: int = 10,
+        scoring: str = "auto",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        config = model.config
+        items = load_item_vocabulary(vocabulary)
+        if len(items) != config.num_items:
+            raise ValueError(
+                "The vocabulary must have one raw id per item id of the "
+                f"model (num_items={config.num_items}, padding included). "
+                f"Received: {len(items)} raw ids"
+            )
+        if len(set(items)) != len(items):
+            raise ValueError(
+                "The vocabulary's raw ids must be distinct. Received: "
+                f"{len(items) - len(set(items))} duplicates"
+            )
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
+        if k > config.num_items - 1:
+            raise ValueError(
+                f"`k` must be at most the number of real items "
+                f"{config.num_items - 1}. Received: k={k}"
+            )
+        if scoring not in SCORING_MODES:
+            raise ValueError(
+                f"`scoring` must be one of {SCORING_MODES}. "
+                f"Received: scoring={scoring!r}"
+            )
+        if scoring == "auto":
+            scoring = "index" if config.head in HEADS_WITH_INDEX else "full"
+        if scoring == "index" and config.head not in HEADS_WITH_INDEX:
+            raise ValueError(
+                f"scoring='index' needs a head in {HEADS_WITH_INDEX} (a "
+                "mixture of softmaxes does not factorise into one query "
+                f"vector). Received: head={config.head!r}; use "
+                "scoring='full'"
+            )
+        # A model rebuilt by `load_model` creates (and restores) its head
+        # weights on its first call.
+        model(
+            {
+                "history": tf.ones([1, 1], tf.int32),
+                **{f: tf.zeros([1, 1]) for f in config.features},
+            },
+            training=False,
+        )
+        # The model is not a tracked child: saving it would trace and store
+        # its Keras call functions (slow, and TF Serving never uses them).
+        # Its variables are tracked so that the signatures can capture them.
+        self.__dict__["model"] = model
+        self.model_variables = list(model.variables)
+        self.k = k
+        self.scoring = scoring
+        self.head_kind = config.head
+        self.max_len = config.max_len
+        self.num_items = config.num_items
+        self.feature_names = tuple(config.features)
+        self.reranker_ks = ()
+        if config.head == "cpr":
+            self.reranker_ks = tuple(sorted(model.head.reranker_ks)[::-1])
+        self.item_lookup = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(items[1:], tf.string),
+                tf.range(1, len(items), dtype=tf.int64),
+            ),
+            default_value=0,
+        )
+        self.raw_item_ids = tf.Variable(
+            items, trainable=False, dtype=tf.string, name="raw_item_ids"
+        )
+
+    # ---------------------------------------------------------- signatures
+
+    def input_signature(self, candidates: bool = False) -> dict:
+        """Named ``tf.TensorSpec`` s of a signature's inputs."""
+        specs = {"history": tf.TensorSpec([None, None], tf.string, "history")}
+        for feature in self.feature_names:
+            specs[feature] = tf.TensorSpec([None, None], tf.float32, feature)
+        if candidates:
+            specs["candidate_ids"] = tf.TensorSpec(
+                [None, None], tf.string, "candidate_ids"
+            )
+        return specs
+
+    def signatures(self) -> dict:
+        """``{"serving_default": ..., "score_candidates": ...}`` functions."""
+        recommend = tf.function(lambda **kw: self.recommend(**kw))
+        score = tf.function(lambda **kw: self.score_candidates(**kw))
+        return {
+            "serving_default": recommend.get_concrete_function(
+                **self.input_signature()
+            ),
+            "score_candidates": score.get_concrete_function(
+                **self.input_signature(candidates=True)
+            ),
+        }
+
+    def recommend(self, history: Any, **features: Any) -> dict:
+        """Top-K recommendations for raw-id histories.
+
+        Args:
+            history: string ``[B, L]`` raw item ids in time order, padded
+                with ``""``.
+            **features: float ``[B, L]`` per feature of the model.
+
+        Returns:
+            dict with ``item_ids`` (string ``[B, K]``, best first) and
+            ``scores`` (float32 ``[B, K]``, the model's logits).
+        """
+        ids, states = self._encode(history, features)
+        if self.scoring == "full":
+            logits = self._full_logits(ids, states)
+            scores, top = tf.math.top_k(logits, k=self.k)
+        else:
+            candidates, logits = self._index_candidates(ids, states, self.k)
+            scores, position = tf.math.top_k(logits, k=self.k)
+            top = tf.gather(candidates, position, batch_dims=1)
+        return {
+            "item_ids": tf.gather(self.raw_item_ids, top),
+            "scores": scores,
+        }
+
+    def score_candidates(
+        self, history: Any, candidate_ids: Any, **features: Any
+    ) -> dict:
+        """Scores of given raw candidate ids for raw-id histories.
+
+        Args:
+            history: string ``[B, L]`` raw item ids, padded with ``""``.
+            candidate_ids: string ``[B, M]`` raw item ids to score; ids
+                not in the vocabulary (and ``""``) get ``-1e9``.
+            **features: float ``[B, L]`` per feature of the model.
+
+        Returns:
+            dict with ``scores``: float32 ``[B, M]``, each the logit the
+            full-catalogue model gives that item.
+        """
+        ids, states = self._encode(history, features)
+        wanted = tf.cast(
+            self.item_lookup.lookup(tf.convert_to_tensor(candidate_ids)),
+            tf.int32,
+        )
+        if self.scoring == "full":
+            logits = self._full_logits(ids, states)
+            scores = tf.gather(logits, wanted, batch_dims=1)
+        elif self.head_kind == "cpr":
+            parts = self._cpr_parts(ids, states)
+            candidates, logits = self.cpr_candidates(ids, states, 0, parts)
+            scores = self._base_logits(parts["f_base"], wanted)
+            # Re-scored items (history, reranked) take their re-scored
+            # logit; the others keep f_V . e_x + b_x.
+            same = tf.equal(wanted[:, :, None], candidates[:, None, :]) & (
+                candidates[:, None, :] > 0
+            )
+            found = tf.reduce_any(same, axis=-1)
+            where = tf.argmax(tf.cast(same, tf.int32), -1, tf.int32)
+            scores = tf.where(
+                found, tf.gather(logits, where, batch_dims=1), scores
+            )
+        else:
+            scores = self._base_logits(self._softmax_query(ids, states), wanted)
+            if self.head_kind == "softmax_no_dup":
+                scores = tf.where(_in_rows(wanted, ids), PADDING_LOGIT, scores)
+        scores = tf.where(wanted > 0, scores, PADDING_LOGIT)
+        return {"scores": scores}
+
+    # ------------------------------------------------------------ history
+
+    def prepare_history(self, history: Any, features: Mapping) -> tuple:
+        """Raw ids -> the model's right-padded ``[B, max_len]`` inputs.
+
+        Unknown ids are dropped and the rest compacted to the left with
+        their features; the last ``max_len`` items are kept.
+
+        Returns:
+            ``(ids, features)``: int32 ``[B, max_len]`` and a dict of
+            float32 ``[B, max_len]`` (0 at padding positions).
+        """
+        missing = [n for n in self.feature_names if n not in features]
+        unknown = sorted(set(features) - set(self.feature_names))
+        if missing or unknown:
+            raise ValueError(
+                f"The model reads the features {list(self.feature_names)}. "
+                f"Received: {sorted(features)}"
+            )
+        history = tf.convert_to_tensor(history, tf.string)
+        # One "" column so that even a [B, 0] request can be gathered.
+        history = tf.pad(history, [[0, 0], [0, 1]], constant_values="")
+        ids = tf.cast(self.item_lookup.lookup(history), tf.int32)
+        values = {
+            name: tf.pad(tf.cast(features[name], tf.float32), [[0, 0], [0, 1]])
+            for name in self.feature_names
+        }
+        real = ids > 0
+        order = tf.argsort(tf.cast(~real, tf.int32), axis=1, stable=True)
+        lengths = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
+        start = tf.maximum(lengths - self.max_len, 0)
+        position = start[:, None] + tf.range(self.max_len)[None, :]
+        keep = position < lengths[:, None]
+        position = tf.minimum(position, tf.shape(ids)[1] - 1)
+        source = tf.gather(order, position, batch_dims=1)
+        ids = tf.where(keep, tf.gather(ids, source, batch_dims=1), 0)
+        values = {
+            name: tf.where(keep, tf.gather(value, source, batch_dims=1), 0.0)
+            for name, value in values.items()
+        }
+        return ids, values
+
+    def _encode(self, history: Any, features: Mapping) -> tuple:
+        ids, values = self.prepare_history(history, features)
+        return self.model.encode({"history": ids, **values}, training=False)
+
+    # ------------------------------------------------------------- scoring
+
+    def _table(self) -> tuple:
+        embedding = self.model.item_embedding
+        table = tf.cast(embedding.output_embeddings, tf.float32)
+        bias = embedding.output_bias
+        if bias is not None:
+            bias = tf.cast(bias, tf.float32)
+        return table, bias
+
+    def _full_logits(self, ids: tf.Tensor, states: list) -> tf.Tensor:
+        """The model's own full-catalogue logits ``[B, N]``."""
+        model = self.model
+        table, bias = self._table()
+        if model.head is not None:
+            return model.head(
+                {
+                    "hidden_states": states[-1],
+                    "history_ids": ids,
+                    "layer_hidden_states": list(states),
+                },
+                model.item_embedding.output_embeddings,
+                item_bias=model.item_embedding.output_bias,
+                training=False,
+            )
+        logits = model.item_embedding.logits(self._softmax_query(ids, states))
+        logits = tf.cast(logits, tf.float32)
+        if self.head_kind == "softmax_no_dup":
+            logits = tf.tensor_scatter_nd_update(
+                logits,
+                _batch_indices(ids),
+                tf.fill(tf.shape(ids), PADDING_LOGIT),
+            )
+        return logits
+
+    def _last_positions(self, ids: tf.Tensor) -> tf.Tensor:
+        # Right padding: the true last item; an empty history reads the
+        # first position (the state after one padding step).
+        lengths = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=1)
+        return tf.maximum(lengths - 1, 0)
+
+    def _softmax_query(self, ids: tf.Tensor, states: list) -> tf.Tensor:
+        h = tf.gather(states[-1], self._last_positions(ids), batch_dims=1)
+        if self.model.projection is not None:
+            h = self.model.projection(h)
+        return tf.cast(h, tf.float32)
+
+    def _base_logits(self, query: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
+        """``query . e_x + b_x`` for per-row ids ``[B, M]``."""
+        table, bias = self._table()
+        logits = tf.einsum("bd,bmd->bm", query, tf.gather(table, ids))
+        if bias is not None:
+            logits += tf.gather(bias, ids)
+        return logits
+
+    def _retrieve(self, query: tf.Tensor, count: int) -> tuple:
+        """The index: exact top-``count`` of ``query E^T + b``.
+
+        Padding excluded; ties go to the lower id. The logits come from
+        the same ``[B, N]`` product as the full-catalogue computation's,
+        so they are bitwise equal to it and near-ties at the edge of a
+        reranker's top-k break the same way.
+
+        Returns:
+            ``(ids, logits)``, int32 and float32 ``[B, count]``.
+        """
+        table, bias = self._table()
+        logits = tf.matmul(query, table, transpose_b=True)
+        if bias is not None:
+            logits += bias
+        logits = tf.where(
+            tf.equal(tf.range(self.num_items), 0), float("-inf"), logits
+        )
+        top = top_k_ids(logits, count)
+        return top, tf.gather(logits, top, batch_dims=1)
+
+    def _index_candidates(self, ids: tf.Tensor, states: list, k: int) -> tuple:
+        """Candidate ids ``[B, C]`` and their exact logits ``[B, C]``.
+
+        The candidates contain the model's full-catalogue top-``k``;
+        entries that must not be recommended have logit -inf.
+        """
+        if self.head_kind == "cpr":
+            return self.cpr_candidates(ids, states, k)
+        query = self._softmax_query(ids, states)
+        count = k
+        if self.head_kind == "softmax_no_dup":
+            # The history is removed afterwards: max_len more cover it.
+            count = k + self.max_len
+        top, logits = self._retrieve(query, min(count, self.num_items - 1))
+        if self.head_kind == "softmax_no_dup":
+            logits = tf.where(_in_rows(top, ids), float("-inf"), logits)
+        return top, logits
+
+    # ----------------------------------------------------------------- CPR
+
+    def _cpr_parts(self, ids: tf.Tensor, states: list) -> dict:
+        """The CPR head's query ``q``, ``f_V`` and hidden states."""
+        head = self.model.head
+        hidden = states[-1]
+        last = self._last_positions(ids)
+        h = tf.gather(hidden, last, batch_dims=1)
+        query = h
+        if head.use_mi:
+            layers = [*states[:-1], hidden]
+            parts = []
+            for layer_states in layers[::-1][: head.mi_layers]:
+                layer_states = tf.cast(layer_states, hidden.dtype)
+                for offset in range(head.mi_window):
+                    position = last - offset
+                    inside = position >= 0
+                    position = tf.maximum(position, 0)
+                    real = tf.gather(ids, position, batch_dims=1) != 0
+                    vector = tf.gather(layer_states, position, batch_dims=1)
+                    keep = tf.cast(inside & real, vector.dtype)[:, None]
+                    parts.append(vector * keep)
+            mixed = head.mi_projection(tf.concat(parts, axis=-1))
+            mixed = tf.nn.gelu(mixed, approximate=True)
+            query = tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
+        return {
+            "query": query,
+            "hidden": hidden,
+            "f_base": self._project(head.base_projection, query),
+        }
+
+    @staticmethod
+    def _project(layer: Any, query: tf.Tensor) -> tf.Tensor:
+        return tf.cast(layer(query), tf.float32)
+
+    def _cpr_history_values(self, ids: tf.Tensor, parts: dict) -> tf.Tensor:
+        """Logit ``[B, L]`` of the history item at each position (C, P)."""
+        head = self.model.head
+        table, bias = self._table()
+        query, f_base = parts["query"], parts["f_base"]
+        vectors = tf.gather(table, ids)
+        if head.merge == "replace":
+            f_item = f_base
+            if head.use_context:
+                f_item = self._project(head.context_projection, query)
+            values = tf.einsum("bd,bld->bl", f_item, vectors)
+            if bias is not None:
+                values += tf.gather(bias, ids)
+        else:
+            values = tf.einsum("bd,bld->bl", f_base, vectors)
+            if bias is not None:
+                values += tf.gather(bias, ids)
+            if head.use_context:
+                f_context = self._project(head.context_projection, query)
+                values += tf.einsum("bd,bld->bl", f_context, vectors)
+        if head.use_pointer:
+            f_pointer = self._project(head.pointer_projection, query)
+            kernel = tf.cast(head.key_projection.kernel, tf.float32)
+            key_bias = tf.cast(head.key_projection.bias, tf.float32)
+            reader = tf.matmul(f_pointer, kernel, transpose_b=True)
+            hidden = tf.cast(parts["hidden"], tf.float32)
+            scores = (
+                tf.einsum("bd,bld->bl", reader, hidden)
+                + tf.linalg.matvec(f_pointer, key_bias)[:, None]
+            )
+            valid = ids > 0
+            same = tf.equal(ids[:, :, None], ids[:, None, :])
+            same = tf.cast(same & valid[:, None, :], tf.float32)
+            count = tf.maximum(tf.reduce_sum(same, axis=-1), 1.0)
+            values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
+        return values
+
+    def cpr_candidates(
+        self,
+        ids: tf.Tensor,
+        states: list,
+        k: int,
+        parts: dict | None = None,
+    ) -> tuple:
+        """Softmax-CPR re-scoring of the index's candidates.
+
+        An item outside the history and outside every reranker set keeps
+        its ``f_V`` logit (both merge modes). The reranker cascade
+        (largest ``k`` first) selects, at stage ``j``, items among the
+        ``f_V`` top-(``k_1 + ... + k_j``): the items a stage selects that
+        no earlier stage did are the best ``f_V`` items left. The rest of
+        the full-catalogue top-``K`` are the best ``f_V`` items outside
+        the selected sets (at most ``sum(reranker_ks)`` items) and the
+        history (at most ``max_len`` distinct items, which may sit just
+        below the selected ones in the ``f_V`` ranking). So the union
+        ``U`` of the ``f_V`` top-(``sum(reranker_ks) + max_len + K``) and
+        the history holds every re-scored item and the full-catalogue
+        top-``K``; the cascade run over ``U`` (sorted by item id, so ties
+        break to the lower id, on the index's own logits) selects the
+        same sets. Neither ``max(reranker_ks) + K`` (a cascade) nor
+        ``sum(reranker_ks) + K`` (history items in the region) suffices.
+
+        Args:
+            ids: int32 ``[B, L]`` prepared history.
+            states: the encoder's per-layer states.
+            k: int. Number of top items the candidates must contain; 0
+                for the re-scored items only.
+            parts: dict or None. ``_cpr_parts(ids, states)`` if computed.
+
+        Returns:
+            ``(candidates, logits)``: int32 ``[B, C]`` ids sorted by id
+            (0 for padding and duplicates) and float32 ``[B, C]`` exact
+            CPR logits (-inf at padding and duplicates).
+        """
+        head = self.model.head
+        table, bias = self._table()
+        if parts is None:
+            parts = self._cpr_parts(ids, states)
+        count = sum(self.reranker_ks)
+        if k:
+            count += k + self.max_len
+        count = min(count, self.num_items - 1)
+        pieces = [(ids, self._base_logits(parts["f_base"], ids))]
+        if count > 0:
+            # First, so that an item both retrieved and in the history
+            # keeps the index's logit (see `_retrieve`).
+            pieces.insert(0, self._retrieve(parts["f_base"], count))
+        candidates = tf.concat([p[0] for p in pieces], axis=1)
+        running = tf.concat([p[1] for p in pieces], axis=1)
+        order = tf.argsort(candidates, axis=1, stable=True)
+        candidates = tf.gather(candidates, order, batch_dims=1)
+        running = tf.gather(running, order, batch_dims=1)
+        repeated = tf.pad(
+            tf.equal(candidates[:, 1:], candidates[:, :-1]), [[0, 0], [1, 0]]
+        )
+        usable = (candidates > 0) & ~repeated
+        candidates = tf.where(usable, candidates, 0)
+        vectors = tf.gather(table, candidates)
+        candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
+        running = tf.where(usable, running, float("-inf"))
+        projections = dict(zip(head.reranker_ks, head.reranker_projections))
+        for size in self.reranker_ks:
+            _, position = tf.math.top_k(running, k=size)
+            selected = (
+                tf.scatter_nd(
+                    _batch_indices(position),
+                    tf.ones(tf.shape(position), tf.int32),
+                    tf.shape(running),
+                )
+                > 0
+            )
+            f_rerank = self._project(projections[size], parts["query"])
+            scores = tf.einsum("bd,bcd->bc", f_rerank, vectors)
+            if head.merge == "replace":
+                running = tf.where(selected, scores + candidate_bias, running)
+            else:
+                running = tf.where(selected, running + scores, running)
+        values = self._cpr_history_values(ids, parts)
+        matches = (
+            tf.equal(candidates[:, :, None], ids[:, None, :])
+            & ((ids > 0)[:, None, :])
+        )
+        in_history = tf.reduce_any(matches, axis=-1) & usable
+        where = tf.argmax(tf.cast(matches, tf.int32), -1, tf.int32)
+        logits = tf.where(
+            in_history, tf.gather(values, where, batch_dims=1), running
+        )
+        return candidates, logits
+
+
+def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
+    """``[B, K]`` column ids -> ``[B, K, 2]`` (row, column) indices."""
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
+    return tf.stack([rows, ids], axis=-1)
+
+
+def _in_rows(ids: tf.Tensor, history: tf.Tensor) -> tf.Tensor:
+    """``[B, M]``: whether each id is a real item of its row's history."""
+    same = tf.equal(ids[:, :, None], history[:, None, :])
+    return tf.reduce_any(same & (history > 0)[:, None, :], axis=-1)
