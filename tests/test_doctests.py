@@ -20,6 +20,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.data.preparation",
     "tfrec_tricks.models.sequential_retrieval_model",
     "tfrec_tricks.models.sasrec_encoder",
+    "tfrec_tricks.tuning.sequential_retrieval_hypermodel",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

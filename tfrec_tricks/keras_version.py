@@ -52,7 +52,9 @@ def require_legacy_keras(feature: str) -> None:
     try:
         import tensorflow as tf
 
-        keras_module = tf.keras.__name__
+        # The class's module, not tf.keras.__name__: a `from tensorflow.keras
+        # import *` elsewhere can rename the lazily loaded module.
+        keras_module = tf.keras.layers.Layer.__module__
     except ImportError as error:  # tf-keras missing
         raise KerasVersionError(
             f"{feature} needs tf-keras: `pip install 'tf-keras~=2.21.0'`. "

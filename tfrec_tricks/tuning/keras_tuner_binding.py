@@ -12,7 +12,9 @@ instance`` (keras-tuner issue #1039; the fix, PR #1040, was never merged).
 TensorFlow path (``from tensorflow.keras import *``, tf-keras under
 ``TF_USE_LEGACY_KERAS=1``); the rest of the process keeps whatever ``keras``
 it had. KerasTuner's TensorFlow path also imports ``tensorboard``: without
-it every trial ends INVALID, so its absence is reported here, up front.
+it every trial ends INVALID, so its absence is reported here, up front. The
+binding also makes KerasTuner's state writes atomic, so that a killed search
+resumes.
 
 ``tests/tuning/test_keras_tuner_binding.py`` fails if a KerasTuner upgrade
 changes how it picks its Keras.
@@ -50,7 +52,10 @@ def import_keras_tuner() -> types.ModuleType:
         ) from error
 
     if "keras_tuner" not in sys.modules:
+        import tensorflow as tf
+
         saved = sys.modules.get("keras")
+        tf_dot_keras = tf.keras
         sys.modules["keras"] = tf_keras
         try:
             importlib.import_module("keras_tuner")
@@ -59,6 +64,13 @@ def import_keras_tuner() -> types.ModuleType:
                 del sys.modules["keras"]
             else:
                 sys.modules["keras"] = saved
+            # KerasTuner runs `from tensorflow.keras import *`, which loads
+            # tf-keras' API a second time as a module named
+            # "tensorflow.keras" (same classes) and rebinds `tf.keras` to
+            # it; keras_version's check reads the module name, so put the
+            # original module back.
+            if tf.keras is not tf_dot_keras:
+                tf.keras = tf_dot_keras
     keras_tuner = sys.modules["keras_tuner"]
     from keras_tuner.src.backend import keras as tuner_keras
 
@@ -70,4 +82,36 @@ def import_keras_tuner() -> types.ModuleType:
             "set TF_USE_LEGACY_KERAS=1 and import tfrec_tricks.tuning "
             "first)."
         )
+    _make_state_writes_atomic()
     return keras_tuner
+
+
+def _make_state_writes_atomic() -> None:
+    """Makes KerasTuner write its state files atomically.
+
+    KerasTuner rewrites ``oracle.json``, ``tuner0.json`` and each
+    ``trial.json`` in place; a search killed during one of those writes
+    leaves a truncated file and cannot resume ("Expecting value: line 1
+    column 1"). Every write goes through ``keras_tuner.src.utils.save_json``;
+    this replaces it with write-to-a-temporary-file-then-rename.
+    """
+    from keras_tuner.src import utils
+
+    if getattr(utils.save_json, "atomic", False):
+        return
+    import json
+    import os
+
+    import tensorflow as tf
+
+    def save_json(path, obj):
+        text = json.dumps(obj)
+        temporary = f"{path}.tmp-{os.getpid()}"
+        with tf.io.gfile.GFile(temporary, "w") as handle:
+            handle.write(text)
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+        return text
+
+    save_json.atomic = True
+    save_json.__doc__ = utils.save_json.__doc__
+    utils.save_json = save_json

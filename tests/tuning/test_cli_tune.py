@@ -1,0 +1,46 @@
+"""`tfrec-tricks tune` options (the searches themselves: test_search.py)."""
+
+import pytest
+
+from tfrec_tricks.cli import build_parser
+from tfrec_tricks.tuning.search import parse_choices
+
+
+def test_tune_options_and_defaults():
+    args = build_parser().parse_args(
+        ["tune", "--tuner", "hyperband", "--max-trials", "5", "--head", "cpr"]
+    )
+    assert (args.tuner, args.max_trials, args.head) == ("hyperband", 5, "cpr")
+    # Tuned unless given; the search goes to tuning/, not runs/.
+    assert args.batch_size is None and args.learning_rate is None
+    assert args.output_dir == "tuning"
+    assert not args.overwrite
+
+
+def test_unknown_tuner_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "--tuner", "grid"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_parse_choices():
+    hp = parse_choices(
+        [
+            "embedding_dim=16,32",
+            "dropout=0.1,0.3",
+            "cpr_mi=true,false",
+            "head=softmax,cpr",
+            "cpr_reranker_ks=none;20;20,100",
+        ]
+    )
+    space = {h.name: h.values for h in hp.space}
+    assert space == {
+        "embedding_dim": [16, 32],
+        "dropout": [0.1, 0.3],
+        "cpr_mi": [True, False],
+        "head": ["softmax", "cpr"],
+        "cpr_reranker_ks": ["none", "20", "20,100"],
+    }
+    assert parse_choices(None) is None
+    with pytest.raises(ValueError, match="NAME=V1,V2"):
+        parse_choices(["embedding_dim"])

@@ -1,0 +1,70 @@
+"""Fails when a KerasTuner upgrade breaks its binding to tf-keras."""
+
+import subprocess
+import sys
+
+import tf_keras
+
+from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.tuning import (
+    import_keras_tuner,
+)
+
+keras_tuner = import_keras_tuner()
+
+
+def test_keras_tuner_drives_tf_keras():
+    from keras_tuner.src import backend
+    from keras_tuner.src.backend import keras as tuner_keras
+
+    assert tuner_keras.Model is tf_keras.Model
+    assert backend.config.backend() == "tensorflow"
+    assert not backend.config.multi_backend()
+
+
+def test_binding_leaves_tf_keras_selected():
+    import tensorflow as tf
+
+    # KerasTuner's `from tensorflow.keras import *` must not leave tf.keras
+    # renamed (tfrec_tricks' own Keras check reads the module name).
+    assert tf.keras.__name__.startswith("tf_keras")
+    assert tf.keras.Model is tf_keras.Model
+
+
+def test_tuner_accepts_tfrs_model(hypermodel, tmp_path):
+    tuner = keras_tuner.RandomSearch(
+        hypermodel,
+        objective=hypermodel.objective,
+        max_trials=1,
+        directory=str(tmp_path),
+    )
+    model = tuner._try_build(keras_tuner.HyperParameters())
+    assert isinstance(model, SequentialRetrievalModel)
+    assert isinstance(model, tf_keras.Model)
+    assert isinstance(hypermodel, keras_tuner.HyperModel)
+
+
+def test_keras_tuner_imported_first_is_reported():
+    code = (
+        "import os\n"
+        "os.environ['TF_USE_LEGACY_KERAS'] = '1'\n"
+        "import keras_tuner\n"
+        "from tfrec_tricks.tuning import import_keras_tuner\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True
+    )
+    assert result.returncode != 0
+    assert "KerasTunerBindingError" in result.stderr
+    assert "Import tfrec_tricks.tuning before keras_tuner" in result.stderr
+
+
+def test_state_files_are_written_atomically(tmp_path):
+    from keras_tuner.src import utils
+
+    assert getattr(utils.save_json, "atomic", False)
+    path = tmp_path / "oracle.json"
+    utils.save_json(str(path), {"a": 1})
+    utils.save_json(str(path), {"a": 2})
+    assert utils.load_json(str(path)) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["oracle.json"]

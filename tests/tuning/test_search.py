@@ -1,0 +1,149 @@
+"""Small searches with each tuner: every trial COMPLETED, results usable."""
+
+import glob
+import json
+import os
+
+import pytest
+import tensorflow as tf
+from tuning_helpers import COMPILE, FIXED, search_data
+
+from tfrec_tricks.cli import load_config_file, main
+from tfrec_tricks.training import TrainConfig
+from tfrec_tricks.tuning import import_keras_tuner
+from tfrec_tricks.tuning.search import build_tuner, run_search
+
+keras_tuner = import_keras_tuner()
+
+
+def _search(hypermodel, tmp_path, tuner, **options):
+    search_tuner = build_tuner(
+        hypermodel,
+        tuner,
+        directory=str(tmp_path),
+        project_name=tuner,
+        seed=1,
+        **options,
+    )
+    logs = tmp_path / "tensorboard"
+    search_tuner.search(
+        **search_data(hypermodel),
+        epochs=1,
+        verbose=0,
+        callbacks=[tf.keras.callbacks.TensorBoard(str(logs))],
+    )
+    return search_tuner, logs
+
+
+def _assert_completed(search_tuner, count):
+    trials = search_tuner.oracle.trials
+    assert len(trials) == count
+    statuses = {tid: t.status for tid, t in trials.items()}
+    assert set(statuses.values()) == {"COMPLETED"}, statuses
+    assert all(t.score is not None for t in trials.values())
+
+
+def _hparams_logged(logs, trial_id):
+    """True when the trial's log folder holds a TensorBoard hparams summary."""
+    files = glob.glob(os.path.join(logs, trial_id, "execution0", "events*"))
+    for path in files:
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "hparams":
+                    return True
+    return False
+
+
+def test_random_search(hypermodel, tmp_path, capsys):
+    search_tuner, logs = _search(hypermodel, tmp_path, "random", max_trials=3)
+    _assert_completed(search_tuner, 3)
+
+    best_hp = search_tuner.get_best_hyperparameters(1)[0]
+    best_trial = search_tuner.oracle.get_best_trials(1)[0]
+    config = hypermodel.model_config(best_hp)
+    assert config.embedding_dim == FIXED["embedding_dim"]
+    (model,) = search_tuner.get_best_models(1)
+    validation = search_data(hypermodel)["validation_data"].batch(512)
+    scores = model.evaluate(validation, return_dict=True, verbose=0)
+    assert scores["ndcg@10"] == pytest.approx(best_trial.score, abs=1e-5)
+
+    search_tuner.results_summary(3)
+    assert "val_ndcg@10" in capsys.readouterr().out
+    for trial_id in search_tuner.oracle.trials:
+        assert _hparams_logged(str(logs), trial_id)
+
+
+def test_bayesian_optimization(hypermodel, tmp_path):
+    pytest.importorskip(
+        "scipy",
+        reason="KerasTuner's BayesianOptimization needs scipy "
+        "(keras-tuner[bayesian]), which is not installed",
+    )
+    # One random point, then two trials proposed by the Gaussian process.
+    search_tuner, _ = _search(
+        hypermodel, tmp_path, "bayesian", max_trials=3, num_initial_points=1
+    )
+    _assert_completed(search_tuner, 3)
+    assert search_tuner.get_best_hyperparameters(1)[0].values
+
+
+def test_hyperband(hypermodel, tmp_path):
+    # max_epochs=2, factor=2: two 1-epoch trials, the better one continued
+    # for a second epoch from its checkpoint (at most 3 trials).
+    search_tuner, _ = _search(
+        hypermodel, tmp_path, "hyperband", max_trials=3, factor=2
+    )
+    trials = search_tuner.oracle.trials
+    assert 2 <= len(trials) <= 3
+    _assert_completed(search_tuner, len(trials))
+    assert search_tuner.get_best_models(1)[0] is not None
+
+
+@pytest.mark.slow
+def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = TrainConfig(
+        synthetic_users=60,
+        synthetic_items=40,
+        max_len=10,
+        epochs=1,
+        model=dict(FIXED),
+    )
+    result = run_search(
+        config,
+        max_trials=2,
+        output_dir="tuning",
+        verbose=0,
+        compile_options=COMPILE,
+    )
+    assert result.role == "local"
+    assert [row["status"] for row in result.trials] == ["COMPLETED"] * 2
+    folder = tmp_path / "tuning" / "synthetic"
+    table = (folder / "trials.md").read_text()
+    assert "| trial | status | val_ndcg@10 |" in table
+    assert table.count("| COMPLETED |") == 2
+    assert (folder / "trials.png").read_bytes()[:4] == b"\x89PNG"
+
+    best = json.loads((folder / "best_config.json").read_text())
+    assert set(best) == {"train", "model"}
+    run_config = json.loads(json.dumps(best))  # what train writes
+    assert best == run_config
+    values = load_config_file(str(folder / "best_config.json"))
+    assert values["model"]["embedding_dim"] == FIXED["embedding_dim"]
+    status = main(
+        [
+            "train",
+            "--config",
+            str(folder / "best_config.json"),
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+    assert status == 0
+    written = json.loads(
+        (tmp_path / "runs" / "synthetic-tuned" / "config.json").read_text()
+    )
+    # The run trained exactly the best configuration.
+    assert written["model"] == best["model"]
+    assert written["train"]["batch_size"] == best["train"]["batch_size"]

@@ -1,0 +1,194 @@
+"""The search space, fixing and narrowing it, build and fit (no search)."""
+
+import doctest
+import math
+
+import pytest
+import tensorflow as tf
+from tuning_helpers import COMPILE, FIXED
+
+from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.tuning import (
+    SequentialRetrievalHyperModel,
+    import_keras_tuner,
+)
+from tfrec_tricks.tuning import sequential_retrieval_hypermodel as module
+
+keras_tuner = import_keras_tuner()
+
+TECHNIQUES = {
+    "head",
+    "cpr_context",
+    "cpr_pointer",
+    "cpr_reranker_ks",
+    "cpr_mi",
+    "tie_embeddings",
+    "sse_item_probability",
+    "sse_label_probability",
+    "features",
+    "soft_one_hot_buckets",
+}
+USUAL = {
+    "embedding_dim",
+    "num_layers",
+    "dropout",
+    "learning_rate",
+    "batch_size",
+}
+
+
+def _space(hypermodel, **values):
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    hp.values.update(values)
+    hp.ensure_active_values()
+    return hp
+
+
+def test_default_space_covers_techniques_and_usual(data):
+    hypermodel = SequentialRetrievalHyperModel(data)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    names = {h.name for h in hp.space}
+    assert TECHNIQUES | USUAL <= names
+    assert hypermodel.objective.name == "val_ndcg@10"
+    assert hypermodel.objective.direction == "max"
+    # Defaults: the hand-set ModelConfig defaults, softmax head.
+    config = hypermodel.model_config(hp)
+    assert (config.head, config.embedding_dim, config.dropout) == (
+        "softmax",
+        64,
+        0.2,
+    )
+    assert hypermodel.batch_size(hp) == 128
+
+
+def test_cpr_settings_are_conditional_on_the_head(data):
+    hypermodel = SequentialRetrievalHyperModel(data)
+    hp = _space(hypermodel, head="softmax")
+    assert "cpr_mi" not in hp  # registered but inactive
+    values = hypermodel.declare(hp)
+    assert "cpr_mi" not in values
+    hp = _space(hypermodel, head="cpr", cpr_mi=True, cpr_reranker_ks="20")
+    config = hypermodel.model_config(hp)
+    assert config.head == "cpr" and config.cpr_mi
+    assert config.cpr_reranker_ks == (20,)
+
+
+def test_reranker_choices_stay_below_the_catalogue(data):
+    hypermodel = SequentialRetrievalHyperModel(data)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    choices = next(h for h in hp.space if h.name == "cpr_reranker_ks").values
+    assert data.num_items == 41
+    assert choices == ["none", "20"]
+
+
+def test_fixed_values(data):
+    hypermodel = SequentialRetrievalHyperModel(
+        data,
+        fixed={
+            "head": "cpr",
+            "cpr_reranker_ks": (20,),
+            "batch_size": 32,
+            "num_heads": 1,
+            "hidden_dim": None,
+        },
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    fixed = {
+        h.name
+        for h in hp.space
+        if isinstance(h, keras_tuner.engine.hyperparameters.Fixed)
+    }
+    assert {"head", "cpr_reranker_ks", "batch_size", "num_heads"} <= fixed
+    config = hypermodel.model_config(hp)
+    assert (config.head, config.cpr_reranker_ks, config.num_heads) == (
+        "cpr",
+        (20,),
+        1,
+    )
+    assert hypermodel.batch_size(hp) == 32
+
+
+def test_hyperparameters_narrow_and_extend_the_space(data):
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("embedding_dim", [16, 24])
+    custom.Choice("cpr_reranker_ks", ["20"])
+    custom.Choice("attention_dropout", [0.0, 0.5])  # not searched by default
+    hypermodel = SequentialRetrievalHyperModel(data, hyperparameters=custom)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert space["embedding_dim"].values == [16, 24]
+    assert space["attention_dropout"].values == [0.0, 0.5]
+    # Still conditional on the head, as in the default space.
+    assert space["cpr_reranker_ks"].conditions
+
+
+def test_unknown_names_and_invalid_values_are_rejected(data):
+    with pytest.raises(ValueError, match="embeding_dim"):
+        SequentialRetrievalHyperModel(data, fixed={"embeding_dim": 8})
+    with pytest.raises(ValueError, match="num_items"):
+        SequentialRetrievalHyperModel(data, fixed={"num_items": 8})
+    with pytest.raises(ValueError, match="dropout"):
+        SequentialRetrievalHyperModel(data, fixed={"dropout": 1.5})
+
+
+def test_invalid_combination_fails_the_trial_only(data):
+    hypermodel = SequentialRetrievalHyperModel(
+        data, fixed={"embedding_dim": 8, "num_heads": 3}
+    )
+    hp = _space(hypermodel, encoder="sasrec")
+    with pytest.raises(keras_tuner.errors.FailedTrialError, match="num_heads"):
+        hypermodel.build(hp)
+
+
+def test_build_returns_a_compiled_tfrs_model(hypermodel):
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    assert isinstance(model, SequentialRetrievalModel)
+    assert model.built and model.optimizer is not None
+    assert model.config.embedding_dim == FIXED["embedding_dim"]
+
+
+class _CountBatches(tf.keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.sizes = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.sizes.append(batch)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_fit_batches_with_the_trials_batch_size(data, batched):
+    hypermodel = SequentialRetrievalHyperModel(
+        data, fixed={**FIXED, "batch_size": 64}, compile_options=COMPILE
+    )
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    values = hypermodel.search_data()
+    x = values["x"].take(200)
+    if batched:
+        x = x.batch(7)  # re-batched with 64
+    counter = _CountBatches()
+    history = hypermodel.fit(
+        hp,
+        model,
+        x,
+        validation_data=values["validation_data"],
+        epochs=1,
+        verbose=0,
+        callbacks=[counter],
+    )
+    assert len(counter.sizes) == math.ceil(200 / 64)
+    assert "val_ndcg@10" in history.history
+
+
+def test_docstring_examples():
+    result = doctest.testmod(
+        module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,63 @@
+"""Shared constants and helpers of the tuning tests."""
+
+import os
+import socket
+import subprocess
+import sys
+
+MAX_LEN = 10
+# Cheap but still searching over techniques: head (softmax / CPR and its
+# partitions), tying, SSE, features, dropout, learning rate, batch size.
+FIXED = {"embedding_dim": 8, "encoder": "gru4rec", "num_layers": 1}
+# Tracing the train and test functions costs more than an epoch on tiny
+# data: run eagerly on a slice of the training examples.
+COMPILE = {"run_eagerly": True}
+TRAIN_EXAMPLES = 256
+
+
+def search_data(hypermodel):
+    """Unbatched training slice and validation data for ``search``."""
+    values = hypermodel.search_data()
+    values["x"] = values["x"].take(TRAIN_EXAMPLES)
+    return values
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cli(args, env=None, **options) -> subprocess.Popen:
+    """Starts ``tfrec-tricks`` in a fresh process (tf-keras, quiet TF)."""
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    environment.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, "-m", "tfrec_tricks.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment,
+        **options,
+    )
+
+
+TINY_CLI = [
+    "tune",
+    "--synthetic-users",
+    "60",
+    "--synthetic-items",
+    "40",
+    "--max-len",
+    "10",
+    "--embedding-dim",
+    "8",
+    "--encoder",
+    "gru4rec",
+    "--epochs",
+    "1",
+    "--choices",
+    "head=softmax,cpr",
+    "--choices",
+    "cpr_reranker_ks=none;20",
+]

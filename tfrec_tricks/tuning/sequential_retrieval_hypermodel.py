@@ -1,0 +1,465 @@
+"""The KerasTuner search space over the techniques and the usual settings."""
+
+import dataclasses
+from typing import Any
+
+from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
+
+keras_tuner = import_keras_tuner()
+
+import tensorflow as tf  # noqa: E402
+
+from tfrec_tricks.models import (  # noqa: E402
+    ModelConfig,
+    SequentialRetrievalModel,
+)
+
+# ModelConfig fields set from the data, never tuned.
+DATA_FIELDS = ("num_items", "max_len")
+# Fields whose value is a tuple; as hyperparameters they are comma-joined
+# strings, "none" for the empty tuple.
+TUPLE_FIELDS = ("cpr_reranker_ks", "features")
+NONE = "none"
+# Not a ModelConfig field: the training batch size.
+BATCH_SIZE = "batch_size"
+DEFAULT_BATCH_SIZE = 128
+EVAL_BATCH_SIZE = 512
+RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
+
+
+def _default_space(feature_names: list[str], num_items: int) -> list:
+    """``(name, kind, arguments, (parent, parent_values) or None)`` rows."""
+    rerankers = [
+        choice
+        for choice in RERANKER_CHOICES
+        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
+    ]
+    features = [NONE, *feature_names]
+    if len(feature_names) > 1:
+        features.append(",".join(feature_names))
+    cpr = ("head", ["cpr"])
+    return [
+        ("encoder", "Choice", {"values": ["gru4rec", "sasrec"]}, None),
+        ("embedding_dim", "Choice", {"values": [32, 64, 128], "default": 64}),
+        ("num_layers", "Int", {"min_value": 1, "max_value": 2}),
+        (
+            "dropout",
+            "Float",
+            {"min_value": 0.0, "max_value": 0.5, "step": 0.1, "default": 0.2},
+        ),
+        (
+            "learning_rate",
+            "Float",
+            {
+                "min_value": 1e-4,
+                "max_value": 1e-2,
+                "sampling": "log",
+                "default": 1e-3,
+            },
+        ),
+        (
+            BATCH_SIZE,
+            "Choice",
+            {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
+        ),
+        ("tie_embeddings", "Boolean", {"default": True}),
+        (
+            "sse_item_probability",
+            "Float",
+            {"min_value": 0.0, "max_value": 0.3, "step": 0.05},
+        ),
+        (
+            "sse_label_probability",
+            "Float",
+            {"min_value": 0.0, "max_value": 0.3, "step": 0.05},
+        ),
+        ("features", "Choice", {"values": features}),
+        (
+            "soft_one_hot_buckets",
+            "Choice",
+            {"values": [5, 10, 20], "default": 10},
+            ("features", [f for f in features if f != NONE]),
+        ),
+        (
+            "head",
+            "Choice",
+            {"values": ["softmax", "cpr", "mos", "softmax_no_dup"]},
+        ),
+        ("cpr_context", "Boolean", {"default": True}, cpr),
+        ("cpr_pointer", "Boolean", {"default": True}, cpr),
+        (
+            "cpr_reranker_ks",
+            "Choice",
+            {
+                "values": rerankers,
+                "default": "100" if "100" in rerankers else NONE,
+            },
+            cpr,
+        ),
+        ("cpr_mi", "Boolean", {"default": False}, cpr),
+        (
+            "mos_components",
+            "Choice",
+            {"values": [2, 4, 8], "default": 4},
+            ("head", ["mos"]),
+        ),
+    ]
+
+
+def encode_value(name: str, value: Any) -> Any:
+    """A ModelConfig value as a hyperparameter value (tuples as strings)."""
+    if name in TUPLE_FIELDS and not isinstance(value, str):
+        return ",".join(str(v) for v in value) or NONE
+    return value
+
+
+def decode_value(name: str, value: Any) -> Any:
+    """A hyperparameter value as a ModelConfig value (see ``encode_value``)."""
+    if name not in TUPLE_FIELDS:
+        return value
+    if value in (NONE, ""):
+        return ()
+    parts = [part.strip() for part in str(value).split(",")]
+    return (
+        tuple(int(p) for p in parts)
+        if name == "cpr_reranker_ks"
+        else tuple(parts)
+    )
+
+
+class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
+    """Searches over the techniques of ``SequentialRetrievalModel``.
+
+    The default search space (every name is a ``ModelConfig`` field except
+    ``batch_size``):
+
+    | name | values |
+    |---|---|
+    | ``encoder`` | gru4rec, sasrec |
+    | ``embedding_dim`` | 32, 64, 128 |
+    | ``num_layers`` | 1..2 |
+    | ``dropout`` | 0.0..0.5, step 0.1 |
+    | ``learning_rate`` | 1e-4..1e-2, log scale |
+    | ``batch_size`` | 64, 128, 256 (applied in ``fit``) |
+    | ``tie_embeddings`` | True, False |
+    | ``sse_item_probability`` | 0.0..0.3, step 0.05 |
+    | ``sse_label_probability`` | 0.0..0.3, step 0.05 |
+    | ``features`` | "none", each feature of the data, all of them |
+    | ``soft_one_hot_buckets`` | 5, 10, 20 (when features are used) |
+    | ``head`` | softmax, cpr, mos, softmax_no_dup |
+    | ``cpr_context``, ``cpr_pointer``, ``cpr_mi`` | True, False (CPR) |
+    | ``cpr_reranker_ks`` | "none", "20", "100", "500", "20,100,500", the \
+sizes below N only (CPR) |
+    | ``mos_components`` | 2, 4, 8 (MoS) |
+
+    The CPR and MoS entries are conditional on ``head``, the buckets on
+    ``features``: a trial only carries the ones that apply. Tuple fields
+    (``cpr_reranker_ks``, ``features``) are comma-joined strings, "none"
+    for the empty tuple.
+
+    Narrow or fix any part: ``fixed`` values become ``Fixed``
+    hyperparameters (or, for values a hyperparameter cannot hold such as
+    None, plain settings); entries of ``hyperparameters`` replace the
+    default definition of the same name, and may add any other
+    ``ModelConfig`` field to the search (e.g. ``hp.Choice("num_heads",
+    [1, 2])``). Fields of neither keep ``ModelConfig``'s defaults.
+
+    ``fit`` batches the (unbatched) training dataset it is given with the
+    trial's ``batch_size`` after shuffling it, and batches an unbatched
+    validation dataset with 512 examples per batch. ``search_data()``
+    returns both datasets. The objective (``objective``) is the validation
+    NDCG@10, maximised: ``keras_tuner.Objective("val_ndcg@10", "max")``.
+
+    Args:
+        data: ``tfrec_tricks.data.PreparedData``. The prepared data: sets
+            ``num_items`` and ``max_len``, the training-target counts of the
+            sampled objective's logQ correction and the feature statistics.
+        item_graph: array [E, 2] of raw item ids or None. The SSE-Graph
+            knowledge graph (e.g. ``Source.item_graph``). Defaults to None.
+        fixed: dict or None. ``{name: value}`` for search-space names or
+            ``ModelConfig`` fields. Tuples are accepted for the tuple
+            fields. Defaults to None.
+        hyperparameters: ``keras_tuner.HyperParameters`` or None. Custom
+            definitions by name (see above). Defaults to None.
+        seed: int. Seed of the training-data shuffle. Defaults to 0.
+        compile_options: dict or None. Extra ``model.compile`` arguments,
+            e.g. ``{"steps_per_execution": 8}``, or ``{"run_eagerly":
+            True}`` for tiny data where tracing costs more than the steps.
+            Defaults to None.
+        name: str or None. Passed on to ``keras_tuner.HyperModel``.
+        tunable: bool. Passed on to ``keras_tuner.HyperModel``.
+
+    Example:
+
+    >>> from tfrec_tricks.data import prepare, synthetic
+    >>> from tfrec_tricks.tuning import (
+    ...     SequentialRetrievalHyperModel, import_keras_tuner)
+    >>> keras_tuner = import_keras_tuner()
+    >>> data = prepare(synthetic.generate(num_users=30, num_items=20,
+    ...                                   num_clusters=4)
+    ...                .interactions, max_len=5)
+    >>> hypermodel = SequentialRetrievalHyperModel(
+    ...     data, fixed={"embedding_dim": 8, "head": "cpr"})
+    >>> hp = keras_tuner.HyperParameters()
+    >>> model = hypermodel.build(hp)
+    >>> config = hypermodel.model_config(hp)
+    >>> config.head, config.embedding_dim, config.cpr_reranker_ks
+    ('cpr', 8, ())
+    >>> hypermodel.objective.name
+    'val_ndcg@10'
+
+    Then, with a tuner:
+
+    ```python
+    tuner = keras_tuner.RandomSearch(
+        hypermodel, objective=hypermodel.objective, max_trials=20,
+        directory="tuning", project_name="ml-100k")
+    tuner.search(**hypermodel.search_data(), epochs=10)
+    best = hypermodel.model_config(tuner.get_best_hyperparameters()[0])
+    ```
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        item_graph: Any = None,
+        fixed: dict | None = None,
+        hyperparameters: Any = None,
+        seed: int = 0,
+        compile_options: dict | None = None,
+        name: str | None = None,
+        tunable: bool = True,
+    ):
+        super().__init__(name=name, tunable=tunable)
+        self.data = data
+        self.item_graph = item_graph
+        self.fixed = dict(fixed or {})
+        self.hyperparameters = hyperparameters
+        self.seed = seed
+        self.compile_options = dict(compile_options or {})
+        self._space = _default_space(list(data.feature_names), data.num_items)
+        space_names = {row[0] for row in self._space}
+        fields = {f.name for f in dataclasses.fields(ModelConfig)}
+        allowed = (space_names | fields | {BATCH_SIZE}) - set(DATA_FIELDS)
+        custom = {}
+        if hyperparameters is not None:
+            custom = {hp.name: hp for hp in hyperparameters.space}
+        for what, names in (("fixed", self.fixed), ("hyperparameters", custom)):
+            unknown = sorted(set(names) - allowed)
+            if unknown:
+                raise ValueError(
+                    f"{what} names unknown settings (num_items and max_len "
+                    f"come from the data). Received: {unknown}; known: "
+                    f"{sorted(allowed)}"
+                )
+        both = sorted(set(self.fixed) & set(custom))
+        if both:
+            raise ValueError(
+                "A setting is both fixed and given a hyperparameter. "
+                f"Received: {both}"
+            )
+        self._custom = custom
+        # Values a hyperparameter cannot hold (None, tuples of metric_ks).
+        self._settings = {}
+        self._fixed_hps = {}
+        for key, value in self.fixed.items():
+            value = encode_value(key, value)
+            if isinstance(value, (bool, int, float, str)):
+                self._fixed_hps[key] = value
+            else:
+                self._settings[key] = value
+        metric_ks = ModelConfig(num_items=2).metric_ks
+        metric_ks = tuple(self._settings.get("metric_ks", metric_ks))
+        if not metric_ks:
+            raise ValueError(f"metric_ks is empty. Received: {metric_ks!r}")
+        self.objective = keras_tuner.Objective(
+            f"val_ndcg@{metric_ks[0]}", "max"
+        )
+        # Fail now, not in every trial, on fixed values ModelConfig rejects.
+        self.model_config(keras_tuner.HyperParameters())
+
+    # ---------------------------------------------------------- the space
+
+    def _rows(self) -> list:
+        rows = [(*row, None)[:4] for row in self._space]
+        known = {row[0] for row in rows}
+        extra = [n for n in [*self._fixed_hps, *self._custom] if n not in known]
+        return rows + [(name, None, None, None) for name in extra]
+
+    def declare(self, hp: Any) -> dict:
+        """Declares the search space in ``hp`` and returns the active values.
+
+        Args:
+            hp: ``keras_tuner.HyperParameters``.
+
+        Returns:
+            dict of the active values by name (hyperparameter encoding).
+        """
+        values = {}
+        for name, kind, arguments, condition in self._rows():
+            if name in self._fixed_hps:
+                kind, arguments = "Fixed", {"value": self._fixed_hps[name]}
+            elif name in self._custom:
+                custom = self._custom[name]
+                kind = type(custom).__name__
+                arguments = custom.get_config()
+                arguments.pop("name")
+                arguments.pop("conditions")
+            if condition is None:
+                value = getattr(hp, kind)(name, **arguments)
+            else:
+                with hp.conditional_scope(*condition):
+                    value = getattr(hp, kind)(name, **arguments)
+            if value is not None:
+                values[name] = value
+        return values
+
+    def model_config(self, hp: Any) -> ModelConfig:
+        """The ``ModelConfig`` of a set of hyperparameter values.
+
+        Args:
+            hp: ``keras_tuner.HyperParameters``, e.g. from
+                ``tuner.get_best_hyperparameters()``; values it lacks take
+                their defaults.
+
+        Returns:
+            A ``ModelConfig``.
+        """
+        values = self.declare(hp.copy())
+        values.pop(BATCH_SIZE, None)
+        settings = {**self._settings}
+        settings.update({k: decode_value(k, v) for k, v in values.items()})
+        for name in (
+            "dropout",
+            "sse_item_probability",
+            "sse_label_probability",
+        ):
+            if name in settings:
+                settings[name] = round(float(settings[name]), 6)
+        return ModelConfig(
+            num_items=self.data.num_items, max_len=self.data.max_len, **settings
+        )
+
+    def batch_size(self, hp: Any) -> int:
+        """The trial's training batch size (``batch_size``)."""
+        return int(self.declare(hp.copy()).get(BATCH_SIZE, DEFAULT_BATCH_SIZE))
+
+    # ------------------------------------------------------ build and fit
+
+    def build(self, hp: Any) -> SequentialRetrievalModel:
+        """Builds and compiles the trial's model (Adam, its learning rate).
+
+        Args:
+            hp: ``keras_tuner.HyperParameters``.
+
+        Returns:
+            A compiled ``SequentialRetrievalModel`` with its weights created.
+
+        Raises:
+            keras_tuner.errors.FailedTrialError: when the values make an
+                invalid ``ModelConfig`` (the trial is marked FAILED and the
+                search goes on).
+        """
+        self.declare(hp)
+        try:
+            config = self.model_config(hp)
+        except ValueError as error:
+            raise keras_tuner.errors.FailedTrialError(str(error)) from error
+        model = SequentialRetrievalModel.from_data(
+            config, self.data, item_graph=self.item_graph
+        )
+        model.compile(
+            optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+            **self.compile_options,
+        )
+        # Weights exist now, so checkpoints restore at once (Hyperband,
+        # get_best_models) rather than deferred.
+        sample = {k: v[:2] for k, v in self.data.train.as_dict().items()}
+        model(sample)
+        # The optimizer's slots too, so that restoring a checkpoint leaves
+        # nothing unmatched.
+        model.optimizer.build(model.trainable_variables)
+        return model
+
+    def fit(self, hp: Any, model: tf.keras.Model, *args, **kwargs):
+        """Trains with the trial's batch size.
+
+        The training data (first positional argument or ``x``) is an
+        unbatched ``tf.data.Dataset`` of examples (a batched one is
+        unbatched first) or a dict of arrays; it is shuffled and batched
+        with ``batch_size``. An unbatched ``validation_data`` is batched
+        with 512. Everything else goes to ``model.fit``.
+
+        Args:
+            hp: ``keras_tuner.HyperParameters``.
+            model: the model from ``build``.
+            *args: ``model.fit`` positional arguments.
+            **kwargs: ``model.fit`` keyword arguments.
+
+        Returns:
+            The ``History`` of ``model.fit``.
+        """
+        args = list(args)
+        if args:
+            x = args.pop(0)
+        elif "x" in kwargs:
+            x = kwargs.pop("x")
+        else:
+            raise ValueError(
+                "fit needs the training data. Received: no positional "
+                f"argument and no x; keyword arguments {sorted(kwargs)}"
+            )
+        kwargs.pop(BATCH_SIZE, None)
+        train = self._unbatched(x)
+        size = int(train.cardinality())
+        buffer = size if size > 0 else len(self.data.train)
+        train = train.shuffle(
+            buffer, seed=self.seed, reshuffle_each_iteration=True
+        )
+        train = train.batch(self.batch_size(hp)).prefetch(tf.data.AUTOTUNE)
+        if kwargs.get("validation_data") is not None:
+            validation = kwargs["validation_data"]
+            if isinstance(validation, dict) or _is_unbatched(validation):
+                kwargs["validation_data"] = (
+                    self._unbatched(validation)
+                    .batch(EVAL_BATCH_SIZE)
+                    .prefetch(tf.data.AUTOTUNE)
+                )
+        return model.fit(train, *args, **kwargs)
+
+    def search_data(self) -> dict:
+        """``x`` and ``validation_data`` for ``tuner.search(**...)``.
+
+        Returns:
+            dict with the unbatched training and validation datasets.
+        """
+        return {
+            "x": tf.data.Dataset.from_tensor_slices(self.data.train.as_dict()),
+            "validation_data": tf.data.Dataset.from_tensor_slices(
+                self.data.validation.as_dict()
+            ),
+        }
+
+    @staticmethod
+    def _unbatched(x: Any) -> tf.data.Dataset:
+        if isinstance(x, dict):
+            return tf.data.Dataset.from_tensor_slices(x)
+        if not isinstance(x, tf.data.Dataset):
+            raise ValueError(
+                "Expected a tf.data.Dataset of example dicts or a dict of "
+                f"arrays. Received: {type(x).__name__}"
+            )
+        return x if _is_unbatched(x) else x.unbatch()
+
+
+def _is_unbatched(dataset: Any) -> bool:
+    """True for a dataset whose ``history`` elements are [L] (not [B, L])."""
+    if not isinstance(dataset, tf.data.Dataset):
+        return False
+    spec = dataset.element_spec
+    if not isinstance(spec, dict) or "history" not in spec:
+        raise ValueError(
+            "Expected dataset elements to be dicts with a 'history' entry. "
+            f"Received: element_spec={spec}"
+        )
+    return spec["history"].shape.rank == 1
