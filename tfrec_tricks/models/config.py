@@ -26,6 +26,10 @@ class ModelConfig:
         max_len: int. History length the model reads (SASRec's positional
             table has ``max_len`` rows).
         embedding_dim: int. d, the item embedding size.
+        embedding_init_stddev: float. The item table starts N(0, s^2).
+            Keras' default, uniform in +-0.05, leaves a full-softmax model
+            on a loss plateau for its first epochs (on YOOCHOOSE validation
+            NDCG@10 after 10 epochs: 0.26 with it, 0.37 with s = 0.1).
         encoder: str. Sequence encoder: ``"gru4rec"`` or ``"sasrec"``.
         hidden_dim: int or None. Encoder state size (projected back to d
             when it differs, as the output logits are scored against the
@@ -80,6 +84,7 @@ class ModelConfig:
     num_items: int
     max_len: int = 50
     embedding_dim: int = 64
+    embedding_init_stddev: float = 0.1
     encoder: str = "gru4rec"
     hidden_dim: int | None = None
     num_layers: int = 1
@@ -121,6 +126,7 @@ class ModelConfig:
             "num_items": self.num_items >= 2,
             "max_len": self.max_len > 0,
             "embedding_dim": self.embedding_dim > 0,
+            "embedding_init_stddev": self.embedding_init_stddev > 0,
             "num_layers": self.num_layers > 0,
             "num_heads": self.num_heads > 0
             and (self.encoder != "sasrec" or width % self.num_heads == 0),

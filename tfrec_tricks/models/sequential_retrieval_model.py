@@ -136,6 +136,12 @@ class SequentialRetrievalModel(tfrs.Model):
             d,
             use_bias=config.output_bias,
             tie=config.tie_embeddings,
+            embeddings_initializer=tf.keras.initializers.RandomNormal(
+                stddev=config.embedding_init_stddev
+            ),
+            output_embeddings_initializer=tf.keras.initializers.RandomNormal(
+                stddev=config.embedding_init_stddev
+            ),
             name="item_embedding",
         )
         self.item_embedding.build(None)
