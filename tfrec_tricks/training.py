@@ -22,7 +22,12 @@ require_legacy_keras("tfrec_tricks.training")
 
 import tensorflow as tf  # noqa: E402
 
-from tfrec_tricks.data import load_source, prepare  # noqa: E402
+from tfrec_tricks.data import (  # noqa: E402
+    PreparedData,
+    Source,
+    load_source,
+    prepare,
+)
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
@@ -101,6 +106,34 @@ class EpochTimer(tf.keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
+def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
+    """Loads ``config``'s data source and prepares its leave-one-out splits.
+
+    Returns:
+        The loaded ``Source`` (interactions, optional item graph) and the
+        ``PreparedData``.
+    """
+    source = load_source(
+        config.data,
+        data_path=config.data_path,
+        file_format=config.file_format,
+        synthetic_options={
+            "num_users": config.synthetic_users,
+            "num_items": config.synthetic_items,
+            "seed": config.seed,
+        },
+        tfds_data_dir=config.tfds_data_dir,
+        tfds_manual_dir=config.tfds_manual_dir,
+    )
+    data = prepare(
+        source.interactions,
+        max_len=config.max_len,
+        min_user_interactions=config.min_user_interactions,
+        min_item_interactions=config.min_item_interactions,
+    )
+    return source, data
+
+
 def train(
     config: TrainConfig,
     verbose: int | None = None,
@@ -123,24 +156,7 @@ def train(
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     tf.keras.utils.set_random_seed(config.seed)
-    source = load_source(
-        config.data,
-        data_path=config.data_path,
-        file_format=config.file_format,
-        synthetic_options={
-            "num_users": config.synthetic_users,
-            "num_items": config.synthetic_items,
-            "seed": config.seed,
-        },
-        tfds_data_dir=config.tfds_data_dir,
-        tfds_manual_dir=config.tfds_manual_dir,
-    )
-    data = prepare(
-        source.interactions,
-        max_len=config.max_len,
-        min_user_interactions=config.min_user_interactions,
-        min_item_interactions=config.min_item_interactions,
-    )
+    source, data = load_data(config)
     _log(verbose, f"Data: {source.interactions.summary()}")
     _log(verbose, f"Prepared: {data.summary()}")
 

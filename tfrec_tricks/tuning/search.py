@@ -35,8 +35,7 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
-from tfrec_tricks.data import load_source, prepare  # noqa: E402
-from tfrec_tricks.training import TrainConfig  # noqa: E402
+from tfrec_tricks.training import TrainConfig, load_data  # noqa: E402
 from tfrec_tricks.tuning.sequential_retrieval_hypermodel import (  # noqa: E402
     SequentialRetrievalHyperModel,
 )
@@ -190,24 +189,7 @@ def run_search(
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     tf.keras.utils.set_random_seed(config.seed)
-    source = load_source(
-        config.data,
-        data_path=config.data_path,
-        file_format=config.file_format,
-        synthetic_options={
-            "num_users": config.synthetic_users,
-            "num_items": config.synthetic_items,
-            "seed": config.seed,
-        },
-        tfds_data_dir=config.tfds_data_dir,
-        tfds_manual_dir=config.tfds_manual_dir,
-    )
-    data = prepare(
-        source.interactions,
-        max_len=config.max_len,
-        min_user_interactions=config.min_user_interactions,
-        min_item_interactions=config.min_item_interactions,
-    )
+    source, data = load_data(config)
     if verbose:
         print(f"Prepared: {data.summary()}", flush=True)
     fixed_values = {**config.model, **(fixed or {})}
