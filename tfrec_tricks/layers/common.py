@@ -25,3 +25,26 @@ def softmax_dtype(compute_dtype: Any) -> tf.DType:
     if dtype in (tf.float16, tf.bfloat16):
         return tf.float32
     return dtype
+
+
+def dense_projection(
+    owner: tf.keras.layers.Layer, name: str, units: int, input_dim: int
+) -> tf.keras.layers.Dense:
+    """A built Dense sublayer with ``owner``'s initializers and dtype policy.
+
+    Each projection gets fresh initializer objects (seeded initializers
+    would otherwise give every projection the same weights).
+    """
+    layer = tf.keras.layers.Dense(
+        units,
+        kernel_initializer=tf.keras.initializers.get(
+            tf.keras.initializers.serialize(owner.kernel_initializer)
+        ),
+        bias_initializer=tf.keras.initializers.get(
+            tf.keras.initializers.serialize(owner.bias_initializer)
+        ),
+        dtype=owner.dtype_policy,
+        name=name,
+    )
+    layer.build((None, input_dim))
+    return layer

@@ -4,6 +4,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.layers.common import dense_projection
 from tfrec_tricks.layers.softmax_cpr import (
     PADDING_LOGIT,
     _as_table,
@@ -134,21 +135,6 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
 
-    def _dense(self, name: str, units: int, input_dim: int) -> Any:
-        layer = tf.keras.layers.Dense(
-            units,
-            kernel_initializer=tf.keras.initializers.get(
-                tf.keras.initializers.serialize(self.kernel_initializer)
-            ),
-            bias_initializer=tf.keras.initializers.get(
-                tf.keras.initializers.serialize(self.bias_initializer)
-            ),
-            dtype=self.dtype_policy,
-            name=name,
-        )
-        layer.build((None, input_dim))
-        return layer
-
     def build(self, input_shape: Any) -> None:
         try:
             hidden_dim = tf.TensorShape(input_shape["hidden_states"])[-1]
@@ -164,11 +150,14 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
             )
         hidden_dim = int(hidden_dim)
         units = self.output_dim or hidden_dim
-        self.prior_projection = self._dense(
-            "prior_projection", self.num_components, hidden_dim
+        self.prior_projection = dense_projection(
+            self, "prior_projection", self.num_components, hidden_dim
         )
-        self.component_projection = self._dense(
-            "component_projection", self.num_components * units, hidden_dim
+        self.component_projection = dense_projection(
+            self,
+            "component_projection",
+            self.num_components * units,
+            hidden_dim,
         )
         self.dropout_layer = None
         if self.dropout > 0:

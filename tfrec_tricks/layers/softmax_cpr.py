@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import PADDING_LOGIT
+from tfrec_tricks.layers.common import PADDING_LOGIT, dense_projection
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
@@ -437,21 +437,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
     # ------------------------------------------------------------------ build
 
-    def _dense(self, name: str, units: int, input_dim: int) -> Any:
-        layer = tf.keras.layers.Dense(
-            units,
-            kernel_initializer=tf.keras.initializers.get(
-                tf.keras.initializers.serialize(self.kernel_initializer)
-            ),
-            bias_initializer=tf.keras.initializers.get(
-                tf.keras.initializers.serialize(self.bias_initializer)
-            ),
-            dtype=self.dtype_policy,
-            name=name,
-        )
-        layer.build((None, input_dim))
-        return layer
-
     def build(self, input_shape: Any) -> None:
         if not isinstance(input_shape, Mapping) or (
             "hidden_states" not in input_shape
@@ -481,29 +466,32 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                     "output or set mi_layers=1. "
                     f"Received: mi_layers={self.mi_layers}"
                 )
-            self.mi_projection = self._dense(
+            self.mi_projection = dense_projection(
+                self,
                 "mi_projection",
                 hidden_dim,
                 hidden_dim * self.mi_layers * self.mi_window,
             )
             query_dim = 2 * hidden_dim
-        self.base_projection = self._dense("base_projection", units, query_dim)
+        self.base_projection = dense_projection(
+            self, "base_projection", units, query_dim
+        )
         self.context_projection = None
         if self.use_context:
-            self.context_projection = self._dense(
-                "context_projection", units, query_dim
+            self.context_projection = dense_projection(
+                self, "context_projection", units, query_dim
             )
         self.pointer_projection = None
         self.key_projection = None
         if self.use_pointer:
-            self.pointer_projection = self._dense(
-                "pointer_projection", units, query_dim
+            self.pointer_projection = dense_projection(
+                self, "pointer_projection", units, query_dim
             )
-            self.key_projection = self._dense(
-                "key_projection", units, hidden_dim
+            self.key_projection = dense_projection(
+                self, "key_projection", units, hidden_dim
             )
         self.reranker_projections = [
-            self._dense(f"reranker_projection_{k}", units, query_dim)
+            dense_projection(self, f"reranker_projection_{k}", units, query_dim)
             for k in self.reranker_ks
         ]
         self.dropout_layer = None
