@@ -427,24 +427,7 @@ class ServingModule(tf.Module):
         head = self.model.head
         hidden = states[-1]
         last = self._last_positions(ids)
-        h = tf.gather(hidden, last, batch_dims=1)
-        query = h
-        if head.use_mi:
-            layers = [*states[:-1], hidden]
-            parts = []
-            for layer_states in layers[::-1][: head.mi_layers]:
-                layer_states = tf.cast(layer_states, hidden.dtype)
-                for offset in range(head.mi_window):
-                    position = last - offset
-                    inside = position >= 0
-                    position = tf.maximum(position, 0)
-                    real = tf.gather(ids, position, batch_dims=1) != 0
-                    vector = tf.gather(layer_states, position, batch_dims=1)
-                    keep = tf.cast(inside & real, vector.dtype)[:, None]
-                    parts.append(vector * keep)
-            mixed = head.mi_projection(tf.concat(parts, axis=-1))
-            mixed = tf.nn.gelu(mixed, approximate=True)
-            query = tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
+        query = head.query(hidden, ids, [*states[:-1], hidden], last)
         return {
             "query": query,
             "hidden": hidden,

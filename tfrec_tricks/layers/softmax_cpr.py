@@ -509,13 +509,29 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             y = self.dropout_layer(y, training=training)
         return tf.cast(y, tf.float32)
 
-    def _query(
+    def query(
         self,
         hidden: tf.Tensor,
         ids: tf.Tensor,
         layers: list | None,
         last: tf.Tensor,
     ) -> tf.Tensor:
+        """The query q the partitions' projections read.
+
+        Public so that a serving path that scores a candidate set (see
+        ``tfrec_tricks.export``) computes exactly the layer's query.
+
+        Args:
+            hidden: float ``[B, L, d_h]``, the last layer's states.
+            ids: int ``[B, L]``, the history ids (padding 0).
+            layers: list of ``[B, L, d_h]`` per encoder layer (first to
+                last) or None for ``[hidden]``.
+            last: int ``[B]``, the true last position of each row.
+
+        Returns:
+            ``h`` (``[B, d_h]``) without Mi; ``[h ; gelu(W_M ...)]``
+            (``[B, 2 d_h]``) with Mi.
+        """
         h = tf.gather(hidden, last, batch_dims=1)
         if not self.use_mi:
             return h
@@ -691,7 +707,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         valid = tf.not_equal(ids, 0)
         last = true_last_positions(ids)
-        query = self._query(hidden, ids, layers, last)
+        query = self.query(hidden, ids, layers, last)
         f_base = self._project(self.base_projection, query, training)
 
         if candidate_ids is not None and not self.reranker_ks:
