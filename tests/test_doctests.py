@@ -21,6 +21,10 @@ PIPELINE_MODULES = [
     "tfrec_tricks.models.sequential_retrieval_model",
     "tfrec_tricks.models.sasrec_encoder",
     "tfrec_tricks.tuning.sequential_retrieval_hypermodel",
+    "tfrec_tricks.export.serving_module",
+    "tfrec_tricks.export.export_for_serving",
+    "tfrec_tricks.export.warmup",
+    "tfrec_tricks.export.models_config",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

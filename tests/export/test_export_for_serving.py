@@ -13,26 +13,16 @@ from tests.export.conftest import reference_top_k
 from tfrec_tricks.export import export_for_serving
 from tfrec_tricks.export.export_for_serving import next_version
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+from tfrec_tricks.testing.test_case import BLOCK_PACKAGE_PREAMBLE
 
 ITEMS = ["[PAD]"] + [f"item-{i}" for i in range(1, 30)]
 
 # Runs in a process where `import tfrec_tricks` fails, as in TF Serving:
 # the REST example and every warmup record through the loaded signatures.
-CLIENT = r"""
-import importlib.abc, json, sys
-
-class _Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "tfrec_tricks" or name.startswith("tfrec_tricks."):
-            raise ImportError("tfrec_tricks is blocked in this process")
-
-sys.meta_path.insert(0, _Block())
-try:
-    import tfrec_tricks  # noqa: F401
-except ImportError:
-    pass
-else:
-    raise SystemExit("tfrec_tricks should not be importable here")
+CLIENT = (
+    BLOCK_PACKAGE_PREAMBLE
+    + r"""
+import json
 
 import numpy as np
 import tensorflow as tf
@@ -79,6 +69,7 @@ json.dump(
     open(output_path, "w"),
 )
 """
+)
 
 
 def tiny_model():

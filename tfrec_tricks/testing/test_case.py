@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import tensorflow as tf
 
-_FRESH_PROCESS_SCRIPT = r"""
+BLOCK_PACKAGE_PREAMBLE = r"""
 import importlib.abc, sys
 
 class _Block(importlib.abc.MetaPathFinder):
@@ -35,7 +35,13 @@ except ImportError:
     pass
 else:
     raise SystemExit("tfrec_tricks should not be importable here")
+"""
+"""Start of a script for ``python -c`` in which ``import tfrec_tricks``
+fails, as in TF Serving: prepend it to code that loads a SavedModel."""
 
+_FRESH_PROCESS_SCRIPT = (
+    BLOCK_PACKAGE_PREAMBLE
+    + r"""
 import numpy as np
 import tensorflow as tf
 
@@ -51,6 +57,7 @@ for key in first:
         raise SystemExit(f"served output {key} differs between two calls")
 np.savez(outputs_path, **first)
 """
+)
 
 
 def _to_tensors(data: Any) -> Any:
