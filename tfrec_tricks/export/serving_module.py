@@ -440,40 +440,18 @@ class ServingModule(tf.Module):
 
     def _cpr_history_values(self, ids: tf.Tensor, parts: dict) -> tf.Tensor:
         """Logit ``[B, L]`` of the history item at each position (C, P)."""
-        head = self.model.head
         table, bias = self._table()
-        query, f_base = parts["query"], parts["f_base"]
-        vectors = tf.gather(table, ids)
-        if head.merge == "replace":
-            f_item = f_base
-            if head.use_context:
-                f_item = self._project(head.context_projection, query)
-            values = tf.einsum("bd,bld->bl", f_item, vectors)
-            if bias is not None:
-                values += tf.gather(bias, ids)
-        else:
-            values = tf.einsum("bd,bld->bl", f_base, vectors)
-            if bias is not None:
-                values += tf.gather(bias, ids)
-            if head.use_context:
-                f_context = self._project(head.context_projection, query)
-                values += tf.einsum("bd,bld->bl", f_context, vectors)
-        if head.use_pointer:
-            f_pointer = self._project(head.pointer_projection, query)
-            kernel = tf.cast(head.key_projection.kernel, tf.float32)
-            key_bias = tf.cast(head.key_projection.bias, tf.float32)
-            reader = tf.matmul(f_pointer, kernel, transpose_b=True)
-            hidden = tf.cast(parts["hidden"], tf.float32)
-            scores = (
-                tf.einsum("bd,bld->bl", reader, hidden)
-                + tf.linalg.matvec(f_pointer, key_bias)[:, None]
-            )
-            valid = ids > 0
-            same = tf.equal(ids[:, :, None], ids[:, None, :])
-            same = tf.cast(same & valid[:, None, :], tf.float32)
-            count = tf.maximum(tf.reduce_sum(same, axis=-1), 1.0)
-            values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
-        return values
+        return self.model.head.history_logits(
+            parts["query"],
+            parts["f_base"],
+            parts["hidden"],
+            ids,
+            ids > 0,
+            tf.equal(ids[:, :, None], ids[:, None, :]),
+            table,
+            bias,
+            training=False,
+        )
 
     def cpr_candidates(
         self,

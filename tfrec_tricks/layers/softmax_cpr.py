@@ -551,7 +551,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         mixed = tf.nn.gelu(mixed, approximate=True)
         return tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
 
-    def _history_values(
+    def history_logits(
         self,
         query: tf.Tensor,
         f_base: tf.Tensor,
@@ -564,11 +564,23 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any,
         vectors: tf.Tensor | None = None,
     ) -> tf.Tensor:
-        """Logit of the history item at each position, ``[B, L]``.
+        """Logit of the history item at each position, ``[B, L]`` (C, P).
 
         Identical for every occurrence of an item up to float rounding;
-        callers read the first occurrence. ``vectors``: ``table[ids]`` if
-        already gathered.
+        callers read the first occurrence. Public so that a serving path
+        that re-scores a candidate set (``tfrec_tricks.export``) uses the
+        layer's own computation.
+
+        Args:
+            query: ``[B, q]``, from ``query``.
+            f_base: float32 ``[B, d]``, the base projection of ``query``.
+            hidden: ``[B, L, d_h]``, the last layer's states (pointer keys).
+            ids: int ``[B, L]``, the history (padding 0).
+            valid: bool ``[B, L]``, ``ids != 0``.
+            equal: bool ``[B, L, L]``, ``ids[:, :, None] == ids[:, None]``.
+            table: float32 ``[N, d]``; bias: float32 ``[N]`` or None.
+            training: enables the projections' dropout.
+            vectors: ``table[ids]`` if already gathered.
         """
         if vectors is None:
             vectors = tf.gather(table, ids)  # [B, L, d]
@@ -785,7 +797,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             if self.exclude_history and not _is_training(training):
                 values = tf.fill(tf.shape(ids), PADDING_LOGIT)
             else:
-                values = self._history_values(
+                values = self.history_logits(
                     query,
                     f_base,
                     hidden,
@@ -867,7 +879,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         if self.exclude_history and not _is_training(training):
             return tf.where(in_history, tf.constant(PADDING_LOGIT), scores)
         equal = tf.equal(ids[:, :, None], ids[:, None, :])
-        values = self._history_values(
+        values = self.history_logits(
             query, f_base, hidden, ids, valid, equal, table, bias, training
         )
         position = tf.argmax(
