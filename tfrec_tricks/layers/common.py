@@ -48,3 +48,20 @@ def dense_projection(
     )
     layer.build((None, input_dim))
     return layer
+
+
+def check_head_arguments(dropout: Any, output_dim: Any) -> None:
+    """The output heads' shared argument checks (ValueError on bad values)."""
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ValueError(
+            f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
+        )
+    if output_dim is not None and (
+        isinstance(output_dim, bool)
+        or not isinstance(output_dim, int)
+        or output_dim < 1
+    ):
+        raise ValueError(
+            "`output_dim` must be a positive int or None. "
+            f"Received: output_dim={output_dim!r}"
+        )

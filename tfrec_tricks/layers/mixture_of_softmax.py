@@ -4,7 +4,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import dense_projection
+from tfrec_tricks.layers.common import (
+    check_head_arguments,
+    dense_projection,
+)
 from tfrec_tricks.layers.softmax_cpr import (
     PADDING_LOGIT,
     _as_table,
@@ -115,19 +118,7 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
                 "`num_components` must be an int >= 1. "
                 f"Received: num_components={num_components!r}"
             )
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(
-                f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
-            )
-        if output_dim is not None and (
-            isinstance(output_dim, bool)
-            or not isinstance(output_dim, int)
-            or output_dim < 1
-        ):
-            raise ValueError(
-                "`output_dim` must be a positive int or None. "
-                f"Received: output_dim={output_dim!r}"
-            )
+        check_head_arguments(dropout, output_dim)
         self.num_components = num_components
         self.dropout = float(dropout)
         self.mask_padding = bool(mask_padding)

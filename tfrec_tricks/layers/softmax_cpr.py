@@ -6,7 +6,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import PADDING_LOGIT, dense_projection
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
+    check_head_arguments,
+    dense_projection,
+)
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
@@ -408,19 +412,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 raise ValueError(
                     f"`{name}` must be an int >= 1. Received: {name}={value!r}"
                 )
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(
-                f"`dropout` must be in [0, 1). Received: dropout={dropout!r}"
-            )
-        if output_dim is not None and (
-            isinstance(output_dim, bool)
-            or not isinstance(output_dim, int)
-            or output_dim < 1
-        ):
-            raise ValueError(
-                "`output_dim` must be a positive int or None. "
-                f"Received: output_dim={output_dim!r}"
-            )
+        check_head_arguments(dropout, output_dim)
         self.use_context = bool(use_context)
         self.use_pointer = bool(use_pointer)
         self.reranker_ks = tuple(int(k) for k in ks)
