@@ -87,6 +87,7 @@ def test_train_one_epoch_on_tiny_synthetic_data(tmp_path):
         (["--data", "netflix"], "invalid choice: 'netflix'"),
         (["--dropout", "1.5"], "must be in [0, 1), got 1.5"),
         (["--batch-size", "many"], "expected an integer, got 'many'"),
+        (["--steps-per-execution", "0"], "must be positive, got 0"),
     ],
 )
 def test_nonsensical_arguments_exit_2_with_one_message(capsys, args, fragment):
@@ -194,6 +195,11 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
     assert args.synthetic_users == 60 and args.name == "cfg"  # the file
     assert args.config_model["head"] == "cpr"
     assert "num_items" not in args.config_model  # derived from the data
+    assert args.bucket_by_length is True  # the default
+    args = cli._parse(
+        parser, ["train", "--config", str(config), "--no-bucket-by-length"]
+    )
+    assert args.bucket_by_length is False
 
 
 @pytest.mark.slow

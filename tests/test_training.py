@@ -63,11 +63,62 @@ def test_same_seed_same_metrics(tmp_path):
     assert first.metrics["test"] == second.metrics["test"]
 
 
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
+    tmp_path, encoder
+):
+    # The encoders are causal and the batch is cut to its longest history,
+    # so how examples are grouped into batches cannot change any score.
+    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.training import load_data
+
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        model={
+            "embedding_dim": 8,
+            "encoder": encoder,
+            "head": "cpr",
+            "cpr_reranker_ks": (5,),
+            "cpr_mi": True,
+        },
+    )
+    result = train(config, verbose=0)
+    _, data = load_data(config)
+    metrics = {
+        bucket: result.model.evaluate(
+            make_dataset(data.test, 16, bucket_by_length=bucket),
+            return_dict=True,
+            verbose=0,
+        )
+        for bucket in (False, True)
+    }
+    for name in ("ndcg@10", "hr@10", "mrr@10"):
+        assert metrics[True][name] == pytest.approx(
+            metrics[False][name], abs=1e-5
+        )
+
+
+def test_training_without_bucketing_or_multi_step_calls(tmp_path):
+    config = tiny_config(
+        tmp_path, epochs=1, bucket_by_length=False, steps_per_execution=1
+    )
+    result = train(config, verbose=0)
+    assert 0.0 <= result.metrics["test"]["ndcg@10"] <= 1.0
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["bucket_by_length"] is False
+    assert saved["train"]["steps_per_execution"] == 1
+
+
 def test_bad_budget_is_rejected():
     with pytest.raises(
         ValueError, match="epochs must be positive. Received: 0"
     ):
         TrainConfig(epochs=0)
+    with pytest.raises(
+        ValueError, match="steps_per_execution must be positive. Received: 0"
+    ):
+        TrainConfig(steps_per_execution=0)
 
 
 def test_rerun_after_completion_starts_a_fresh_history(tmp_path):

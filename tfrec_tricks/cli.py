@@ -211,6 +211,22 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="epochs without a better validation NDCG@10 "
         "before stopping. Default: 3",
     )
+    fit.add_argument(
+        "--bucket-by-length",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="batch histories of similar length together, so that short "
+        "sessions skip the padding columns (same examples per epoch, "
+        "faster). Default: on",
+    )
+    fit.add_argument(
+        "--steps-per-execution",
+        type=_positive_int,
+        default=16,
+        metavar="S",
+        help="training steps per compiled call (Keras' compile option; "
+        "the progress bar moves S steps at a time). Default: 16",
+    )
     fit.add_argument("--seed", type=int, default=0, help="Default: 0")
 
     model = parser.add_argument_group(
@@ -588,6 +604,8 @@ TRAIN_OPTIONS = (
     "batch_size",
     "learning_rate",
     "patience",
+    "bucket_by_length",
+    "steps_per_execution",
     "seed",
     "output_dir",
     "name",

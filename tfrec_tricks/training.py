@@ -55,6 +55,8 @@ class TrainConfig:
     batch_size: int = 128
     learning_rate: float = 1e-3
     patience: int = 3
+    bucket_by_length: bool = True
+    steps_per_execution: int = 16
     seed: int = 0
     output_dir: str = "runs"
     name: str | None = None
@@ -66,6 +68,7 @@ class TrainConfig:
             "batch_size": self.batch_size,
             "max_len": self.max_len,
             "patience": self.patience,
+            "steps_per_execution": self.steps_per_execution,
             "synthetic_users": self.synthetic_users,
             "synthetic_items": self.synthetic_items,
         }
@@ -182,13 +185,25 @@ def train(
     model = SequentialRetrievalModel.from_data(
         model_config, data, item_graph=source.item_graph
     )
-    model.compile(optimizer=tf.keras.optimizers.Adam(config.learning_rate))
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+        # Several steps per tf.function call: the per-call overhead is
+        # about as long as a whole step on short-session batches.
+        steps_per_execution=config.steps_per_execution,
+    )
+    bucket = config.bucket_by_length
     train_ds = make_dataset(
-        data.train, config.batch_size, shuffle=True, seed=config.seed
+        data.train,
+        config.batch_size,
+        shuffle=True,
+        seed=config.seed,
+        bucket_by_length=bucket,
     )
     # Built before fit so that BackupAndRestore can restore into it.
     model(next(iter(train_ds)))
-    validation_ds = make_dataset(data.validation, EVAL_BATCH_SIZE)
+    validation_ds = make_dataset(
+        data.validation, EVAL_BATCH_SIZE, bucket_by_length=bucket
+    )
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     backup_dir = os.path.join(run_dir, "backup")
     resuming = os.path.isdir(backup_dir) and bool(os.listdir(backup_dir))
@@ -226,7 +241,10 @@ def train(
     )
     save_model(model, run_dir)
     results = {
-        split: _evaluate(model, make_dataset(examples, EVAL_BATCH_SIZE))
+        split: _evaluate(
+            model,
+            make_dataset(examples, EVAL_BATCH_SIZE, bucket_by_length=bucket),
+        )
         for split, examples in (
             ("validation", data.validation),
             ("test", data.test),

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tfrec_tricks.data import synthetic
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.pipeline import length_boundaries, make_dataset
 from tfrec_tricks.data.preparation import TIME_GAP, prepare
 
 MAX_LEN = 7
@@ -94,3 +94,70 @@ def test_empty_features_are_absent():
 def test_bad_batch_size(examples, batch_size):
     with pytest.raises(ValueError, match="batch_size"):
         make_dataset(examples, batch_size=batch_size)
+
+
+def lengths_of(batch):
+    return (batch["history"].numpy() > 0).sum(axis=1)
+
+
+def test_bucketed_batches_hold_every_example_once_with_similar_lengths(
+    examples,
+):
+    dataset = make_dataset(
+        examples, batch_size=8, shuffle=True, seed=1, bucket_by_length=True
+    )
+    batches = list(dataset)
+
+    # Every example exactly once, rows kept aligned with their features.
+    def rows(history, gaps, target):
+        table = np.concatenate(
+            [history, np.nan_to_num(gaps, nan=-1.0), target[:, None]], axis=1
+        )
+        return table[np.lexsort(table.T[::-1])]
+
+    np.testing.assert_array_equal(
+        rows(
+            np.concatenate([b["history"].numpy() for b in batches]),
+            np.concatenate([b[TIME_GAP].numpy() for b in batches]),
+            targets_in_order(batches),
+        ),
+        rows(examples.history, examples.features[TIME_GAP], examples.target),
+    )
+    assert dataset.cardinality() == len(batches)
+    # Each batch lies inside one band of length_boundaries.
+    edges = [0, *length_boundaries(MAX_LEN), MAX_LEN + 1]
+    for batch in batches:
+        lengths = lengths_of(batch)
+        band = np.searchsorted(edges, lengths.max(), side="right")
+        assert lengths.min() >= edges[band - 1]
+
+
+def test_bucketing_cuts_the_columns_the_model_runs_over(examples):
+    def mean_width(dataset):
+        return np.mean([lengths_of(b).max() for b in dataset])
+
+    random_batches = make_dataset(examples, 8, shuffle=True, seed=1)
+    bucketed = make_dataset(
+        examples, 8, shuffle=True, seed=1, bucket_by_length=True
+    )
+    assert mean_width(bucketed) < 0.8 * mean_width(random_batches)
+
+
+def test_bucketed_epochs_are_reshuffled(examples):
+    dataset = make_dataset(
+        examples, batch_size=8, shuffle=True, seed=1, bucket_by_length=True
+    )
+    assert not np.array_equal(
+        targets_in_order(dataset), targets_in_order(dataset)
+    )
+
+
+def test_length_boundaries_cover_the_window():
+    assert length_boundaries(1) == []
+    assert length_boundaries(4) == [2, 3, 4]
+    bounds = length_boundaries(200)
+    assert bounds == sorted(set(bounds)) and bounds[-1] <= 200
+    assert bounds[:8] == list(range(2, 10))  # exact short lengths
+    assert max(b / a for a, b in zip(bounds[7:], bounds[8:])) <= 1.34
+    with pytest.raises(ValueError, match="max_len must be positive"):
+        length_boundaries(0)

@@ -49,28 +49,11 @@ def reference_inputs(items, max_len, history, features):
 
 
 def reference_top_k(model, items, history, features, k):
-    """Raw top-``k`` ids and scores of the in-process model's logits.
-
-    Each empty history is scored alone (the model reads it after one
-    padding step only when it is alone in its batch).
-    """
+    """Raw top-``k`` ids and scores of the in-process model's logits."""
     ids, values = reference_inputs(
         items, model.config.max_len, history, features
     )
-    logits = np.zeros((len(ids), model.config.num_items), np.float32)
-    empty = ~(ids > 0).any(axis=1)
-    full = np.flatnonzero(~empty)
-    if full.size:
-        logits[full] = model(
-            {"history": ids[full], **{n: v[full] for n, v in values.items()}}
-        ).numpy()
-    for row in np.flatnonzero(empty):
-        logits[row] = model(
-            {
-                "history": ids[row : row + 1, :1],
-                **{n: v[row : row + 1, :1] for n, v in values.items()},
-            }
-        ).numpy()[0]
+    logits = model({"history": ids, **values}).numpy()
     top = np.argsort(-logits, axis=1, kind="stable")[:, :k]
     raw = np.asarray(items, dtype=object)[top].astype(str)
     return raw, np.take_along_axis(logits, top, axis=1), logits, ids

@@ -297,6 +297,19 @@ def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
     )
 
 
+@pytest.mark.parametrize("head", ["softmax", "cpr", "mos"])
+def test_empty_history_scores_do_not_depend_on_the_batch(data, batch, head):
+    model = make_model(
+        data, head=head, cpr_reranker_ks=(5,), cpr_mi=head == "cpr"
+    )
+    alone = model({"history": tf.zeros([1, 1], tf.int32)}).numpy()
+    history = batch["history"].numpy().copy()
+    history[0] = 0
+    assert (history[1:] > 0).sum(axis=1).max() > 2  # a wide batch
+    in_batch = model({"history": tf.constant(history)}).numpy()
+    np.testing.assert_allclose(in_batch[0], alone[0], rtol=1e-5, atol=1e-5)
+
+
 def test_weights_and_config_round_trip(
     data, raw_item_graph, batch, small_train, tmp_path
 ):

@@ -361,14 +361,8 @@ class ServingModule(tf.Module):
             )
         return logits
 
-    def _last_positions(self, ids: tf.Tensor) -> tf.Tensor:
-        # Right padding: the true last item; an empty history reads the
-        # first position (the state after one padding step).
-        lengths = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=1)
-        return tf.maximum(lengths - 1, 0)
-
     def _softmax_query(self, ids: tf.Tensor, states: list) -> tf.Tensor:
-        h = tf.gather(states[-1], self._last_positions(ids), batch_dims=1)
+        h = tf.gather(states[-1], self.model.last_positions(ids), batch_dims=1)
         if self.model.projection is not None:
             h = self.model.projection(h)
         return tf.cast(h, tf.float32)
@@ -426,7 +420,7 @@ class ServingModule(tf.Module):
         """The CPR head's query ``q``, ``f_V`` and hidden states."""
         head = self.model.head
         hidden = states[-1]
-        last = self._last_positions(ids)
+        last = self.model.last_positions(ids)
         query = head.query(hidden, ids, [*states[:-1], hidden], last)
         return {
             "query": query,

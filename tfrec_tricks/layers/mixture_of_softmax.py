@@ -12,7 +12,6 @@ from tfrec_tricks.layers.softmax_cpr import (
     PADDING_LOGIT,
     _as_table,
     check_ids_in_range,
-    true_last_positions,
     unpack_head_inputs,
 )
 from tfrec_tricks.serialization import register
@@ -36,7 +35,8 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
     left out of every component's softmax and gets ``-1e9``.
 
     The call API matches `SoftmaxCPR`, so a model can swap the heads; the
-    history ids serve only to find the last position.
+    history ids serve only to find the last position (unless
+    ``last_positions`` gives it).
 
     Cost: ``K`` full ``[B, N]`` logit matrices (``O(K N d)`` per example and
     a ``[B, K, N]`` float32 intermediate), against one for a plain softmax.
@@ -58,8 +58,9 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
 
     Call arguments:
         inputs: dict with ``"hidden_states"`` float ``[B, L, d_h]`` and
-            ``"history_ids"`` int ``[B, L]`` (padding 0); an optional
-            ``"layer_hidden_states"`` is accepted and ignored.
+            ``"history_ids"`` int ``[B, L]`` (padding 0); optionally
+            ``"last_positions"`` int ``[B]`` (see `SoftmaxCPR`); an
+            optional ``"layer_hidden_states"`` is accepted and ignored.
         item_embeddings: float ``[N, output_dim]``, the item table.
         item_bias: float ``[N]`` or None. Per-item output bias. Defaults
             to ``None``.
@@ -165,7 +166,7 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         candidate_ids: Any = None,
         training: Any = None,
     ) -> tf.Tensor:
-        hidden, ids, _ = unpack_head_inputs(inputs)
+        hidden, ids, _, last = unpack_head_inputs(inputs)
         table, bias = _as_table(item_embeddings, item_bias)
         units = self.output_dim or hidden.shape[-1]
         if table.shape[-1] is not None and table.shape[-1] != units:
@@ -187,7 +188,7 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
                 )
             check_ids_in_range("candidate_ids", candidate_ids, num_items)
 
-        h = tf.gather(hidden, true_last_positions(ids), batch_dims=1)
+        h = tf.gather(hidden, last, batch_dims=1)
         log_prior = tf.nn.log_softmax(
             tf.cast(self.prior_projection(h), tf.float32), axis=-1
         )  # [B, K]

@@ -40,23 +40,23 @@ def unpack_head_inputs(inputs: Any) -> tuple:
     """Checks the ``inputs`` dict of an output head; returns its parts.
 
     Returns:
-        ``(hidden_states, history_ids, layer_hidden_states or None)``, with
-        ``history_ids`` cast to int32.
+        ``(hidden_states, history_ids, layer_hidden_states or None,
+        last_positions)``, with ``history_ids`` cast to int32 and
+        ``last_positions`` int32 [B]: the given ``"last_positions"`` or,
+        when absent, ``true_last_positions(history_ids)``.
     """
+    keys = {"hidden_states", "history_ids"}
+    optional = {"layer_hidden_states", "last_positions"}
     if not isinstance(inputs, Mapping):
         raise ValueError(
             "`inputs` must be a dict with keys 'hidden_states' [B, L, d] and "
-            "'history_ids' [B, L] (and optionally 'layer_hidden_states'). "
-            f"Received: inputs={type(inputs).__name__}"
+            "'history_ids' [B, L] (and optionally 'layer_hidden_states', "
+            f"'last_positions'). Received: inputs={type(inputs).__name__}"
         )
-    missing = [k for k in ("hidden_states", "history_ids") if k not in inputs]
-    unknown = sorted(
-        set(inputs) - {"hidden_states", "history_ids", "layer_hidden_states"}
-    )
-    if missing or unknown:
+    if not keys <= set(inputs) or not set(inputs) <= keys | optional:
         raise ValueError(
             "`inputs` needs keys 'hidden_states' and 'history_ids' and may "
-            "have 'layer_hidden_states'. "
+            "have 'layer_hidden_states' and 'last_positions'. "
             f"Received: keys={sorted(inputs)}"
         )
     hidden = tf.convert_to_tensor(inputs["hidden_states"])
@@ -75,7 +75,19 @@ def unpack_head_inputs(inputs: Any) -> tuple:
     layers = inputs.get("layer_hidden_states")
     if layers is not None:
         layers = [tf.convert_to_tensor(x) for x in layers]
-    return hidden, tf.cast(ids, tf.int32), layers
+    ids = tf.cast(ids, tf.int32)
+    last = inputs.get("last_positions")
+    if last is None:
+        last = true_last_positions(ids)
+    else:
+        last = tf.convert_to_tensor(last)
+        if last.shape.rank != 1 or not last.dtype.is_integer:
+            raise ValueError(
+                "`last_positions` must be integers [B]. Received: "
+                f"shape={last.shape}, dtype={last.dtype.name}"
+            )
+        last = tf.cast(last, tf.int32)
+    return hidden, ids, layers, last
 
 
 def check_ids_in_range(name: str, ids: tf.Tensor, num_items: Any) -> None:
@@ -238,9 +250,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
     ``h`` is the hidden state at the *true* last position of each row,
     the last non-padding id of ``history_ids`` (rows may be left- or
-    right-padded). A row with no real id reads position ``L - 1``, has an
-    empty history (no C/P items) and gets finite ``f_V`` / reranker
-    logits. Padding id 0 never enters a partition and, with
+    right-padded), or the given ``last_positions``. A row with no real id
+    reads position ``L - 1`` (pass ``last_positions`` to choose another,
+    e.g. 0 for right-padded rows, so that the answer does not depend on
+    ``L``), has an empty history (no C/P items) and gets finite ``f_V`` /
+    reranker logits. Padding id 0 never enters a partition and, with
     ``mask_padding``, its logit is ``-1e9``.
 
     ``exclude_history`` is "softmax without duplication": when ``training``
@@ -302,6 +316,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             ``[B, L, d_h]``, the output of every encoder layer, first to
             last (the last is normally ``hidden_states``). Without it, Mi
             reads ``[hidden_states]`` only, so ``mi_layers`` must be 1.
+            ``"last_positions"`` (optional): int ``[B]``, the position
+            whose state is ``h`` (Mi reads the window ending there);
+            defaults to each row's last non-padding position.
         item_embeddings: float ``[N, output_dim]``, the item table (e.g.
             ``TiedItemEmbedding.output_embeddings``); row 0 is padding.
         item_bias: float ``[N]`` or None. Per-item output bias (e.g.
@@ -683,7 +700,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         candidate_ids: Any = None,
         training: Any = None,
     ) -> tf.Tensor:
-        hidden, ids, layers = unpack_head_inputs(inputs)
+        hidden, ids, layers, last = unpack_head_inputs(inputs)
         table, bias = _as_table(item_embeddings, item_bias)
         static_n = table.shape[0]
         num_items = tf.shape(table)[0]
@@ -710,7 +727,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             ids = tf.identity(ids)
 
         valid = tf.not_equal(ids, 0)
-        last = true_last_positions(ids)
         query = self.query(hidden, ids, layers, last)
         f_base = self._project(self.base_projection, query, training)
 

@@ -313,17 +313,27 @@ class SequentialRetrievalModel(tfrs.Model):
         x = self.embedding_dropout(x, training=training)
         return history, self.encoder(x, training=training)
 
+    @staticmethod
+    def last_positions(history: tf.Tensor) -> tf.Tensor:
+        """Position of each right-padded row's last item, 0 when empty.
+
+        An empty history reads the state after one padding step, the same
+        whatever the batch's width, for every head (and in the export).
+        """
+        lengths = tf.reduce_sum(tf.cast(history > 0, tf.int32), axis=1)
+        return tf.maximum(lengths - 1, 0)
+
     def _head_inputs(self, history, states, training):
         hidden = self.output_dropout(states[-1], training=training)
         return {
             "hidden_states": hidden,
             "history_ids": history,
             "layer_hidden_states": [*states[:-1], hidden],
+            "last_positions": self.last_positions(history),
         }
 
     def _last_state(self, history, states, training):
-        lengths = tf.reduce_sum(tf.cast(history > 0, tf.int32), axis=1)
-        last = tf.maximum(lengths - 1, 0)
+        last = self.last_positions(history)
         h = tf.gather(states[-1], last, batch_dims=1)
         h = self.output_dropout(h, training=training)
         if self.projection is not None:

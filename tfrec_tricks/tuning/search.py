@@ -179,7 +179,8 @@ def run_search(
             and progress bars; 2 the display and one line per epoch.
             Defaults to 1 on a terminal, else 2.
         compile_options: dict or None. See
-            ``SequentialRetrievalHyperModel``. Defaults to None.
+            ``SequentialRetrievalHyperModel``. Defaults to None:
+            ``{"steps_per_execution": config.steps_per_execution}``.
         callbacks: list or None. More Keras callbacks for every trial.
         tuner_options: dict or None. More tuner arguments.
 
@@ -199,7 +200,12 @@ def run_search(
         fixed=fixed_values,
         hyperparameters=hyperparameters,
         seed=config.seed,
-        compile_options=compile_options,
+        compile_options=(
+            {"steps_per_execution": config.steps_per_execution}
+            if compile_options is None
+            else compile_options
+        ),
+        bucket_by_length=config.bucket_by_length,
     )
     search_dir = os.path.join(output_dir, config.run_name)
     os.makedirs(search_dir, exist_ok=True)

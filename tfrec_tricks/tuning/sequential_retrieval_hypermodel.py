@@ -9,6 +9,7 @@ keras_tuner = import_keras_tuner()
 
 import tensorflow as tf  # noqa: E402
 
+from tfrec_tricks.data.pipeline import batch_examples  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -166,7 +167,8 @@ sizes below N only (CPR) |
 
     ``fit`` batches the (unbatched) training dataset it is given with the
     trial's ``batch_size`` after shuffling it, and batches an unbatched
-    validation dataset with 512 examples per batch. ``search_data()``
+    validation dataset with 512 examples per batch (both by history length
+    unless ``bucket_by_length=False``). ``search_data()``
     returns both datasets. The objective (``objective``) is the validation
     NDCG@10, maximised: ``keras_tuner.Objective("val_ndcg@10", "max")``.
 
@@ -186,6 +188,9 @@ sizes below N only (CPR) |
             e.g. ``{"steps_per_execution": 8}``, or ``{"run_eagerly":
             True}`` for tiny data where tracing costs more than the steps.
             Defaults to None.
+        bucket_by_length: bool. Batch histories of similar length together
+            (``tfrec_tricks.data.pipeline.make_dataset``): faster epochs on
+            short-session data. Defaults to True.
         name: str or None. Passed on to ``keras_tuner.HyperModel``.
         tunable: bool. Passed on to ``keras_tuner.HyperModel``.
 
@@ -227,11 +232,13 @@ sizes below N only (CPR) |
         hyperparameters: Any = None,
         seed: int = 0,
         compile_options: dict | None = None,
+        bucket_by_length: bool = True,
         name: str | None = None,
         tunable: bool = True,
     ):
         super().__init__(name=name, tunable=tunable)
         self.data = data
+        self.bucket_by_length = bucket_by_length
         self.item_graph = item_graph
         self.fixed = dict(fixed or {})
         self.hyperparameters = hyperparameters
@@ -416,14 +423,16 @@ sizes below N only (CPR) |
         train = train.shuffle(
             buffer, seed=self.seed, reshuffle_each_iteration=True
         )
-        train = train.batch(self.batch_size(hp)).prefetch(tf.data.AUTOTUNE)
+        train = batch_examples(
+            train, self.batch_size(hp), self.bucket_by_length
+        )
         if kwargs.get("validation_data") is not None:
             validation = kwargs["validation_data"]
             if isinstance(validation, dict) or _is_unbatched(validation):
-                kwargs["validation_data"] = (
-                    self._unbatched(validation)
-                    .batch(EVAL_BATCH_SIZE)
-                    .prefetch(tf.data.AUTOTUNE)
+                kwargs["validation_data"] = batch_examples(
+                    self._unbatched(validation),
+                    EVAL_BATCH_SIZE,
+                    self.bucket_by_length,
                 )
         return model.fit(train, *args, **kwargs)
 
