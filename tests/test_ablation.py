@@ -1,18 +1,20 @@
 """The ablation command: rows, dropout selection on validation, report."""
 
+import dataclasses
 import json
 import subprocess
 import sys
 
 import pytest
 
+from tfrec_tricks import ablation
 from tfrec_tricks.ablation import ROWS, run_ablation
 from tfrec_tricks.training import TrainConfig
 
 pytestmark = pytest.mark.slow
 
 
-def test_dropout_is_selected_on_validation(tmp_path):
+def test_dropout_is_selected_on_validation(tmp_path, monkeypatch):
     base = TrainConfig(
         synthetic_users=80,
         synthetic_items=150,
@@ -33,6 +35,19 @@ def test_dropout_is_selected_on_validation(tmp_path):
         validation[dropout] = metrics["validation"]["ndcg@10"]
     assert row.dropout == max(validation, key=validation.get)
     assert row.validation["ndcg@10"] == max(validation.values())
+
+    # A rerun reuses the finished runs: nothing is trained again...
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(ablation, "train", no_training)
+    (again,) = run_ablation(base, ["Softmax"], dropouts=(0.0, 0.5))
+    assert again == row
+    # ...unless the configuration differs.
+    with pytest.raises(AssertionError, match="trained again"):
+        run_ablation(
+            dataclasses.replace(base, epochs=2), ["Softmax"], dropouts=(0.0,)
+        )
 
 
 def test_unknown_row_is_rejected():

@@ -65,6 +65,24 @@ class AblationRow:
     epochs_run: int
 
 
+def finished_metrics(config: TrainConfig) -> dict | None:
+    """The metrics of a finished run of exactly ``config``, else None.
+
+    A rerun of an interrupted ablation thus trains only what is missing
+    (an interrupted row itself resumes from its ``backup/``).
+    """
+    run_dir = os.path.join(config.output_dir, config.run_name)
+    paths = [os.path.join(run_dir, f) for f in ("config.json", "metrics.json")]
+    if not all(os.path.isfile(path) for path in paths):
+        return None
+    with open(paths[0]) as handle:
+        saved = json.load(handle).get("train")
+    if saved != json.loads(json.dumps(dataclasses.asdict(config))):
+        return None
+    with open(paths[1]) as handle:
+        return json.load(handle)
+
+
 def run_ablation(
     base: TrainConfig,
     rows: list[str] | tuple[str, ...] = PAPER_ROWS,
@@ -72,6 +90,9 @@ def run_ablation(
     verbose: int = 0,
 ) -> list[AblationRow]:
     """Trains every row with every dropout; keeps the best by validation.
+
+    Runs that already finished with the same configuration (same run
+    directory, same ``config.json``) are not trained again.
 
     Args:
         base: the shared data, budget and model settings; ``base.name``
@@ -102,10 +123,12 @@ def run_ablation(
                 name=f"{base.run_name}-{slug}-dropout{dropout}",
                 model={**base.model, **ROWS[row], "dropout": dropout},
             )
+            metrics = finished_metrics(config)
             if verbose:
-                print(f"== {row}, dropout {dropout}", flush=True)
-            result = train(config, verbose=verbose)
-            metrics = result.metrics
+                done = " (finished before: reused)" if metrics else ""
+                print(f"== {row}, dropout {dropout}{done}", flush=True)
+            if metrics is None:
+                metrics = train(config, verbose=verbose).metrics
             if best is None or (
                 metrics["validation"]["ndcg@10"] > best.validation["ndcg@10"]
             ):

@@ -25,9 +25,9 @@ def reference(
     x = np.asarray(x, np.float64)
     finite = np.isfinite(x)
     x = np.where(finite, x, 0.0)
-    if normalization == "log1p":
+    if normalization in ("log1p", "log1p_standardize"):
         x = np.sign(x) * np.log1p(np.abs(x))
-    elif normalization == "standardize":
+    if normalization in ("standardize", "log1p_standardize"):
         x = (x - mean) / np.sqrt(variance)
     logits = (x[..., None] * kernel.reshape(-1) + bias) / temperature
     logits -= logits.max(axis=-1, keepdims=True)
@@ -95,6 +95,7 @@ def test_run_layer_test(init_kwargs, data, shape, num_weights):
         {"missing": "zeros", "temperature": 0.3},
         {"normalization": "log1p"},
         {"normalization": "standardize", "mean": -1.0, "variance": 4.0},
+        {"normalization": "log1p_standardize", "mean": 2.0, "variance": 3.0},
     ],
 )
 def test_matches_numpy_reference(init_kwargs):
@@ -210,6 +211,28 @@ def test_adapt_sets_mean_and_variance():
     revived = SoftOneHotEncoding.from_config(config)
     revived.build(None)
     assert revived.adapted_variance.numpy() == pytest.approx(layer.variance)
+
+
+def test_log1p_standardize_adapts_to_the_log_values():
+    gaps = np.array([[np.nan, 300.0, 60.0], [86400.0, 5.0, 0.0]], "float32")
+    layer = SoftOneHotEncoding(P, D, normalization="log1p_standardize")
+    layer.adapt(gaps)
+    logs = np.log1p(gaps[np.isfinite(gaps)].astype(np.float64))
+    assert layer.mean == pytest.approx(logs.mean())
+    assert layer.variance == pytest.approx(logs.var())
+    layer.build(gaps.shape)
+    w = random_weights(layer)
+    expected = reference(
+        gaps,
+        w["kernel"],
+        w["bias"],
+        w["embeddings"],
+        w["missing_embedding"],
+        normalization="log1p_standardize",
+        mean=logs.mean(),
+        variance=logs.var(),
+    )
+    np.testing.assert_allclose(layer(gaps), expected, atol=1e-5)
 
 
 def test_adapt_after_build_updates_the_weights():

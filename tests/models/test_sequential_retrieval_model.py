@@ -156,7 +156,18 @@ def test_standardised_features_use_the_training_statistics(data):
     encoder = model.feature_encoders["rating"]
     assert encoder.normalization == "standardize"
     assert (encoder.mean, encoder.variance) == (3.5, 1.2)
-    assert model.feature_encoders["time_gap"].normalization == "log1p"
+    gap = model.feature_encoders["time_gap"]
+    assert gap.normalization == "log1p_standardize"
+    assert (gap.mean, gap.variance) == (None, None)  # not in the statistics
+    model = SequentialRetrievalModel.from_data(
+        make_config(data, features=("time_gap",)), data
+    )
+    real = data.train.history > 0
+    gaps = data.train.features["time_gap"][real]
+    logs = np.log1p(gaps[np.isfinite(gaps)])
+    gap = model.feature_encoders["time_gap"]
+    assert gap.mean == pytest.approx(logs.mean(), rel=1e-5)
+    assert gap.variance == pytest.approx(logs.var(), rel=1e-5)
 
 
 def test_missing_feature_key_is_an_error(data, batch):

@@ -3,10 +3,12 @@
 import doctest
 import math
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED
 
+from tfrec_tricks.data.pipeline import length_boundaries
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
@@ -161,10 +163,14 @@ class _CountBatches(tf.keras.callbacks.Callback):
         self.sizes.append(batch)
 
 
+@pytest.mark.parametrize("bucket", [False, True])
 @pytest.mark.parametrize("batched", [False, True])
-def test_fit_batches_with_the_trials_batch_size(data, batched):
+def test_fit_batches_with_the_trials_batch_size(data, batched, bucket):
     hypermodel = SequentialRetrievalHyperModel(
-        data, fixed={**FIXED, "batch_size": 64}, compile_options=COMPILE
+        data,
+        fixed={**FIXED, "batch_size": 64},
+        compile_options=COMPILE,
+        bucket_by_length=bucket,
     )
     hp = keras_tuner.HyperParameters()
     model = hypermodel.build(hp)
@@ -182,7 +188,14 @@ def test_fit_batches_with_the_trials_batch_size(data, batched):
         verbose=0,
         callbacks=[counter],
     )
-    assert len(counter.sizes) == math.ceil(200 / 64)
+    expected = math.ceil(200 / 64)
+    if bucket:  # one partial batch per band of history lengths
+        lengths = (data.train.history[:200] > 0).sum(axis=1)
+        bands = np.searchsorted(
+            length_boundaries(data.max_len), lengths, side="right"
+        )
+        expected = sum(math.ceil(n / 64) for n in np.bincount(bands) if n)
+    assert len(counter.sizes) == expected
     assert "val_ndcg@10" in history.history
 
 

@@ -36,12 +36,14 @@ def make_dataset(
     Each element is a dict with ``history`` [B, L] int32, ``target`` [B]
     int32, ``user`` [B] int32 and one [B, L] float32 entry per feature.
 
-    With ``bucket_by_length`` every batch holds histories of similar length
-    (``length_boundaries``). The model runs its encoder only up to the
-    longest history of a batch, so on short-session data (YOOCHOOSE: 4.9
-    items on average in a 50-slot window) most padding columns are never
-    computed. Shuffling happens before bucketing, so batches stay random
-    within a length band; each example still appears once per epoch.
+    With ``bucket_by_length`` every batch holds histories of one band of
+    lengths (``length_boundaries``). The model runs its encoder only up to
+    the longest history of a batch, so on short-session data (YOOCHOOSE:
+    4.9 items on average in a 50-slot window) most padding columns are
+    never computed. When shuffling, the examples are shuffled within each
+    band and the batches' order is shuffled, anew every epoch; each example
+    appears once per epoch. Without shuffling the batches come band by
+    band, examples in their original order within a band.
 
     Args:
         examples: a ``SequenceExamples`` split.
@@ -62,57 +64,79 @@ def make_dataset(
     ...                             np.arange(6, dtype=np.int32), {})
     >>> dataset = make_dataset(examples, batch_size=3,
     ...                        bucket_by_length=True)
-    >>> [batch["history"].numpy().sum(axis=1).tolist() for batch in dataset]
-    [[7, 7, 7], [28, 28, 28]]
+    >>> [batch["user"].numpy().tolist() for batch in dataset]
+    [[0, 2, 4], [1, 3, 5]]
     """
-    dataset = tf.data.Dataset.from_tensor_slices(examples.as_dict())
-    if shuffle:
-        dataset = dataset.shuffle(
-            len(examples), seed=seed, reshuffle_each_iteration=True
-        )
-    lengths = (np.asarray(examples.history) > 0).sum(axis=1)
-    return batch_examples(dataset, batch_size, bucket_by_length, lengths)
+    return batch_arrays(
+        examples.as_dict(), batch_size, shuffle, seed, bucket_by_length
+    )
 
 
-def batch_examples(
-    dataset: tf.data.Dataset,
+def batch_arrays(
+    arrays: dict[str, np.ndarray],
     batch_size: int,
+    shuffle: bool = False,
+    seed: int | None = None,
     bucket_by_length: bool = False,
-    lengths: np.ndarray | None = None,
 ) -> tf.data.Dataset:
-    """Batches an unbatched dataset of examples, with prefetching.
+    """``make_dataset`` over a dict of per-example arrays.
 
     Args:
-        dataset: elements are dicts with a ``history`` [L] entry.
+        arrays: ``{name: array [n, ...]}`` with a ``history`` [n, L] entry.
         batch_size: int.
-        bucket_by_length: bool. Batch histories of similar length together
-            (see ``make_dataset``). Defaults to False.
-        lengths: int array or None. The history lengths of the examples,
-            to count the bucketed batches without a pass over ``dataset``.
+        shuffle: bool. Reshuffle every epoch. Defaults to False.
+        seed: int or None. Shuffle seed.
+        bucket_by_length: bool. See ``make_dataset``. Defaults to False.
     """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive. Received: {batch_size}")
-    if bucket_by_length:
-        boundaries = length_boundaries(
-            int(dataset.element_spec["history"].shape[0])
-        )
-
-        def length_of(example):
-            return tf.math.count_nonzero(example["history"], dtype=tf.int32)
-
-        if lengths is None:
-            lengths = np.concatenate(
-                list(dataset.map(length_of).batch(65536).as_numpy_iterator())
-                or [np.zeros([0], np.int32)]
+    if not bucket_by_length:
+        dataset = tf.data.Dataset.from_tensor_slices(arrays)
+        if shuffle:
+            dataset = dataset.shuffle(
+                len(arrays["history"]), seed=seed, reshuffle_each_iteration=True
             )
-        # Each bucket ends with one partial batch. The count lets Keras
-        # run several steps per call (steps_per_execution needs it).
-        bucket = np.searchsorted(boundaries, lengths, side="right")
-        sizes = np.bincount(bucket, minlength=len(boundaries) + 1)
-        num_batches = int(np.sum(-(-sizes // batch_size)))
-        dataset = dataset.bucket_by_sequence_length(
-            length_of, boundaries, [batch_size] * (len(boundaries) + 1)
-        ).apply(tf.data.experimental.assert_cardinality(num_batches))
-    else:
-        dataset = dataset.batch(batch_size)
+        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+    history = np.asarray(arrays["history"])
+    band = np.searchsorted(
+        length_boundaries(history.shape[1]),
+        (history > 0).sum(axis=1),
+        side="right",
+    )
+    # Stable sorts keep the (shuffled) order within a band.
+    starts = np.flatnonzero(np.diff(np.sort(band), prepend=-1))
+    ends = np.append(starts[1:], len(band))
+    cuts = [range(a, b, batch_size) for a, b in zip(starts, ends)]
+    bounds = [
+        (a, min(a + batch_size, end)) for r, end in zip(cuts, ends) for a in r
+    ]
+    rng = np.random.default_rng(seed)
+
+    def index_batches():
+        # One epoch of batches. Computed here rather than with tf.data's
+        # group_by_window, which costs about 2 s per YOOCHOOSE epoch.
+        order = rng.permutation(len(band)) if shuffle else np.arange(len(band))
+        order = order[np.argsort(band[order], kind="stable")]
+        batches = [order[a:b] for a, b in bounds]
+        for i in (
+            rng.permutation(len(batches)) if shuffle else range(len(batches))
+        ):
+            yield batches[i]
+
+    columns = {name: tf.constant(value) for name, value in arrays.items()}
+    dataset = tf.data.Dataset.from_generator(
+        index_batches, output_signature=tf.TensorSpec([None], tf.int64)
+    )
+    dataset = dataset.map(
+        lambda rows: {
+            name: tf.gather(value, rows) for name, value in columns.items()
+        },
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    # Keras needs the batch count to run several steps per call.
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(len(bounds))
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)

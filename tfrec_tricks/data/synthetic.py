@@ -57,6 +57,7 @@ def generate(
     non_repeater_share: float = 0.5,
     long_gap_probability: float = 0.15,
     graph_radius: int = 3,
+    copy_window: int = 10,
     seed: int = 0,
 ) -> SyntheticData:
     """Generates the synthetic dataset; the same arguments give the same data.
@@ -70,6 +71,10 @@ def generate(
         non_repeater_share: float. Share of users who never repeat.
         long_gap_probability: float. Chance that an interaction starts a
             new visit (long gap before it).
+        copy_window: int. A copy draws uniformly from this many latest
+            history items. A small window makes a copy's target predictable,
+            so knowing *whether* the user copies (the time gap) changes the
+            ranking, not only the probabilities. Defaults to 10.
         graph_radius: int. Ring neighbours on each side linked in the item
             graph.
         seed: int. Random seed.
@@ -92,6 +97,7 @@ def generate(
         num_items=num_items,
         num_clusters=num_clusters,
         mean_length=mean_length,
+        copy_window=copy_window,
     )
     if num_items < 2 * num_clusters:
         raise ValueError(
@@ -141,7 +147,7 @@ def generate(
             times.append(clock)
             copy = propensity[u] * (0.1 if long_gap else 1.0)
             if len(history) > 1 and rng.random() < copy:
-                item = int(rng.choice(history[-10:]))
+                item = int(rng.choice(history[-copy_window:]))
             else:
                 item = _new_item(
                     rng, item, favourites, members, item_cluster, position, seen

@@ -8,7 +8,9 @@ import tensorflow as tf
 from tfrec_tricks.layers.common import is_integer, softmax_dtype
 from tfrec_tricks.serialization import register
 
-_NORMALIZATIONS = (None, "log1p", "standardize")
+_NORMALIZATIONS = (None, "log1p", "standardize", "log1p_standardize")
+_LOG1P = ("log1p", "log1p_standardize")
+_STANDARDIZE = ("standardize", "log1p_standardize")
 _MISSING = ("learned", "zeros")
 # Floor on the standard deviation, as in keras' Normalization layer.
 _EPSILON = 1e-7
@@ -41,9 +43,15 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
     ``"log1p"`` maps ``x`` to ``sign(x) * log1p(|x|)`` (heavy-tailed
     features such as time gaps); ``"standardize"`` maps ``x`` to
     ``(x - mean) / sqrt(variance)``, with ``mean`` and ``variance`` given
-    as arguments or computed from data with ``adapt``. They are stored both
-    in non-trainable weights (so a SavedModel and ``set_weights`` carry
-    them) and in the config (so ``from_config`` alone reproduces them).
+    as arguments or computed from data with ``adapt``;
+    ``"log1p_standardize"`` does both, in that order (``mean`` and
+    ``variance`` are those of the log1p values). Without standardising, a
+    positive feature far from 0 (a gap of 300 s is 5.7 after log1p, a day
+    11.4) sends every value to the bucket with the largest ``W`` entry: the
+    encoding then hardly tells values apart and learns slowly. The
+    statistics are stored both in non-trainable weights (so a SavedModel
+    and ``set_weights`` carry them) and in the config (so ``from_config``
+    alone reproduces them).
 
     Masks are passed through unchanged (e.g. the padding mask of a
     sequence feature). Under ``mixed_float16`` the inputs are not cast to
@@ -53,14 +61,16 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
     Args:
         num_embeddings: int. Number of buckets ``P``: rows of ``E``.
         output_dim: int. Size ``D`` of the output vector.
-        normalization: str or None. ``None``, ``"log1p"`` or
-            ``"standardize"``. Defaults to ``None``.
+        normalization: str or None. ``None``, ``"log1p"``,
+            ``"standardize"`` or ``"log1p_standardize"``. Defaults to
+            ``None``.
         missing: str. Output for NaN or infinite inputs: ``"learned"`` (a
             trainable vector) or ``"zeros"``. Defaults to ``"learned"``.
         temperature: float. Divides the bucket logits before the softmax;
             lower values give a harder, more one-hot assignment. Defaults
             to ``1.0``.
-        mean: float or None. Mean used by ``"standardize"``. Give both
+        mean: float or None. Mean used by ``"standardize"`` (of the log1p
+            values with ``"log1p_standardize"``). Give both
             ``mean`` and ``variance``, or neither and call ``adapt``.
             Defaults to ``None``.
         variance: float or None. Variance used by ``"standardize"``.
@@ -168,10 +178,10 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
                 "Give both `mean` and `variance`, or neither. "
                 f"Received: mean={mean}, variance={variance}"
             )
-        if mean is not None and normalization != "standardize":
+        if mean is not None and normalization not in _STANDARDIZE:
             raise ValueError(
                 "`mean` and `variance` are only used with "
-                "normalization='standardize'. "
+                "normalization='standardize' or 'log1p_standardize'. "
                 f"Received: normalization={normalization}"
             )
         if variance is not None and not variance >= 0:
@@ -228,7 +238,7 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
             )
         self.adapted_mean = None
         self.adapted_variance = None
-        if self.normalization == "standardize":
+        if self.normalization in _STANDARDIZE:
             mean = 0.0 if self.mean is None else self.mean
             variance = 1.0 if self.variance is None else self.variance
             self.adapted_mean = self.add_weight(
@@ -254,9 +264,10 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
             data: array-like, tensor, or ``tf.data.Dataset`` of feature
                 values (any shape). Statistics are over all finite values.
         """
-        if self.normalization != "standardize":
+        if self.normalization not in _STANDARDIZE:
             raise ValueError(
-                "`adapt` needs normalization='standardize'. "
+                "`adapt` needs normalization='standardize' or "
+                "'log1p_standardize'. "
                 f"Received: normalization={self.normalization}"
             )
         batches = data if isinstance(data, tf.data.Dataset) else [data]
@@ -264,6 +275,8 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
         for batch in batches:
             values = np.asarray(batch, dtype=np.float64).ravel()
             values = values[np.isfinite(values)]
+            if self.normalization in _LOG1P:
+                values = np.sign(values) * np.log1p(np.abs(values))
             if values.size:
                 # Shift by the first value seen: a one-pass variance of
                 # large, close values would otherwise cancel catastrophically.
@@ -294,9 +307,9 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
         # Replace missing values before any arithmetic: a NaN that only
         # gets masked at the end still poisons the gradients.
         x = tf.where(finite, x, tf.zeros_like(x))
-        if self.normalization == "log1p":
+        if self.normalization in _LOG1P:
             x = tf.sign(x) * tf.math.log1p(tf.abs(x))
-        elif self.normalization == "standardize":
+        if self.normalization in _STANDARDIZE:
             mean = tf.cast(self.adapted_mean, dtype)
             variance = tf.cast(self.adapted_variance, dtype)
             x = (x - mean) / tf.maximum(tf.sqrt(variance), _EPSILON)

@@ -7,8 +7,8 @@ ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
-# The per-position feature read with a log1p normalisation; every other
-# feature is standardised with statistics of the training data.
+# The per-position features standardised after a log1p (heavy-tailed);
+# every feature is standardised with statistics of the training data.
 LOG1P_FEATURES = ("time_gap",)
 
 

@@ -31,7 +31,7 @@ class SequentialRetrievalModel(tfrs.Model):
     2. Item embedding: ``TiedItemEmbedding`` (tied input/output table with
        an output bias, or untied). Each per-position feature of
        ``features`` is soft one-hot encoded (``SoftOneHotEncoding``,
-       log1p for ``time_gap``, standardised otherwise, a learned vector
+       standardised, after a log1p for ``time_gap``, a learned vector
        for NaN) and added to the item embedding; padding positions get
        none of it.
     3. Causal encoder: ``GRU4RecEncoder`` or ``SASRecEncoder``, run over
@@ -71,7 +71,8 @@ class SequentialRetrievalModel(tfrs.Model):
             objective). Kept in a non-trainable weight. None: uniform,
             i.e. no correction until weights are loaded. Defaults to None.
         feature_statistics: dict or None. ``{name: (mean, variance)}`` of
-            the standardised features (all but ``time_gap``); missing
+            the standardised features (of the log1p values for
+            ``time_gap``); missing
             names use (0, 1). Kept in the encoders' weights. Defaults to
             None.
         item_graph_num_edges: int or None. CSR size of the item graph,
@@ -176,12 +177,12 @@ class SequentialRetrievalModel(tfrs.Model):
             )
         self.feature_encoders = {}
         for name in config.features:
-            options = {"normalization": "log1p"}
-            if name not in LOG1P_FEATURES:
-                options = {"normalization": "standardize"}
-                if name in statistics:
-                    mean, variance = statistics[name]
-                    options.update(mean=float(mean), variance=float(variance))
+            options = {"normalization": "standardize"}
+            if name in LOG1P_FEATURES:
+                options = {"normalization": "log1p_standardize"}
+            if name in statistics:
+                mean, variance = statistics[name]
+                options.update(mean=float(mean), variance=float(variance))
             self.feature_encoders[name] = SoftOneHotEncoding(
                 config.soft_one_hot_buckets,
                 d,
@@ -492,8 +493,6 @@ class SequentialRetrievalModel(tfrs.Model):
         statistics = {}
         real = np.asarray(train.history) > 0
         for name in config.features:
-            if name in LOG1P_FEATURES:
-                continue
             if name not in train.features:
                 raise ValueError(
                     f"config.features names {name!r} but the data has no "
@@ -501,6 +500,8 @@ class SequentialRetrievalModel(tfrs.Model):
                 )
             values = np.asarray(train.features[name], np.float64)[real]
             values = values[np.isfinite(values)]
+            if name in LOG1P_FEATURES:
+                values = np.sign(values) * np.log1p(np.abs(values))
             if values.size:
                 statistics[name] = (float(values.mean()), float(values.var()))
         graph = None

@@ -8,8 +8,9 @@ from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
 keras_tuner = import_keras_tuner()
 
 import tensorflow as tf  # noqa: E402
+import numpy as np  # noqa: E402
 
-from tfrec_tricks.data.pipeline import batch_examples  # noqa: E402
+from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -417,22 +418,20 @@ sizes below N only (CPR) |
                 f"argument and no x; keyword arguments {sorted(kwargs)}"
             )
         kwargs.pop(BATCH_SIZE, None)
-        train = self._unbatched(x)
-        size = int(train.cardinality())
-        buffer = size if size > 0 else len(self.data.train)
-        train = train.shuffle(
-            buffer, seed=self.seed, reshuffle_each_iteration=True
-        )
-        train = batch_examples(
-            train, self.batch_size(hp), self.bucket_by_length
+        train = batch_arrays(
+            self._arrays(x),
+            self.batch_size(hp),
+            shuffle=True,
+            seed=self.seed,
+            bucket_by_length=self.bucket_by_length,
         )
         if kwargs.get("validation_data") is not None:
             validation = kwargs["validation_data"]
             if isinstance(validation, dict) or _is_unbatched(validation):
-                kwargs["validation_data"] = batch_examples(
-                    self._unbatched(validation),
+                kwargs["validation_data"] = batch_arrays(
+                    self._arrays(validation),
                     EVAL_BATCH_SIZE,
-                    self.bucket_by_length,
+                    bucket_by_length=self.bucket_by_length,
                 )
         return model.fit(train, *args, **kwargs)
 
@@ -450,15 +449,24 @@ sizes below N only (CPR) |
         }
 
     @staticmethod
-    def _unbatched(x: Any) -> tf.data.Dataset:
+    def _arrays(x: Any) -> dict:
+        """The examples of a dict of arrays or a dataset, as arrays."""
         if isinstance(x, dict):
-            return tf.data.Dataset.from_tensor_slices(x)
+            return {name: np.asarray(value) for name, value in x.items()}
         if not isinstance(x, tf.data.Dataset):
             raise ValueError(
                 "Expected a tf.data.Dataset of example dicts or a dict of "
                 f"arrays. Received: {type(x).__name__}"
             )
-        return x if _is_unbatched(x) else x.unbatch()
+        if not _is_unbatched(x):
+            x = x.unbatch()
+        batches = list(x.batch(65536).as_numpy_iterator())
+        if not batches:
+            raise ValueError("The dataset given to fit has no examples.")
+        return {
+            name: np.concatenate([batch[name] for batch in batches])
+            for name in batches[0]
+        }
 
 
 def _is_unbatched(dataset: Any) -> bool:
