@@ -66,9 +66,10 @@ class ServingModule(tf.Module):
       only the last ``max_len`` items are kept (right padding, as the
       model was trained).
     - An empty history (nothing left after dropping) reads the encoder's
-      state after one padding step, as the model does for a history of
-      length 0 alone in its batch: every empty request gets the same
-      ranking, the model's learned "cold start" ranking.
+      state after one padding step, as the model does for an empty history
+      in any batch (``SequentialRetrievalModel.last_positions``): every
+      empty request gets the same ranking, the model's learned "cold
+      start" ranking.
     - SSE and dropout are training-only, so the served model is
       deterministic: the same request gives the same answer.
 
