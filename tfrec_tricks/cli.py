@@ -15,6 +15,7 @@ use_legacy_keras()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import shlex  # noqa: E402
 import sys  # noqa: E402
 
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES  # noqa: E402
@@ -773,7 +774,7 @@ def _run_ablation(args: argparse.Namespace) -> int:
         rows,
         report_dir,
         f"{base.data}, {encoder}: ablation",
-        "tfrec-tricks " + " ".join(sys.argv[1:]),
+        shlex.join(["tfrec-tricks", *sys.argv[1:]]),
     )
     print(format_table(rows))
     print(f"\nTable: {paths['md']}\nChart: {paths['png']}")
