@@ -11,6 +11,17 @@ from tfrec_tricks.serialization import register
 _NORMALIZATIONS = (None, "log1p", "standardize", "log1p_standardize")
 _LOG1P = ("log1p", "log1p_standardize")
 _STANDARDIZE = ("standardize", "log1p_standardize")
+
+
+def signed_log1p(values: np.ndarray) -> np.ndarray:
+    """``sign(x) * log1p(|x|)``: the ``"log1p"`` normalisation, in NumPy.
+
+    For statistics computed outside the layer (e.g. a model's
+    ``from_data``), so that they match what ``call`` standardises.
+    """
+    return np.sign(values) * np.log1p(np.abs(values))
+
+
 _MISSING = ("learned", "zeros")
 # Floor on the standard deviation, as in keras' Normalization layer.
 _EPSILON = 1e-7
@@ -276,7 +287,7 @@ class SoftOneHotEncoding(tf.keras.layers.Layer):
             values = np.asarray(batch, dtype=np.float64).ravel()
             values = values[np.isfinite(values)]
             if self.normalization in _LOG1P:
-                values = np.sign(values) * np.log1p(np.abs(values))
+                values = signed_log1p(values)
             if values.size:
                 # Shift by the first value seen: a one-pass variance of
                 # large, close values would otherwise cancel catastrophically.

@@ -14,6 +14,7 @@ from tfrec_tricks.layers import (
     TiedItemEmbedding,
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT
+from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
 from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
 from tfrec_tricks.models.config import LOG1P_FEATURES, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
@@ -501,7 +502,7 @@ class SequentialRetrievalModel(tfrs.Model):
             values = np.asarray(train.features[name], np.float64)[real]
             values = values[np.isfinite(values)]
             if name in LOG1P_FEATURES:
-                values = np.sign(values) * np.log1p(np.abs(values))
+                values = signed_log1p(values)
             if values.size:
                 statistics[name] = (float(values.mean()), float(values.var()))
         graph = None
