@@ -262,6 +262,12 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="SASRec attention dropout. Default: 0.2",
     )
     model.add_argument(
+        "--head-dropout",
+        type=_dropout,
+        help="dropout on the query projections of the cpr and mos "
+        "heads. Default: 0",
+    )
+    model.add_argument(
         "--untied",
         dest="tie_embeddings",
         action="store_const",
@@ -618,6 +624,7 @@ MODEL_OPTIONS = (
     "num_heads",
     "dropout",
     "attention_dropout",
+    "head_dropout",
     "tie_embeddings",
     "output_bias",
     "sse_item_probability",

@@ -199,6 +199,24 @@ def test_cpr_logits_equal_softmax_cpr_on_the_same_hidden_states(data, batch):
     )
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [{"head": "cpr", "cpr_reranker_ks": (5,)}, {"head": "mos"}],
+    ids=["cpr", "mos"],
+)
+def test_head_dropout_reaches_the_head_and_acts_in_training_only(
+    data, batch, overrides
+):
+    model = make_model(data, dropout=0.0, head_dropout=0.5, **overrides)
+    assert model.head.dropout == 0.5
+    np.testing.assert_array_equal(model(batch), model(batch))
+    tf.random.set_seed(0)
+    first = model(batch, training=True).numpy()
+    second = model(batch, training=True).numpy()
+    assert not np.allclose(first, second)
+    assert make_model(data, dropout=0.0, **overrides).head.dropout == 0.0
+
+
 def test_softmax_no_dup_removes_history_items_at_inference_only(data, batch):
     model = make_model(data, head="softmax_no_dup", dropout=0.0)
     logits = model(batch).numpy()

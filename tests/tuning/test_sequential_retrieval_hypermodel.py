@@ -24,6 +24,7 @@ TECHNIQUES = {
     "cpr_pointer",
     "cpr_reranker_ks",
     "cpr_mi",
+    "head_dropout",
     "tie_embeddings",
     "sse_item_probability",
     "sse_label_probability",
@@ -75,6 +76,9 @@ def test_cpr_settings_are_conditional_on_the_head(data):
     config = hypermodel.model_config(hp)
     assert config.head == "cpr" and config.cpr_mi
     assert config.cpr_reranker_ks == (20,)
+    assert "head_dropout" not in _space(hypermodel, head="softmax")
+    hp = _space(hypermodel, head="mos", head_dropout=0.3)
+    assert hypermodel.model_config(hp).head_dropout == 0.3
 
 
 def test_reranker_choices_stay_below_the_catalogue(data):

@@ -41,6 +41,10 @@ class ModelConfig:
         dropout: float. Dropout on item embeddings and encoder outputs
             (SASRec: also inside the blocks, "hidden dropout").
         attention_dropout: float. SASRec dropout on attention weights.
+        head_dropout: float. Dropout on the query projections of the
+            ``"cpr"`` and ``"mos"`` heads (``SoftmaxCPR`` /
+            ``MixtureOfSoftmax`` ``dropout``); the plain softmax head has
+            no projection to drop.
         tie_embeddings: bool. One item table for inputs and outputs
             (``TiedItemEmbedding(tie=True)``); False adds a separate
             ``[N, d]`` output table.
@@ -91,6 +95,7 @@ class ModelConfig:
     num_heads: int = 2
     dropout: float = 0.2
     attention_dropout: float = 0.2
+    head_dropout: float = 0.0
     tie_embeddings: bool = True
     output_bias: bool = True
     sse_item_probability: float = 0.0
@@ -133,6 +138,7 @@ class ModelConfig:
             "learning_rate": self.learning_rate > 0,
             "dropout": 0.0 <= self.dropout < 1.0,
             "attention_dropout": 0.0 <= self.attention_dropout < 1.0,
+            "head_dropout": 0.0 <= self.head_dropout < 1.0,
             "hidden_dim": self.hidden_dim is None or self.hidden_dim > 0,
             "metric_ks": all(k > 0 for k in self.metric_ks),
             "sse_item_probability": 0.0 <= self.sse_item_probability < 1.0,

@@ -218,12 +218,16 @@ class SequentialRetrievalModel(tfrs.Model):
                 use_mi=config.cpr_mi,
                 mi_layers=min(2, config.num_layers),
                 merge=config.cpr_merge,
+                dropout=config.head_dropout,
                 output_dim=d,
                 name="cpr_head",
             )
         elif config.head == "mos":
             self.head = MixtureOfSoftmax(
-                config.mos_components, output_dim=d, name="mos_head"
+                config.mos_components,
+                dropout=config.head_dropout,
+                output_dim=d,
+                name="mos_head",
             )
         elif hidden != d:
             self.projection = tf.keras.layers.Dense(d, name="projection")

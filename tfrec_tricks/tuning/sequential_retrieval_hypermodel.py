@@ -100,6 +100,12 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
         ),
         ("cpr_mi", "Boolean", {"default": False}, cpr),
         (
+            "head_dropout",
+            "Float",
+            {"min_value": 0.0, "max_value": 0.5, "step": 0.1, "default": 0.0},
+            ("head", ["cpr", "mos"]),
+        ),
+        (
             "mos_components",
             "Choice",
             {"values": [2, 4, 8], "default": 4},
