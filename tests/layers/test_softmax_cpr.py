@@ -696,9 +696,14 @@ def test_bad_call_arguments():
         SoftmaxCPR(reranker_ks=())(_inputs(data), data["table"][:, :3])
 
 
-@pytest.mark.parametrize("n, k", [(500, 3), (499, 7), (1000, 20), (64, 4)])
-def test_top_k_ids_is_exact_with_ties(n, k):
-    from tfrec_tricks.layers.softmax_cpr import top_k_ids
+@pytest.mark.parametrize(
+    "n, k, two_stage",
+    [(700, 3, True), (999, 4, True), (4000, 20, True), (499, 7, False)],
+)
+def test_top_k_ids_is_exact_with_ties(n, k, two_stage):
+    from tfrec_tricks.layers.softmax_cpr import TWO_STAGE_MIN_RATIO, top_k_ids
+
+    assert (n >= TWO_STAGE_MIN_RATIO * k) == two_stage
 
     rng = np.random.default_rng(n)
     values = np.round(rng.normal(size=(6, n)) * 2).astype("float32")

@@ -493,16 +493,23 @@ class ServingModule(tf.Module):
         if k:
             count += k + self.max_len
         count = min(count, self.num_items - 1)
-        pieces = [(ids, self._base_logits(parts["f_base"], ids))]
+        # `rank`: place in the index's f_V ranking (history items not
+        # retrieved come after every retrieved one).
+        history_rank = tf.fill(tf.shape(ids), count + self.max_len)
+        pieces = [(ids, self._base_logits(parts["f_base"], ids), history_rank)]
         if count > 0:
             # First, so that an item both retrieved and in the history
-            # keeps the index's logit (see `_retrieve`).
-            pieces.insert(0, self._retrieve(parts["f_base"], count))
+            # keeps the index's logit and rank (see `_retrieve`).
+            top, top_logits = self._retrieve(parts["f_base"], count)
+            rank = tf.broadcast_to(tf.range(count), tf.shape(top))
+            pieces.insert(0, (top, top_logits, rank))
         candidates = tf.concat([p[0] for p in pieces], axis=1)
-        running = tf.concat([p[1] for p in pieces], axis=1)
         order = tf.argsort(candidates, axis=1, stable=True)
         candidates = tf.gather(candidates, order, batch_dims=1)
-        running = tf.gather(running, order, batch_dims=1)
+        running, rank = (
+            tf.gather(tf.concat([p[i] for p in pieces], 1), order, batch_dims=1)
+            for i in (1, 2)
+        )
         repeated = tf.pad(
             tf.equal(candidates[:, 1:], candidates[:, :-1]), [[0, 0], [1, 0]]
         )
@@ -512,16 +519,21 @@ class ServingModule(tf.Module):
         candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
         running = tf.where(usable, running, float("-inf"))
         projections = dict(zip(head.reranker_ks, head.reranker_projections))
-        for size in self.reranker_ks:
-            _, position = tf.math.top_k(running, k=size)
-            selected = (
-                tf.scatter_nd(
-                    _batch_indices(position),
-                    tf.ones(tf.shape(position), tf.int32),
-                    tf.shape(running),
+        for stage, size in enumerate(self.reranker_ks):
+            if stage == 0:
+                # The largest k selects the f_V top-k: the index's first k
+                # (same logits, ties to the lower id), no top_k needed.
+                selected = usable & (rank < size)
+            else:
+                _, position = tf.math.top_k(running, k=size)
+                selected = (
+                    tf.scatter_nd(
+                        _batch_indices(position),
+                        tf.ones(tf.shape(position), tf.int32),
+                        tf.shape(running),
+                    )
+                    > 0
                 )
-                > 0
-            )
             f_rerank = self._project(projections[size], parts["query"])
             scores = tf.einsum("bd,bcd->bc", f_rerank, vectors)
             if head.merge == "replace":
