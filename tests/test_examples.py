@@ -33,5 +33,6 @@ def test_movielens_tfds_offline():
 
 def test_yoochoose_repeats(shared_data):
     out = run_example("yoochoose_repeats.py", "--data-path", str(shared_data))
-    assert "repeat an item of their session" in out
+    assert "of the test targets repeat a session item" in out
+    assert "Softmax + CPR:100 + Mi    new: ndcg@10" in out
     assert "relative NDCG@10 change" in out
