@@ -192,11 +192,18 @@ def test_bad_arguments_name_the_received_value(kwargs, message):
         ServingModule(model, **kwargs)
 
 
-def test_history_items_just_below_the_reranked_items_are_covered():
+@pytest.mark.parametrize(
+    "history_ranks",
+    [range(3, 9), range(0, 6), range(1, 12, 2)],
+    ids=["below_reranked", "in_reranked", "interleaved"],
+)
+def test_history_items_near_the_reranked_items_are_covered(history_ranks):
     # f_V ignores the history (zero kernels), so its ranking is fixed;
-    # reranked and history items are pushed down. The history holds the
-    # f_V ranks right after the reranked ones, so the top-K are f_V ranks
-    # k + max_len + 1 .. k + max_len + K: beyond top-(k + K) of the index.
+    # reranked and history items are pushed down. With the history at the
+    # f_V ranks right after the reranked ones, the top-K are f_V ranks
+    # k + max_len + 1 .. k + max_len + K: beyond the index's top-(k + K)
+    # unless the history is masked in the index. History items inside the
+    # f_V top-k shrink the reranked set.
     model = make_model(head="cpr", cpr_reranker_ks=(3,), cpr_pointer=False)
     module = ServingModule(model, ITEMS, k=10)
     head = model.head
@@ -213,12 +220,30 @@ def test_history_items_just_below_the_reranked_items_are_covered():
     table = model.item_embedding.embeddings.numpy()
     ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
     ranking = ranking[ranking != 0]
-    history = np.asarray(ITEMS)[ranking[3:9]][None, :]
+    history = np.asarray(ITEMS)[ranking[list(history_ranks)]][None, :]
     served = module.recommend(tf.constant(history))
     expected_ids, _, _, _ = reference_top_k(model, ITEMS, history, {}, k=10)
     np.testing.assert_array_equal(
         served["item_ids"].numpy().astype(str), expected_ids
     )
+    if history_ranks == range(3, 9):
+        np.testing.assert_array_equal(
+            expected_ids[0], np.asarray(ITEMS)[ranking[9:19]]
+        )
+
+
+def test_top_k_positions_breaks_ties_to_the_lower_item_id():
+    from tfrec_tricks.export.serving_module import top_k_positions
+
+    rng = np.random.default_rng(0)
+    row = np.round(rng.normal(size=(5, 40))).astype("float32")  # many ties
+    row[:, 3] = -0.0  # equal to 0.0, as in top_k
+    row[:, 7] = float("-inf")
+    expected = tf.math.top_k(row, k=12).indices.numpy()
+    # The same items in another order per row, addressed by id.
+    order = np.argsort(rng.random(row.shape), axis=1)
+    shuffled = np.take_along_axis(row, order, axis=1)
+    position = top_k_positions(tf.constant(shuffled), tf.constant(order), 12)
     np.testing.assert_array_equal(
-        expected_ids[0], np.asarray(ITEMS)[ranking[9:19]]
+        np.take_along_axis(order, position.numpy(), axis=1), expected
     )

@@ -79,11 +79,12 @@ class ServingModule(tf.Module):
       index: ``f_V E^T + b`` over the model's own table variable with an
       exact top-k, the computation of TFRS ``BruteForce`` without a copy
       of the table), then per head: ``softmax``: its top-K;
-      ``softmax_no_dup``: top-(K + max_len), history dropped; ``cpr``: the
-      ``f_V`` top-(sum(reranker_ks) + max_len + K) united with the history,
-      re-scored with the partitions (rerankers, context, pointer). The
-      re-scored top-K equals the full-catalogue CPR top-K (see
-      ``cpr_candidates``).
+      ``softmax_no_dup``: the top-K with the history's ids masked in the
+      index; ``cpr``: the ``f_V`` top-(sum(reranker_ks) + K) outside the
+      history, united with the history, re-scored with the partitions
+      (rerankers, context, pointer). The re-scored top-K equals the
+      full-catalogue CPR top-K (see ``cpr_candidates``; items with exactly
+      equal logits may come in another order).
     - ``"full"``: the model's logits over the whole catalogue, then top-K.
     - ``"auto"``: ``"index"`` when the head supports it (all but
       ``"mos"``), else ``"full"``.
@@ -230,7 +231,8 @@ class ServingModule(tf.Module):
             scores, top = tf.math.top_k(logits, k=self.k)
         else:
             candidates, logits = self._index_candidates(ids, states, self.k)
-            scores, position = tf.math.top_k(logits, k=self.k)
+            position = top_k_positions(logits, candidates, self.k)
+            scores = tf.gather(logits, position, batch_dims=1)
             top = tf.gather(candidates, position, batch_dims=1)
         return {
             "item_ids": tf.gather(self.raw_item_ids, top),
@@ -376,10 +378,14 @@ class ServingModule(tf.Module):
             logits += tf.gather(bias, ids)
         return logits
 
-    def _retrieve(self, query: tf.Tensor, count: int) -> tuple:
+    def _retrieve(
+        self, query: tf.Tensor, count: int, exclude: tf.Tensor | None = None
+    ) -> tuple:
         """The index: exact top-``count`` of ``query E^T + b``.
 
-        Padding excluded; ties go to the lower id. The logits come from
+        Padding and the ids of ``exclude`` (int ``[B, M]``, per row)
+        excluded: they get -inf, and come last if fewer than ``count``
+        items are left. Ties go to the lower id. The logits come from
         the same ``[B, N]`` product as the full-catalogue computation's,
         so they are bitwise equal to it and near-ties at the edge of a
         reranker's top-k break the same way.
@@ -394,6 +400,12 @@ class ServingModule(tf.Module):
         logits = tf.where(
             tf.equal(tf.range(self.num_items), 0), float("-inf"), logits
         )
+        if exclude is not None:
+            logits = tf.tensor_scatter_nd_update(
+                logits,
+                _batch_indices(exclude),
+                tf.fill(tf.shape(exclude), float("-inf")),
+            )
         top = top_k_ids(logits, count)
         return top, tf.gather(logits, top, batch_dims=1)
 
@@ -406,14 +418,8 @@ class ServingModule(tf.Module):
         if self.head_kind == "cpr":
             return self.cpr_candidates(ids, states, k)
         query = self._softmax_query(ids, states)
-        count = k
-        if self.head_kind == "softmax_no_dup":
-            # The history is removed afterwards: max_len more cover it.
-            count = k + self.max_len
-        top, logits = self._retrieve(query, min(count, self.num_items - 1))
-        if self.head_kind == "softmax_no_dup":
-            logits = tf.where(_in_rows(top, ids), float("-inf"), logits)
-        return top, logits
+        exclude = ids if self.head_kind == "softmax_no_dup" else None
+        return self._retrieve(query, min(k, self.num_items - 1), exclude)
 
     # ----------------------------------------------------------------- CPR
 
@@ -433,21 +439,6 @@ class ServingModule(tf.Module):
     def _project(layer: Any, query: tf.Tensor) -> tf.Tensor:
         return tf.cast(layer(query), tf.float32)
 
-    def _cpr_history_values(self, ids: tf.Tensor, parts: dict) -> tf.Tensor:
-        """Logit ``[B, L]`` of the history item at each position (C, P)."""
-        table, bias = self._table()
-        return self.model.head.history_logits(
-            parts["query"],
-            parts["f_base"],
-            parts["hidden"],
-            ids,
-            ids > 0,
-            tf.equal(ids[:, :, None], ids[:, None, :]),
-            table,
-            bias,
-            training=False,
-        )
-
     def cpr_candidates(
         self,
         ids: tf.Tensor,
@@ -458,20 +449,21 @@ class ServingModule(tf.Module):
         """Softmax-CPR re-scoring of the index's candidates.
 
         An item outside the history and outside every reranker set keeps
-        its ``f_V`` logit (both merge modes). The reranker cascade
-        (largest ``k`` first) selects, at stage ``j``, items among the
-        ``f_V`` top-(``k_1 + ... + k_j``): the items a stage selects that
-        no earlier stage did are the best ``f_V`` items left. The rest of
-        the full-catalogue top-``K`` are the best ``f_V`` items outside
-        the selected sets (at most ``sum(reranker_ks)`` items) and the
-        history (at most ``max_len`` distinct items, which may sit just
-        below the selected ones in the ``f_V`` ranking). So the union
-        ``U`` of the ``f_V`` top-(``sum(reranker_ks) + max_len + K``) and
-        the history holds every re-scored item and the full-catalogue
-        top-``K``; the cascade run over ``U`` (sorted by item id, so ties
-        break to the lower id, on the index's own logits) selects the
-        same sets. Neither ``max(reranker_ks) + K`` (a cascade) nor
-        ``sum(reranker_ks) + K`` (history items in the region) suffices.
+        its ``f_V`` logit (both merge modes). The index retrieves the
+        ``f_V`` top-(``sum(reranker_ks) + K``) among the items *outside*
+        the history (the history's ids are masked first), and the history
+        joins them: ``U``, with no item twice. ``U`` holds every re-scored
+        item and the full-catalogue top-``K``: the reranker cascade
+        (largest ``k`` first) selects at stage ``j`` the best items left by
+        the running logits, so the non-history items it selects are the
+        best ``sum(reranker_ks)`` non-history ``f_V`` items at most, and
+        the rest of the top-``K`` are the next ``K`` of them. (Retrieving
+        over the whole catalogue would need ``max_len`` more, for history
+        items sitting just below the reranked ones.)
+
+        Each cascade stage runs ``top_k`` over ``U`` only, with ties
+        broken to the lower item id (``top_k_positions``), as the layer's
+        ``top_k`` over the whole catalogue breaks them.
 
         Args:
             ids: int32 ``[B, L]`` prepared history.
@@ -481,76 +473,86 @@ class ServingModule(tf.Module):
             parts: dict or None. ``_cpr_parts(ids, states)`` if computed.
 
         Returns:
-            ``(candidates, logits)``: int32 ``[B, C]`` ids sorted by id
-            (0 for padding and duplicates) and float32 ``[B, C]`` exact
-            CPR logits (-inf at padding and duplicates).
+            ``(candidates, logits)``: int32 ``[B, C]`` ids, the retrieved
+            ones (best ``f_V`` first) then the history (0 for padding and
+            repeated history items), and float32 ``[B, C]`` exact CPR
+            logits (-inf at those 0 ids).
         """
         head = self.model.head
         table, bias = self._table()
         if parts is None:
             parts = self._cpr_parts(ids, states)
-        count = sum(self.reranker_ks)
-        if k:
-            count += k + self.max_len
-        count = min(count, self.num_items - 1)
-        # `rank`: place in the index's f_V ranking (history items not
-        # retrieved come after every retrieved one).
-        history_rank = tf.fill(tf.shape(ids), count + self.max_len)
-        pieces = [(ids, self._base_logits(parts["f_base"], ids), history_rank)]
+        f_base = parts["f_base"]
+        history_logits = self._base_logits(f_base, ids)
+        equal = tf.equal(ids[:, :, None], ids[:, None, :])
+        first = tf.argmax(tf.cast(equal, tf.int32), -1, tf.int32)
+        history_usable = (ids > 0) & tf.equal(first, tf.range(tf.shape(ids)[1]))
+        count = min(sum(self.reranker_ks) + k, self.num_items - 1)
         if count > 0:
-            # First, so that an item both retrieved and in the history
-            # keeps the index's logit and rank (see `_retrieve`).
-            top, top_logits = self._retrieve(parts["f_base"], count)
-            rank = tf.broadcast_to(tf.range(count), tf.shape(top))
-            pieces.insert(0, (top, top_logits, rank))
-        candidates = tf.concat([p[0] for p in pieces], axis=1)
-        order = tf.argsort(candidates, axis=1, stable=True)
-        candidates = tf.gather(candidates, order, batch_dims=1)
-        running, rank = (
-            tf.gather(tf.concat([p[i] for p in pieces], 1), order, batch_dims=1)
-            for i in (1, 2)
-        )
-        repeated = tf.pad(
-            tf.equal(candidates[:, 1:], candidates[:, :-1]), [[0, 0], [1, 0]]
-        )
-        usable = (candidates > 0) & ~repeated
+            top, top_logits = self._retrieve(f_base, count, exclude=ids)
+            # Fewer non-history items than `count`: -inf fills the rest.
+            top_usable = top_logits > float("-inf")
+            candidates = tf.concat([top, ids], axis=1)
+            running = tf.concat([top_logits, history_logits], axis=1)
+            usable = tf.concat([top_usable, history_usable], axis=1)
+        else:
+            candidates, running, usable = ids, history_logits, history_usable
         candidates = tf.where(usable, candidates, 0)
+        running = tf.where(usable, running, float("-inf"))
         vectors = tf.gather(table, candidates)
         candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
-        running = tf.where(usable, running, float("-inf"))
         projections = dict(zip(head.reranker_ks, head.reranker_projections))
-        for stage, size in enumerate(self.reranker_ks):
-            if stage == 0:
-                # The largest k selects the f_V top-k: the index's first k
-                # (same logits, ties to the lower id), no top_k needed.
-                selected = usable & (rank < size)
-            else:
-                _, position = tf.math.top_k(running, k=size)
-                selected = (
-                    tf.scatter_nd(
-                        _batch_indices(position),
-                        tf.ones(tf.shape(position), tf.int32),
-                        tf.shape(running),
-                    )
-                    > 0
+        for size in self.reranker_ks:
+            # The cascade's stage: the top-k of the running logits over
+            # the whole catalogue (ties to the lower id, as the layer).
+            position = top_k_positions(running, candidates, size)
+            selected = usable & (
+                tf.scatter_nd(
+                    _batch_indices(position),
+                    tf.ones(tf.shape(position), tf.int32),
+                    tf.shape(running),
                 )
+                > 0
+            )
             f_rerank = self._project(projections[size], parts["query"])
             scores = tf.einsum("bd,bcd->bc", f_rerank, vectors)
             if head.merge == "replace":
                 running = tf.where(selected, scores + candidate_bias, running)
             else:
                 running = tf.where(selected, running + scores, running)
-        values = self._cpr_history_values(ids, parts)
-        matches = (
-            tf.equal(candidates[:, :, None], ids[:, None, :])
-            & ((ids > 0)[:, None, :])
+        values = self.model.head.history_logits(
+            parts["query"],
+            f_base,
+            parts["hidden"],
+            ids,
+            ids > 0,
+            equal,
+            table,
+            bias,
+            training=False,
         )
-        in_history = tf.reduce_any(matches, axis=-1) & usable
-        where = tf.argmax(tf.cast(matches, tf.int32), -1, tf.int32)
-        logits = tf.where(
-            in_history, tf.gather(values, where, batch_dims=1), running
-        )
+        # The history is U's last L columns (the index excluded it).
+        values = tf.where(history_usable, values, float("-inf"))
+        logits = tf.concat([running[:, : -tf.shape(ids)[1]], values], axis=1)
         return candidates, logits
+
+
+def top_k_positions(
+    logits: tf.Tensor, item_ids: tf.Tensor, k: int
+) -> tf.Tensor:
+    """Positions ``[B, k]`` of the ``k`` largest ``logits`` per row.
+
+    Ties go to the lower item id (``item_ids``, same shape as
+    ``logits``), as ``tf.math.top_k`` over a whole-catalogue row does, in
+    whatever order the candidates come: the sort key packs the float's
+    order-preserving bits above the complemented id.
+    """
+    bits = tf.bitcast(logits + 0.0, tf.int32)  # + 0.0: -0.0 becomes 0.0
+    ordered = tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, 0x7FFFFFFF), bits)
+    key = tf.bitwise.left_shift(tf.cast(ordered, tf.int64), 32) + (
+        0xFFFFFFFF - tf.cast(item_ids, tf.int64)
+    )
+    return tf.math.top_k(key, k=k).indices
 
 
 def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
