@@ -483,7 +483,10 @@ class ServingModule(tf.Module):
         if parts is None:
             parts = self._cpr_parts(ids, states)
         f_base = parts["f_base"]
-        history_logits = self._base_logits(f_base, ids)
+        history_vectors = tf.gather(table, ids)  # shared with C and P
+        history_logits = tf.einsum("bd,bld->bl", f_base, history_vectors)
+        if bias is not None:
+            history_logits += tf.gather(bias, ids)
         equal = tf.equal(ids[:, :, None], ids[:, None, :])
         first = tf.argmax(tf.cast(equal, tf.int32), -1, tf.int32)
         history_usable = (ids > 0) & tf.equal(first, tf.range(tf.shape(ids)[1]))
@@ -530,6 +533,7 @@ class ServingModule(tf.Module):
             table,
             bias,
             training=False,
+            vectors=history_vectors,
         )
         # The history is U's last L columns (the index excluded it).
         values = tf.where(history_usable, values, float("-inf"))
