@@ -9,8 +9,8 @@ RPC layer) four variants:
 * ``softmax / full``: plain tied softmax, logits over the catalogue, top-K.
 * ``softmax / index``: the same through the exact in-graph top-k index.
 * ``CPR:100+Mi / full``: Softmax-CPR's full-catalogue logits, top-K.
-* ``CPR:100+Mi / index``: ``f_V`` top-(100 + K) from the index, united
-  with the history, re-scored with the partitions (exactly the same
+* ``CPR:100+Mi / index``: ``f_V`` top-(100 + K) outside the history from
+  the index, united with the history, re-scored with the partitions (exactly the same
   top-K as ``full``).
 
 Every variant reads the same GRU4Rec encoder (d=64, 2 layers, max_len 50;
