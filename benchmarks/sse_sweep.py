@@ -8,6 +8,8 @@ table of validation and test NDCG@10 / HR@10 / MRR@10 per ``p``
 (``benchmarks/results/sse_sweep-<data>.md``) and a chart (``.png``).
 
     python benchmarks/sse_sweep.py --data ml-100k --data-path ../shared/data
+
+Runs that already finished with the same configuration are reused.
 """
 
 import argparse
@@ -18,6 +20,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
+from tfrec_tricks.ablation import finished_metrics  # noqa: E402
 from tfrec_tricks.training import TrainConfig, train  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -54,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             name=f"sse-sweep-{args.data}-p{p}",
             model={"sse_item_probability": p, "sse_label_probability": p},
         )
-        results[p] = train(config, verbose=2).metrics
+        # A finished run of the same config is reused, so the sweep can be
+        # split over processes (one --probabilities value each) and then
+        # assembled by running it once more with every value.
+        results[p] = (
+            finished_metrics(config) or train(config, verbose=2).metrics
+        )
     base = results[probabilities[0]]["test"]["ndcg@10"]
     lines = [
         f"# SSE-SE sweep on {args.data}",
