@@ -10,8 +10,8 @@ RPC layer) four variants:
 * ``softmax / index``: the same through the exact in-graph top-k index.
 * ``CPR:100+Mi / full``: Softmax-CPR's full-catalogue logits, top-K.
 * ``CPR:100+Mi / index``: ``f_V`` top-(100 + K) outside the history from
-  the index, united with the history, re-scored with the partitions (exactly the same
-  top-K as ``full``).
+  the index, united with the history, re-scored with the partitions
+  (exactly the same top-K as ``full``).
 
 Every variant reads the same GRU4Rec encoder (d=64, 2 layers, max_len 50;
 Mi reads both layers) and returns K=10 raw ids. It times
