@@ -232,6 +232,39 @@ def test_history_items_near_the_reranked_items_are_covered(history_ranks):
         )
 
 
+def test_history_items_in_the_first_reranker_set_feed_the_next_stage():
+    # Cascade 6 then 3 over a fixed f_V ranking (zero kernels). The first
+    # stage takes f_V ranks 0-5, two of them history items, and scales
+    # them up; the second takes the best 3 of those (ranks 0-2, history
+    # included) and pushes them down. Missing the history items in stage 1
+    # would give stage 2 ranks 2-4 instead, and another top-K.
+    model = make_model(head="cpr", cpr_reranker_ks=(3, 6), cpr_pointer=False)
+    module = ServingModule(model, ITEMS, k=5)
+    head = model.head
+    direction = tf.random.normal([8])
+    stages = dict(zip(head.reranker_ks, head.reranker_projections))
+    for layer, scale in (
+        (head.base_projection, 1.0),
+        (head.context_projection, -10.0),
+        (stages[6], 10.0),
+        (stages[3], -10.0),
+    ):
+        layer.kernel.assign(tf.zeros_like(layer.kernel))
+        layer.bias.assign(scale * direction)
+    bias = model.item_embedding.output_bias
+    bias.assign(tf.zeros_like(bias))
+    table = model.item_embedding.embeddings.numpy()
+    ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
+    ranking = ranking[ranking != 0]
+    history = np.asarray(ITEMS)[ranking[:2]][None, :]
+    served = module.recommend(tf.constant(history))
+    expected_ids, _, _, _ = reference_top_k(model, ITEMS, history, {}, k=5)
+    np.testing.assert_array_equal(
+        served["item_ids"].numpy().astype(str), expected_ids
+    )
+    assert expected_ids[0][0] == ITEMS[ranking[3]]
+
+
 def test_top_k_positions_breaks_ties_to_the_lower_item_id():
     from tfrec_tricks.export.serving_module import top_k_positions
 

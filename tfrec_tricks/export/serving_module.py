@@ -397,15 +397,17 @@ class ServingModule(tf.Module):
         logits = tf.matmul(query, table, transpose_b=True)
         if bias is not None:
             logits += bias
-        logits = tf.where(
-            tf.equal(tf.range(self.num_items), 0), float("-inf"), logits
+        # Padding (id 0) and the excluded ids in one scatter.
+        padding = tf.zeros([tf.shape(logits)[0], 1], tf.int32)
+        if exclude is None:
+            exclude = padding
+        else:
+            exclude = tf.concat([padding, tf.cast(exclude, tf.int32)], 1)
+        logits = tf.tensor_scatter_nd_update(
+            logits,
+            _batch_indices(exclude),
+            tf.fill(tf.shape(exclude), float("-inf")),
         )
-        if exclude is not None:
-            logits = tf.tensor_scatter_nd_update(
-                logits,
-                _batch_indices(exclude),
-                tf.fill(tf.shape(exclude), float("-inf")),
-            )
         top = top_k_ids(logits, count)
         return top, tf.gather(logits, top, batch_dims=1)
 
@@ -505,18 +507,23 @@ class ServingModule(tf.Module):
         vectors = tf.gather(table, candidates)
         candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
         projections = dict(zip(head.reranker_ks, head.reranker_projections))
-        for size in self.reranker_ks:
+        for stage, size in enumerate(self.reranker_ks):
             # The cascade's stage: the top-k of the running logits over
             # the whole catalogue (ties to the lower id, as the layer).
-            position = top_k_positions(running, candidates, size)
-            selected = usable & (
-                tf.scatter_nd(
-                    _batch_indices(position),
-                    tf.ones(tf.shape(position), tf.int32),
-                    tf.shape(running),
+            if stage == 0:
+                selected = usable & _first_stage(
+                    sort_keys(running, candidates), count, size
                 )
-                > 0
-            )
+            else:
+                position = top_k_positions(running, candidates, size)
+                selected = usable & (
+                    tf.scatter_nd(
+                        _batch_indices(position),
+                        tf.ones(tf.shape(position), tf.int32),
+                        tf.shape(running),
+                    )
+                    > 0
+                )
             f_rerank = self._project(projections[size], parts["query"])
             scores = tf.einsum("bd,bcd->bc", f_rerank, vectors)
             if head.merge == "replace":
@@ -541,6 +548,20 @@ class ServingModule(tf.Module):
         return candidates, logits
 
 
+def sort_keys(logits: tf.Tensor, item_ids: tf.Tensor) -> tf.Tensor:
+    """int64 keys ordered as ``logits``, ties ordered by lower item id.
+
+    The float's order-preserving bits above the complemented id: a larger
+    key is a larger logit or, for equal logits, a lower id, which is how
+    ``tf.math.top_k`` over a whole-catalogue row ranks items.
+    """
+    bits = tf.bitcast(logits + 0.0, tf.int32)  # + 0.0: -0.0 becomes 0.0
+    ordered = tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, 0x7FFFFFFF), bits)
+    return tf.bitwise.left_shift(tf.cast(ordered, tf.int64), 32) + (
+        0xFFFFFFFF - tf.cast(item_ids, tf.int64)
+    )
+
+
 def top_k_positions(
     logits: tf.Tensor, item_ids: tf.Tensor, k: int
 ) -> tf.Tensor:
@@ -548,15 +569,35 @@ def top_k_positions(
 
     Ties go to the lower item id (``item_ids``, same shape as
     ``logits``), as ``tf.math.top_k`` over a whole-catalogue row does, in
-    whatever order the candidates come: the sort key packs the float's
-    order-preserving bits above the complemented id.
+    whatever order the candidates come (see ``sort_keys``).
     """
-    bits = tf.bitcast(logits + 0.0, tf.int32)  # + 0.0: -0.0 becomes 0.0
-    ordered = tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, 0x7FFFFFFF), bits)
-    key = tf.bitwise.left_shift(tf.cast(ordered, tf.int64), 32) + (
-        0xFFFFFFFF - tf.cast(item_ids, tf.int64)
+    return tf.math.top_k(sort_keys(logits, item_ids), k=k).indices
+
+
+def _first_stage(keys: tf.Tensor, count: int, size: int) -> tf.Tensor:
+    """Whether each of ``U``'s items is in the whole-catalogue top-``size``.
+
+    ``keys``: ``sort_keys`` of ``U`` = the index's ``count`` items, in
+    descending order, then the history (unsorted). A merge of the two
+    rankings by binary search instead of a ``top_k`` over ``U``: the
+    ``r``-th retrieved item's rank is ``r`` plus the history items above
+    it; a history item's rank counts the items of both parts above it.
+    """
+    retrieved, history = keys[:, :count], keys[:, count:]
+    length = tf.shape(history)[1]
+    history_ascending = tf.reverse(tf.math.top_k(history, length).values, [1])
+    retrieved_ascending = tf.reverse(retrieved, [1])
+
+    def above(ascending: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+        # How many keys of `ascending` exceed each value.
+        below = tf.searchsorted(ascending, values, side="right")
+        return tf.shape(ascending)[1] - below
+
+    retrieved_rank = tf.range(count) + above(history_ascending, retrieved)
+    history_rank = above(retrieved_ascending, history) + above(
+        history_ascending, history
     )
-    return tf.math.top_k(key, k=k).indices
+    return tf.concat([retrieved_rank < size, history_rank < size], axis=1)
 
 
 def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
