@@ -34,6 +34,11 @@ def test_dropout_is_selected_on_validation(tmp_path, monkeypatch):
         )
         validation[dropout] = metrics["validation"]["ndcg@10"]
     assert row.dropout == max(validation, key=validation.get)
+    assert set(row.test_by_target) == {"repeat", "new"}
+    table = ablation.format_table([row])
+    assert "NDCG@10 repeat / new targets" in table
+    repeat, new = (row.test_by_target[k]["ndcg@10"] for k in ("repeat", "new"))
+    assert f"{repeat:.4f} / {new:.4f}" in table
     assert row.validation["ndcg@10"] == max(validation.values())
 
     # A rerun reuses the finished runs: nothing is trained again...

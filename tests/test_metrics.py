@@ -10,7 +10,9 @@ import tensorflow as tf
 from tfrec_tricks.metrics import (
     RankingMetric,
     full_ranking_metrics,
+    metrics_by_target_kind,
     metrics_from_ranks,
+    repeat_targets,
     target_ranks,
     tf_target_ranks,
 )
@@ -259,3 +261,29 @@ def test_ranking_metric_default_name():
 def test_ranking_metric_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RankingMetric(**kwargs)
+
+
+def test_repeat_targets_ignore_padding():
+    history = np.array([[4, 2, 0], [1, 3, 0], [5, 0, 0]])
+    # Target 0 never counts as a repeat of the padding.
+    mask = repeat_targets(history, np.array([2, 9, 0]))
+    np.testing.assert_array_equal(mask, [True, False, False])
+    with pytest.raises(ValueError, match=r"targets.shape=\(2,\)"):
+        repeat_targets(history, np.array([1, 2]))
+
+
+def test_metrics_by_target_kind_splits_and_weights():
+    history = np.array([[4, 2], [1, 3], [5, 6], [7, 0]])
+    targets = np.array([2, 8, 6, 9])  # repeat, new, repeat, new
+    ranks = np.array([1, 3, 20, 2])
+    split = metrics_by_target_kind(ranks, history, targets, ks=(10,))
+    assert split["repeat"]["share"] == split["new"]["share"] == 0.5
+    assert split["repeat"]["hr@10"] == 0.5  # ranks 1 and 20
+    assert split["new"]["mrr@10"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    overall = metrics_from_ranks(ranks)["ndcg@10"]
+    halves = (split["repeat"]["ndcg@10"] + split["new"]["ndcg@10"]) / 2
+    assert overall == pytest.approx(halves)
+    # A kind without examples reports only its share.
+    only_new = metrics_by_target_kind(ranks[1:2], history[1:2], targets[1:2])
+    assert only_new["repeat"] == {"share": 0.0}
+    assert only_new["new"]["hr@10"] == 1.0

@@ -57,6 +57,20 @@ def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):
     assert metrics["test"]["ndcg@10"] == result.metrics["test"]["ndcg@10"]
 
 
+def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
+    result = train(tiny_config(tmp_path, epochs=1), verbose=0)
+    split = result.metrics["test_by_target"]
+    repeat, new = split["repeat"], split["new"]
+    assert repeat["share"] + new["share"] == pytest.approx(1.0)
+    assert 0 < repeat["share"] < 1  # the synthetic users repeat items
+    # The shares weight the two parts back into the overall metric.
+    for name in ("ndcg@10", "hr@10", "mrr@10"):
+        whole = repeat["share"] * repeat[name] + new["share"] * new[name]
+        assert whole == pytest.approx(result.metrics["test"][name], abs=1e-5)
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["test_by_target"] == split
+
+
 def test_same_seed_same_metrics(tmp_path):
     first = train(tiny_config(tmp_path / "a", epochs=1), verbose=0)
     second = train(tiny_config(tmp_path / "b", epochs=1), verbose=0)

@@ -63,6 +63,9 @@ class AblationRow:
     num_parameters: int
     seconds_per_epoch: float
     epochs_run: int
+    #: Test metrics of repeat and new targets (``metrics_by_target_kind``);
+    #: empty for runs made before it was recorded.
+    test_by_target: dict = dataclasses.field(default_factory=dict)
 
 
 def finished_metrics(config: TrainConfig) -> dict | None:
@@ -141,6 +144,7 @@ def run_ablation(
                     num_parameters=metrics["num_parameters"],
                     seconds_per_epoch=metrics["seconds_per_epoch_median"],
                     epochs_run=metrics["epochs_run"],
+                    test_by_target=metrics.get("test_by_target", {}),
                 )
         results.append(best)
     return results
@@ -151,15 +155,22 @@ def format_table(rows: list[AblationRow]) -> str:
     base = rows[0].test["ndcg@10"] if rows else 0.0
     lines = [
         "| variant | dropout | test NDCG@10 | vs first | test HR@10 | "
-        "test MRR@10 | val NDCG@10 | parameters | s/epoch | epochs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "test MRR@10 | NDCG@10 repeat / new targets | val NDCG@10 | "
+        "parameters | s/epoch | epochs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         change = (row.test["ndcg@10"] / base - 1) * 100 if base else 0.0
+        kinds = [
+            row.test_by_target.get(kind, {}).get("ndcg@10")
+            for kind in ("repeat", "new")
+        ]
+        split = " / ".join("n/a" if v is None else f"{v:.4f}" for v in kinds)
         lines.append(
             f"| {row.name} | {row.dropout} | {row.test['ndcg@10']:.4f} | "
             f"{change:+.1f}% | {row.test['hr@10']:.4f} | "
-            f"{row.test['mrr@10']:.4f} | {row.validation['ndcg@10']:.4f} | "
+            f"{row.test['mrr@10']:.4f} | {split} | "
+            f"{row.validation['ndcg@10']:.4f} | "
             f"{row.num_parameters:,} | {row.seconds_per_epoch:.1f} | "
             f"{row.epochs_run} |"
         )

@@ -51,6 +51,67 @@ def target_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return 1 + higher + tied_others
 
 
+def repeat_targets(history: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Whether each target repeats an item of its own history.
+
+    Args:
+        history: int array [B, L], padding id 0.
+        targets: int array [B].
+
+    Returns:
+        bool array [B].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfrec_tricks.metrics import repeat_targets
+    >>> repeat_targets(np.array([[4, 2, 0], [1, 3, 0]]), np.array([2, 0]))
+    array([ True, False])
+    """
+    history = np.asarray(history)
+    targets = np.asarray(targets)
+    if history.ndim != 2 or targets.shape != (history.shape[0],):
+        raise ValueError(
+            "Expected history [B, L] and targets [B]. Received: "
+            f"history.shape={history.shape}, targets.shape={targets.shape}"
+        )
+    return ((history == targets[:, None]) & (history != 0)).any(axis=1)
+
+
+def metrics_by_target_kind(
+    ranks: np.ndarray,
+    history: np.ndarray,
+    targets: np.ndarray,
+    ks: Iterable[int] = (10,),
+) -> dict[str, dict[str, float]]:
+    """Metrics of repeat targets and of new ones, separately.
+
+    A recommender for sessions with repeats must both copy (the target is
+    in the history) and explore (it is not); the overall NDCG averages the
+    two and hides a trade between them.
+
+    Args:
+        ranks: 1-based target ranks [B] (``target_ranks``).
+        history: int array [B, L], padding id 0.
+        targets: int array [B].
+        ks: cut-offs. Defaults to (10,).
+
+    Returns:
+        ``{"repeat": {...}, "new": {...}}``, each with the metrics of its
+        examples and ``"share"``, their fraction of all examples (a kind
+        with no example has only its share, 0).
+    """
+    ks = tuple(ks)
+    ranks = np.asarray(ranks)
+    is_repeat = repeat_targets(history, targets)
+    results = {}
+    for kind, mask in (("repeat", is_repeat), ("new", ~is_repeat)):
+        results[kind] = {"share": float(mask.mean()) if len(mask) else 0.0}
+        if mask.any():
+            results[kind].update(metrics_from_ranks(ranks[mask], ks))
+    return results
+
+
 def metrics_from_ranks(
     ranks: np.ndarray, ks: Iterable[int] = (10,)
 ) -> dict[str, float]:

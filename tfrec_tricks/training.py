@@ -20,6 +20,7 @@ from tfrec_tricks.keras_version import require_legacy_keras
 
 require_legacy_keras("tfrec_tricks.training")
 
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import (  # noqa: E402
@@ -29,6 +30,10 @@ from tfrec_tricks.data import (  # noqa: E402
     prepare,
 )
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.metrics import (  # noqa: E402
+    metrics_by_target_kind,
+    target_ranks,
+)
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -250,6 +255,12 @@ def train(
             ("test", data.test),
         )
     }
+    results["test_by_target"] = metrics_by_target_kind(
+        _target_ranks(model, data.test),
+        data.test.history,
+        data.test.target,
+        model_config.metric_ks,
+    )
     results.update(
         {
             "epochs_run": len(timer.seconds),
@@ -310,6 +321,15 @@ def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:
     return {name: float(values[name]) for name in names}
 
 
+def _target_ranks(model: tf.keras.Model, examples) -> np.ndarray:
+    """1-based full-catalogue rank of each example's target, in order."""
+    ranks = [
+        target_ranks(model(batch, training=False).numpy(), batch["target"])
+        for batch in make_dataset(examples, EVAL_BATCH_SIZE)
+    ]
+    return np.concatenate(ranks)
+
+
 def _log(verbose: int, message: str) -> None:
     if verbose:
         print(message, flush=True)
@@ -323,6 +343,13 @@ def format_results(results: dict, run_dir: str) -> str:
     for split in ("validation", "test"):
         row = "".join(f"{results[split][n]:>{width}.4f}" for n in names)
         lines.append(f"{split:<12}{row}")
+    kinds = results.get("test_by_target", {})
+    for kind in ("repeat", "new"):
+        part = kinds.get(kind, {})
+        if len(part) > 1:
+            row = "".join(f"{part[n]:>{width}.4f}" for n in names)
+            label = f"test {kind}"
+            lines.append(f"{label:<12}{row}   ({part['share']:.0%} of test)")
     seconds = results["seconds_per_epoch_median"]
     lines.append(
         f"\n{results['epochs_run']} epochs, median "
