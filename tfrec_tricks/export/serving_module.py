@@ -504,7 +504,10 @@ class ServingModule(tf.Module):
             candidates, running, usable = ids, history_logits, history_usable
         candidates = tf.where(usable, candidates, 0)
         running = tf.where(usable, running, float("-inf"))
-        vectors = tf.gather(table, candidates)
+        # (Unusable entries are never selected: their rows do not matter.)
+        vectors = history_vectors
+        if count > 0:
+            vectors = tf.concat([tf.gather(table, top), vectors], axis=1)
         candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
         projections = dict(zip(head.reranker_ks, head.reranker_projections))
         for stage, size in enumerate(self.reranker_ks):
