@@ -463,9 +463,10 @@ class ServingModule(tf.Module):
         over the whole catalogue would need ``max_len`` more, for history
         items sitting just below the reranked ones.)
 
-        Each cascade stage runs ``top_k`` over ``U`` only, with ties
-        broken to the lower item id (``top_k_positions``), as the layer's
-        ``top_k`` over the whole catalogue breaks them.
+        The first stage merges the index's ranking with the history's by
+        binary search (``_first_stage``), later stages run ``top_k`` over
+        ``U``; both break ties to the lower item id (``sort_keys``), as
+        the layer's ``top_k`` over the whole catalogue does.
 
         Args:
             ids: int32 ``[B, L]`` prepared history.
