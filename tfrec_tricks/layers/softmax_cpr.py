@@ -552,17 +552,20 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         if not self.use_mi:
             return h
         sources = layers if layers else [hidden]
+        # The window's positions, last first: [B, w]; one gather per layer.
+        position = last[:, None] - tf.range(self.mi_window)[None, :]
+        inside = position >= 0
+        position = tf.maximum(position, 0)
+        real = tf.gather(ids, position, batch_dims=1) != 0
         parts = []
         for states in sources[::-1][: self.mi_layers]:
-            states = tf.cast(states, hidden.dtype)
-            for offset in range(self.mi_window):
-                position = last - offset
-                inside = position >= 0
-                position = tf.maximum(position, 0)
-                real = tf.gather(ids, position, batch_dims=1) != 0
-                vector = tf.gather(states, position, batch_dims=1)
-                keep = tf.cast(inside & real, vector.dtype)[:, None]
-                parts.append(vector * keep)
+            vectors = tf.gather(
+                tf.cast(states, hidden.dtype), position, batch_dims=1
+            )  # [B, w, d_h]
+            vectors *= tf.cast(inside & real, vectors.dtype)[:, :, None]
+            parts.append(
+                tf.reshape(vectors, [-1, vectors.shape[-1] * self.mi_window])
+            )
         mixed = self.mi_projection(tf.concat(parts, axis=-1))
         mixed = tf.nn.gelu(mixed, approximate=True)
         return tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
