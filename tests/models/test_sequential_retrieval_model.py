@@ -148,6 +148,27 @@ def test_features_change_the_output_and_missing_values_are_finite(data, batch):
     )
 
 
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+def test_one_item_histories_keep_their_own_features(data, encoder):
+    # A batch whose longest history has one item is cut to width 1; its
+    # [B, 1] features must stay per row (not read as [B] scalars and
+    # broadcast across the batch).
+    model = make_model(
+        data, features=("time_gap",), dropout=0.0, encoder=encoder
+    )
+    history = np.zeros([3, MAX_LEN], np.int32)
+    history[:, 0] = [3, 5, 7]
+    gaps = np.zeros([3, MAX_LEN], np.float32)
+    gaps[:, 0] = [10.0, 1e4, 1e6]
+    batch = {"history": history, "time_gap": gaps}
+    together = model(batch).numpy()
+    for row in range(3):
+        alone = model({k: v[row : row + 1] for k, v in batch.items()})
+        np.testing.assert_allclose(alone[0], together[row], atol=1e-5)
+    history, states = model.encode(batch)
+    assert history.shape[1] == 1 and states[-1].shape[1] == 1
+
+
 def test_standardised_features_use_the_training_statistics(data):
     model = SequentialRetrievalModel(
         make_config(data, features=("time_gap", "rating")),

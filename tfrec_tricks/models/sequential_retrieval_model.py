@@ -315,7 +315,11 @@ class SequentialRetrievalModel(tfrs.Model):
                         f"has no such key. Received: keys={sorted(inputs)}"
                     )
                 values = tf.cast(inputs[name], tf.float32)[:, :width]
-                x += tf.cast(encoder(values), x.dtype) * real
+                # [B, L, 1]: the encoder drops a trailing 1 as the scalar
+                # axis, so a [B, 1] batch (one-item histories) would lose
+                # its position axis and broadcast into [B, B, d].
+                encoded = encoder(values[:, :, None])
+                x += tf.cast(encoded, x.dtype) * real
         x = self.embedding_dropout(x, training=training)
         return history, self.encoder(x, training=training)
 
