@@ -391,25 +391,28 @@ class ServingModule(tf.Module):
         reranker's top-k break the same way.
 
         Returns:
-            ``(ids, logits)``, int32 and float32 ``[B, count]``.
+            ``(ids, logits, excluded)``: int32 and float32 ``[B, count]``,
+            and float32 ``[B, M]``, the logits of the ``exclude`` ids
+            before they were masked (None without ``exclude``).
         """
         table, bias = self._table()
         logits = tf.matmul(query, table, transpose_b=True)
         if bias is not None:
             logits += bias
+        excluded = None
         # Padding (id 0) and the excluded ids in one scatter.
-        padding = tf.zeros([tf.shape(logits)[0], 1], tf.int32)
-        if exclude is None:
-            exclude = padding
-        else:
-            exclude = tf.concat([padding, tf.cast(exclude, tf.int32)], 1)
+        masked = tf.zeros([tf.shape(logits)[0], 1], tf.int32)
+        if exclude is not None:
+            exclude = tf.cast(exclude, tf.int32)
+            excluded = tf.gather(logits, exclude, batch_dims=1)
+            masked = tf.concat([masked, exclude], 1)
         logits = tf.tensor_scatter_nd_update(
             logits,
-            _batch_indices(exclude),
-            tf.fill(tf.shape(exclude), float("-inf")),
+            _batch_indices(masked),
+            tf.fill(tf.shape(masked), float("-inf")),
         )
         top = top_k_ids(logits, count)
-        return top, tf.gather(logits, top, batch_dims=1)
+        return top, tf.gather(logits, top, batch_dims=1), excluded
 
     def _index_candidates(self, ids: tf.Tensor, states: list, k: int) -> tuple:
         """Candidate ids ``[B, C]`` and their exact logits ``[B, C]``.
@@ -421,7 +424,10 @@ class ServingModule(tf.Module):
             return self.cpr_candidates(ids, states, k)
         query = self._softmax_query(ids, states)
         exclude = ids if self.head_kind == "softmax_no_dup" else None
-        return self._retrieve(query, min(k, self.num_items - 1), exclude)
+        top, logits, _ = self._retrieve(
+            query, min(k, self.num_items - 1), exclude
+        )
+        return top, logits
 
     # ----------------------------------------------------------------- CPR
 
@@ -487,21 +493,24 @@ class ServingModule(tf.Module):
             parts = self._cpr_parts(ids, states)
         f_base = parts["f_base"]
         history_vectors = tf.gather(table, ids)  # shared with C and P
-        history_logits = tf.einsum("bd,bld->bl", f_base, history_vectors)
-        if bias is not None:
-            history_logits += tf.gather(bias, ids)
         equal = tf.equal(ids[:, :, None], ids[:, None, :])
         first = tf.argmax(tf.cast(equal, tf.int32), -1, tf.int32)
         history_usable = (ids > 0) & tf.equal(first, tf.range(tf.shape(ids)[1]))
         count = min(sum(self.reranker_ks) + k, self.num_items - 1)
         if count > 0:
-            top, top_logits = self._retrieve(f_base, count, exclude=ids)
+            # The history's f_V logits come from the index's own [B, N]
+            # product, bitwise equal to the layer's, so near-ties between
+            # history and retrieved items rank as in the layer.
+            top, top_logits, history_logits = self._retrieve(
+                f_base, count, exclude=ids
+            )
             # Fewer non-history items than `count`: -inf fills the rest.
             top_usable = top_logits > float("-inf")
             candidates = tf.concat([top, ids], axis=1)
             running = tf.concat([top_logits, history_logits], axis=1)
             usable = tf.concat([top_usable, history_usable], axis=1)
         else:
+            history_logits = self._base_logits(f_base, ids)
             candidates, running, usable = ids, history_logits, history_usable
         candidates = tf.where(usable, candidates, 0)
         running = tf.where(usable, running, float("-inf"))
