@@ -192,6 +192,23 @@ def test_bad_arguments_name_the_received_value(kwargs, message):
         ServingModule(model, **kwargs)
 
 
+def fix_base_ranking(model, scaled_layers):
+    """Projections that ignore the history: each ``(layer, scale)`` gets a
+    zero kernel and the bias ``scale * direction`` (one random direction),
+    item biases are zeroed. Returns the items (padding left out) in the
+    resulting f_V order, best first.
+    """
+    direction = tf.random.normal([8])
+    for layer, scale in scaled_layers:
+        layer.kernel.assign(tf.zeros_like(layer.kernel))
+        layer.bias.assign(scale * direction)
+    bias = model.item_embedding.output_bias
+    bias.assign(tf.zeros_like(bias))
+    table = model.item_embedding.embeddings.numpy()
+    ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
+    return ranking[ranking != 0]
+
+
 @pytest.mark.parametrize(
     "history_ranks",
     [range(3, 9), range(0, 6), range(1, 12, 2)],
@@ -207,19 +224,14 @@ def test_history_items_near_the_reranked_items_are_covered(history_ranks):
     model = make_model(head="cpr", cpr_reranker_ks=(3,), cpr_pointer=False)
     module = ServingModule(model, ITEMS, k=10)
     head = model.head
-    direction = tf.random.normal([8])
-    for layer, scale in (
-        (head.base_projection, 1.0),
-        (head.context_projection, -10.0),
-        (head.reranker_projections[0], -10.0),
-    ):
-        layer.kernel.assign(tf.zeros_like(layer.kernel))
-        layer.bias.assign(scale * direction)
-    bias = model.item_embedding.output_bias
-    bias.assign(tf.zeros_like(bias))
-    table = model.item_embedding.embeddings.numpy()
-    ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
-    ranking = ranking[ranking != 0]
+    ranking = fix_base_ranking(
+        model,
+        (
+            (head.base_projection, 1.0),
+            (head.context_projection, -10.0),
+            (head.reranker_projections[0], -10.0),
+        ),
+    )
     history = np.asarray(ITEMS)[ranking[list(history_ranks)]][None, :]
     served = module.recommend(tf.constant(history))
     expected_ids, _, _, _ = reference_top_k(model, ITEMS, history, {}, k=10)
@@ -241,21 +253,16 @@ def test_history_items_in_the_first_reranker_set_feed_the_next_stage():
     model = make_model(head="cpr", cpr_reranker_ks=(3, 6), cpr_pointer=False)
     module = ServingModule(model, ITEMS, k=5)
     head = model.head
-    direction = tf.random.normal([8])
     stages = dict(zip(head.reranker_ks, head.reranker_projections))
-    for layer, scale in (
-        (head.base_projection, 1.0),
-        (head.context_projection, -10.0),
-        (stages[6], 10.0),
-        (stages[3], -10.0),
-    ):
-        layer.kernel.assign(tf.zeros_like(layer.kernel))
-        layer.bias.assign(scale * direction)
-    bias = model.item_embedding.output_bias
-    bias.assign(tf.zeros_like(bias))
-    table = model.item_embedding.embeddings.numpy()
-    ranking = np.argsort(-(table @ direction.numpy()), kind="stable")
-    ranking = ranking[ranking != 0]
+    ranking = fix_base_ranking(
+        model,
+        (
+            (head.base_projection, 1.0),
+            (head.context_projection, -10.0),
+            (stages[6], 10.0),
+            (stages[3], -10.0),
+        ),
+    )
     history = np.asarray(ITEMS)[ranking[:2]][None, :]
     served = module.recommend(tf.constant(history))
     expected_ids, _, _, _ = reference_top_k(model, ITEMS, history, {}, k=5)
