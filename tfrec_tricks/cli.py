@@ -351,6 +351,13 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "base logit. Default: replace",
     )
     model.add_argument(
+        "--cpr-start-as-softmax",
+        action="store_const",
+        const=True,
+        help="initialise the CPR head as the tied softmax it "
+        "extends (identity base projection, pointer at zero)",
+    )
+    model.add_argument(
         "--mos-components",
         type=_positive_int,
         metavar="K",
@@ -638,6 +645,7 @@ MODEL_OPTIONS = (
     "cpr_reranker_ks",
     "cpr_mi",
     "cpr_merge",
+    "cpr_start_as_softmax",
     "mos_components",
     "objective",
     "num_hard_negatives",

@@ -626,6 +626,62 @@ def test_mixed_precision_outputs_float32_close_to_float32():
     assert np.median(error) < 0.05
 
 
+@pytest.mark.parametrize("merge", ["replace", "add"])
+@pytest.mark.parametrize("use_mi", [False, True])
+def test_start_as_softmax_starts_at_the_tied_softmax(merge, use_mi):
+    data = _data(seed=5)
+    layer = SoftmaxCPR(
+        reranker_ks=(2, 5),
+        use_mi=use_mi,
+        mi_layers=1,
+        merge=merge,
+        start_as_softmax=True,
+    )
+    logits = _call(layer, data).numpy()
+    last = [3, 5, 5, 5]  # true last positions of HISTORY's rows
+    h = data["hidden"][np.arange(4), last]
+    softmax = h @ data["table"].T + data["bias"]
+    np.testing.assert_allclose(logits[:, 1:], softmax[:, 1:], atol=1e-5)
+    assert np.all(logits[:, 0] == NEG)
+
+    # The query projections learn from the first step; the pointer keys and
+    # W_M feed only zero kernels there (like a zero-initialised residual
+    # branch) and learn from the second step on.
+    def loss_fn(logits):
+        return tf.reduce_sum(tf.nn.softmax(logits)[:, 3])
+
+    grads = _by_layer(layer, data, loss_fn)
+    late = {"key", "mi"}
+    for name, grad in grads.items():
+        assert (np.abs(grad).max() > 0) == (name not in late), name
+    inputs = _inputs(data)
+    table, bias = tf.constant(data["table"]), tf.constant(data["bias"])
+    with tf.GradientTape() as tape:
+        loss = loss_fn(layer(inputs, table, item_bias=bias, training=True))
+    step = tape.gradient(loss, layer.trainable_variables)
+    tf.keras.optimizers.SGD(0.1).apply_gradients(
+        zip(step, layer.trainable_variables)
+    )
+    grads = _by_layer(layer, data, loss_fn)
+    for name, grad in grads.items():
+        assert np.abs(grad).max() > 0, name
+
+
+def test_start_as_softmax_differs_from_the_default_start():
+    data = _data(seed=5)
+    layer = SoftmaxCPR(reranker_ks=(5,), use_mi=True, mi_layers=1)
+    logits = _call(layer, data).numpy()
+    h = data["hidden"][np.arange(4), [3, 5, 5, 5]]
+    softmax = h @ data["table"].T + data["bias"]
+    assert np.abs(logits[:, 1:] - softmax[:, 1:]).max() > 0.1
+    # The Mi projection keeps its own (random) initializer.
+    mi = SoftmaxCPR(
+        reranker_ks=(), use_mi=True, mi_layers=1, start_as_softmax=True
+    )
+    _call(mi, data)
+    assert np.abs(mi.mi_projection.kernel.numpy()).max() > 0
+
+
 def test_config_round_trip_and_registration():
     layer = SoftmaxCPR(
         reranker_ks=(20, 100, 500),
@@ -634,12 +690,14 @@ def test_config_round_trip_and_registration():
         merge="add",
         dropout=0.2,
         exclude_history=True,
+        start_as_softmax=True,
         kernel_initializer="he_normal",
         name="cpr",
     )
     config = layer.get_config()
     json.dumps(config)
     assert config["reranker_ks"] == [20, 100, 500]
+    assert config["start_as_softmax"] is True
     revived = SoftmaxCPR.from_config(config)
     assert revived.get_config() == config
     assert revived.reranker_ks == (20, 100, 500)

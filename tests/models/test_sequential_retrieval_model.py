@@ -238,6 +238,23 @@ def test_head_dropout_reaches_the_head_and_acts_in_training_only(
     assert make_model(data, dropout=0.0, **overrides).head.dropout == 0.0
 
 
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+def test_cpr_start_as_softmax_starts_with_the_softmax_logits(
+    data, batch, encoder
+):
+    def logits(**overrides):
+        tf.keras.utils.set_random_seed(7)  # same encoder and table weights
+        model = make_model(data, encoder=encoder, num_layers=2, **overrides)
+        return model(batch).numpy()[:, 1:]  # padding aside
+
+    softmax = logits()
+    cpr = {"head": "cpr", "cpr_reranker_ks": (5,), "cpr_mi": True}
+    np.testing.assert_allclose(
+        logits(cpr_start_as_softmax=True, **cpr), softmax, atol=1e-5
+    )
+    assert np.abs(logits(**cpr) - softmax).max() > 0.01
+
+
 def test_softmax_no_dup_removes_history_items_at_inference_only(data, batch):
     model = make_model(data, head="softmax_no_dup", dropout=0.0)
     logits = model(batch).numpy()

@@ -28,17 +28,23 @@ def softmax_dtype(compute_dtype: Any) -> tf.DType:
 
 
 def dense_projection(
-    owner: tf.keras.layers.Layer, name: str, units: int, input_dim: int
+    owner: tf.keras.layers.Layer,
+    name: str,
+    units: int,
+    input_dim: int,
+    kernel_initializer: Any = None,
 ) -> tf.keras.layers.Dense:
     """A built Dense sublayer with ``owner``'s initializers and dtype policy.
 
     Each projection gets fresh initializer objects (seeded initializers
     would otherwise give every projection the same weights).
+    ``kernel_initializer``, if given, replaces the owner's for this one.
     """
     layer = tf.keras.layers.Dense(
         units,
         kernel_initializer=tf.keras.initializers.get(
-            tf.keras.initializers.serialize(owner.kernel_initializer)
+            kernel_initializer
+            or tf.keras.initializers.serialize(owner.kernel_initializer)
         ),
         bias_initializer=tf.keras.initializers.get(
             tf.keras.initializers.serialize(owner.bias_initializer)

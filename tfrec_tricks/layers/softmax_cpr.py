@@ -308,8 +308,20 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             it out of the top-k sets. Defaults to ``True``.
         output_dim: int or None. Size of the item table's rows; ``None``
             means the hidden size ``d_h``. Defaults to ``None``.
+        start_as_softmax: bool. Initialise the layer as the tied softmax
+            ``h E^T + b`` it extends: the base projection's kernel is the
+            identity on ``h`` (zeros on the Mi half of ``q``), the context
+            and reranker kernels equal it (``merge="replace"``) or are zero
+            (``"add"``), and the pointer kernel is zero. With bias
+            initializer ``"zeros"`` and ``output_dim`` equal to ``d_h``,
+            the first logits are exactly ``h E^T + b``: training starts
+            from the softmax's inductive bias (its state already points at
+            the items just seen) instead of random projections of ``h``.
+            The Mi and key projections keep ``kernel_initializer``.
+            Defaults to ``False``.
         kernel_initializer: str or initializer. Kernels of the
-            projections. Defaults to ``"glorot_uniform"``.
+            projections (see ``start_as_softmax``). Defaults to
+            ``"glorot_uniform"``.
         bias_initializer: str or initializer. Biases of the projections.
             Defaults to ``"zeros"``.
         **kwargs: other keyword arguments of ``tf.keras.layers.Layer``.
@@ -388,6 +400,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         exclude_history: bool = False,
         mask_padding: bool = True,
         output_dim: int | None = None,
+        start_as_softmax: bool = False,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
         **kwargs: Any,
@@ -448,6 +461,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         self.exclude_history = bool(exclude_history)
         self.mask_padding = bool(mask_padding)
         self.output_dim = output_dim
+        self.start_as_softmax = bool(start_as_softmax)
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
 
@@ -489,25 +503,33 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 hidden_dim * self.mi_layers * self.mi_window,
             )
             query_dim = 2 * hidden_dim
+        # start_as_softmax: f_V = h exactly (identity on h, zeros on the Mi
+        # half); every partition term starts equal to it ("replace") or at
+        # zero ("add"), so the layer's first logits are the tied softmax's.
+        identity = "identity" if self.start_as_softmax else None
+        zeros = "zeros" if self.start_as_softmax else None
+        partition = identity if self.merge == "replace" else zeros
         self.base_projection = dense_projection(
-            self, "base_projection", units, query_dim
+            self, "base_projection", units, query_dim, identity
         )
         self.context_projection = None
         if self.use_context:
             self.context_projection = dense_projection(
-                self, "context_projection", units, query_dim
+                self, "context_projection", units, query_dim, partition
             )
         self.pointer_projection = None
         self.key_projection = None
         if self.use_pointer:
             self.pointer_projection = dense_projection(
-                self, "pointer_projection", units, query_dim
+                self, "pointer_projection", units, query_dim, zeros
             )
             self.key_projection = dense_projection(
                 self, "key_projection", units, hidden_dim
             )
         self.reranker_projections = [
-            dense_projection(self, f"reranker_projection_{k}", units, query_dim)
+            dense_projection(
+                self, f"reranker_projection_{k}", units, query_dim, partition
+            )
             for k in self.reranker_ks
         ]
         self.dropout_layer = None
@@ -922,6 +944,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 "exclude_history": self.exclude_history,
                 "mask_padding": self.mask_padding,
                 "output_dim": self.output_dim,
+                "start_as_softmax": self.start_as_softmax,
                 "kernel_initializer": tf.keras.initializers.serialize(
                     self.kernel_initializer
                 ),

@@ -71,6 +71,9 @@ class ModelConfig:
         cpr_mi: bool. CPR multiple input hidden states (reads the last
             ``min(2, num_layers)`` encoder layers).
         cpr_merge: str. ``"replace"`` (the reference) or ``"add"``.
+        cpr_start_as_softmax: bool. Initialise the CPR head so that its
+            first logits equal the tied softmax's (``SoftmaxCPR``
+            ``start_as_softmax``).
         mos_components: int. Mixture components K of the ``"mos"`` head.
         objective: str. ``"full"``: softmax cross-entropy over the whole
             catalogue; ``"sampled"``: in-batch sampled softmax with
@@ -110,6 +113,7 @@ class ModelConfig:
     cpr_reranker_ks: tuple[int, ...] = (100,)
     cpr_mi: bool = False
     cpr_merge: str = "replace"
+    cpr_start_as_softmax: bool = False
     mos_components: int = 4
     objective: str = "full"
     num_hard_negatives: int | None = None

@@ -218,6 +218,7 @@ class SequentialRetrievalModel(tfrs.Model):
                 use_mi=config.cpr_mi,
                 mi_layers=min(2, config.num_layers),
                 merge=config.cpr_merge,
+                start_as_softmax=config.cpr_start_as_softmax,
                 dropout=config.head_dropout,
                 output_dim=d,
                 name="cpr_head",
