@@ -243,6 +243,23 @@ def test_ties_at_the_top_k_boundary_go_to_the_lower_id():
     )
 
 
+@pytest.mark.parametrize("name", ["R", "CPR_multi", "add_CPR_multi", "no_mask"])
+@pytest.mark.parametrize("padding_bias", [100.0, -100.0])
+def test_training_selects_the_same_sets_as_inference(name, padding_bias):
+    # Training takes the top-k set unsorted; without dropout its logits
+    # equal inference's, with the padding inside the top k + 1 (dropped
+    # by id) or outside it (the smallest dropped).
+    data = _data(seed=11)
+    data["bias"][0] = padding_bias
+    layer = SoftmaxCPR(**CONFIGS[name])
+    inference = _call(layer, data).numpy()
+    training = _call(layer, data, training=True).numpy()
+    np.testing.assert_allclose(training, inference, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        inference, reference(layer, data), rtol=1e-5, atol=1e-4
+    )
+
+
 def test_cascade_of_rerankers_smallest_k_scores_the_top():
     table = np.array(
         [[0, 0], [9, 9], [5, 4], [3, 1], [0, 1], [1, 0], [2, 2], [4, 4]],
