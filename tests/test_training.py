@@ -67,6 +67,18 @@ def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
     for name in ("ndcg@10", "hr@10", "mrr@10"):
         whole = repeat["share"] * repeat[name] + new["share"] * new[name]
         assert whole == pytest.approx(result.metrics["test"][name], abs=1e-5)
+    # The test metrics (from the per-example ranks) are what the model's
+    # own metrics give.
+    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.training import load_data
+
+    _, data = load_data(tiny_config(tmp_path, epochs=1))
+    evaluated = result.model.evaluate(
+        make_dataset(data.test, 7), return_dict=True, verbose=0
+    )
+    assert result.metrics["test"] == pytest.approx(
+        {name: evaluated[name] for name in result.metrics["test"]}, abs=1e-5
+    )
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["test_by_target"] == split
 

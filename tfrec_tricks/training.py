@@ -32,6 +32,7 @@ from tfrec_tricks.data import (  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.metrics import (  # noqa: E402
     metrics_by_target_kind,
+    metrics_from_ranks,
     target_ranks,
 )
 from tfrec_tricks.models import (  # noqa: E402
@@ -246,20 +247,15 @@ def train(
     )
     save_model(model, run_dir)
     results = {
-        split: _evaluate(
+        "validation": _evaluate(
             model,
-            make_dataset(examples, EVAL_BATCH_SIZE, bucket_by_length=bucket),
-        )
-        for split, examples in (
-            ("validation", data.validation),
-            ("test", data.test),
+            make_dataset(
+                data.validation, EVAL_BATCH_SIZE, bucket_by_length=bucket
+            ),
         )
     }
-    results["test_by_target"] = metrics_by_target_kind(
-        _target_ranks(model, data.test),
-        data.test.history,
-        data.test.target,
-        model_config.metric_ks,
+    results["test"], results["test_by_target"] = _test_metrics(
+        model, data.test, model_config.metric_ks, bucket
     )
     results.update(
         {
@@ -321,13 +317,28 @@ def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:
     return {name: float(values[name]) for name in names}
 
 
-def _target_ranks(model: tf.keras.Model, examples) -> np.ndarray:
-    """1-based full-catalogue rank of each example's target, in order."""
-    ranks = [
-        target_ranks(model(batch, training=False).numpy(), batch["target"])
-        for batch in make_dataset(examples, EVAL_BATCH_SIZE)
-    ]
-    return np.concatenate(ranks)
+def _test_metrics(
+    model: tf.keras.Model, examples, ks: tuple, bucket: bool
+) -> tuple[dict, dict]:
+    """Overall and repeat / new test metrics, from one pass over the test set.
+
+    Both come from the same full-catalogue target ranks (what
+    ``model.evaluate`` averages), so the two kinds weight back exactly into
+    the overall metric.
+    """
+    ranks, histories, targets = [], [], []
+    for batch in make_dataset(
+        examples, EVAL_BATCH_SIZE, bucket_by_length=bucket
+    ):
+        target = batch["target"].numpy()
+        ranks.append(target_ranks(model(batch, training=False).numpy(), target))
+        histories.append(batch["history"].numpy())
+        targets.append(target)
+    ranks = np.concatenate(ranks)
+    by_kind = metrics_by_target_kind(
+        ranks, np.concatenate(histories), np.concatenate(targets), ks
+    )
+    return metrics_from_ranks(ranks, ks), by_kind
 
 
 def _log(verbose: int, message: str) -> None:
