@@ -262,6 +262,13 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="SASRec attention dropout. Default: 0.2",
     )
     model.add_argument(
+        "--ffn-dim",
+        type=_positive_int,
+        metavar="N",
+        help="SASRec feed-forward inner size. Default: the "
+        "hidden size (RecBole's SASRec uses 256)",
+    )
+    model.add_argument(
         "--head-dropout",
         type=_dropout,
         help="dropout on the query projections of the cpr and mos "
@@ -631,6 +638,7 @@ MODEL_OPTIONS = (
     "num_heads",
     "dropout",
     "attention_dropout",
+    "ffn_dim",
     "head_dropout",
     "tie_embeddings",
     "output_bias",

@@ -51,6 +51,7 @@ def test_defaults_are_the_plain_model():
         ("cpr_merge", "mean"),
         ("dropout", 1.0),
         ("attention_dropout", -0.1),
+        ("ffn_dim", 0),
         ("head_dropout", 1.0),
         ("sse_item_probability", 1.0),
         ("sse_label_probability", -0.5),

@@ -255,6 +255,17 @@ def test_cpr_start_as_softmax_starts_with_the_softmax_logits(
     assert np.abs(logits(**cpr) - softmax).max() > 0.01
 
 
+def test_ffn_dim_sets_the_sasrec_feed_forward_size(data, batch):
+    def parameters(**overrides):
+        model = make_model(data, encoder="sasrec", num_layers=2, **overrides)
+        model(batch)
+        return model.count_params()
+
+    # Two layers, each an inner Dense DIM -> n and an outer n -> DIM.
+    extra = 2 * ((DIM + 1) * 24 + 24 * DIM) - 2 * ((DIM + 1) * DIM + DIM * DIM)
+    assert parameters(ffn_dim=24) - parameters() == extra
+
+
 def test_softmax_no_dup_removes_history_items_at_inference_only(data, batch):
     model = make_model(data, head="softmax_no_dup", dropout=0.0)
     logits = model(batch).numpy()

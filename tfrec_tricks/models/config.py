@@ -41,6 +41,8 @@ class ModelConfig:
         dropout: float. Dropout on item embeddings and encoder outputs
             (SASRec: also inside the blocks, "hidden dropout").
         attention_dropout: float. SASRec dropout on attention weights.
+        ffn_dim: int or None. SASRec feed-forward inner size; None means
+            the hidden size (the SASRec paper's; RecBole's default is 256).
         head_dropout: float. Dropout on the query projections of the
             ``"cpr"`` and ``"mos"`` heads (``SoftmaxCPR`` /
             ``MixtureOfSoftmax`` ``dropout``); the plain softmax head has
@@ -98,6 +100,7 @@ class ModelConfig:
     num_heads: int = 2
     dropout: float = 0.2
     attention_dropout: float = 0.2
+    ffn_dim: int | None = None
     head_dropout: float = 0.0
     tie_embeddings: bool = True
     output_bias: bool = True
@@ -142,6 +145,7 @@ class ModelConfig:
             "learning_rate": self.learning_rate > 0,
             "dropout": 0.0 <= self.dropout < 1.0,
             "attention_dropout": 0.0 <= self.attention_dropout < 1.0,
+            "ffn_dim": self.ffn_dim is None or self.ffn_dim > 0,
             "head_dropout": 0.0 <= self.head_dropout < 1.0,
             "hidden_dim": self.hidden_dim is None or self.hidden_dim > 0,
             "metric_ks": all(k > 0 for k in self.metric_ks),

@@ -201,6 +201,7 @@ class SequentialRetrievalModel(tfrs.Model):
                 num_heads=config.num_heads,
                 dropout=config.dropout,
                 attention_dropout=config.attention_dropout,
+                ffn_dim=config.ffn_dim,
                 name="encoder",
             )
         else:
