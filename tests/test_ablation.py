@@ -55,6 +55,15 @@ def test_dropout_is_selected_on_validation(tmp_path, monkeypatch):
         )
 
 
+@pytest.mark.parametrize("name", list(ROWS))
+def test_every_row_is_a_valid_model_config(name):
+    from tfrec_tricks.models import ModelConfig
+
+    config = ModelConfig(num_items=600, **ROWS[name])
+    for field, value in ROWS[name].items():
+        assert getattr(config, field) == value
+
+
 def test_unknown_row_is_rejected():
     with pytest.raises(ValueError, match="Unknown ablation rows"):
         run_ablation(TrainConfig(), ["Softmax + Q"])

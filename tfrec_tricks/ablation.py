@@ -49,6 +49,12 @@ ROWS: dict[str, dict] = {
     "Untied embeddings": {"tie_embeddings": False},
     "SSE-SE p=0.1": {"sse_item_probability": 0.1, "sse_label_probability": 0.1},
     "Soft one-hot time gap": {"features": ("time_gap",)},
+    "Softmax + CPR:100 + Mi, add": {
+        "head": "cpr",
+        "cpr_reranker_ks": (100,),
+        "cpr_mi": True,
+        "cpr_merge": "add",
+    },
 }
 PAPER_ROWS = tuple(list(ROWS)[:9])
 

@@ -742,7 +742,7 @@ Train the variants of Chang et al. (2024)'s ablation on one data set with one
 encoder, the same seed and the same budget: Softmax, Softmax + Mi, + C, + CP,
 + CPR:100, + CPR:100 + Mi, + CPR:20,100,500 + Mi, MoS, Softmax w/o
 duplication (and, with --rows, untied embeddings, SSE, soft one-hot time
-gap). Each variant gets the same dropout sweep (--dropouts), is selected on
+gap, CPR:100 + Mi with partition logits added to the base logit). Each variant gets the same dropout sweep (--dropouts), is selected on
 validation NDCG@10 and reported on test. Writes ablation.md (table),
 ablation.json and ablation.png (chart) to --report-dir. All training options
 apply to every variant.
