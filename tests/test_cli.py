@@ -199,14 +199,14 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
             "0.1",
             "--head-dropout",
             "0.3",
-            "--cpr-start-as-softmax",
+            "--cpr-random-init",
         ],
     )
     assert args.epochs == 1  # the flag wins
     assert args.synthetic_users == 60 and args.name == "cfg"  # the file
     assert args.config_model["head"] == "cpr"
     assert args.head_dropout == 0.3
-    assert args.cpr_start_as_softmax is True
+    assert args.cpr_start_as_softmax is False
     assert "num_items" not in args.config_model  # derived from the data
     assert args.bucket_by_length is True  # the default
     args = cli._parse(

@@ -358,11 +358,13 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "base logit. Default: replace",
     )
     model.add_argument(
-        "--cpr-start-as-softmax",
+        "--cpr-random-init",
+        dest="cpr_start_as_softmax",
         action="store_const",
-        const=True,
-        help="initialise the CPR head as the tied softmax it "
-        "extends (identity base projection, pointer at zero)",
+        const=False,
+        help="initialise the CPR projections at random, as the "
+        "reference does. Default: the CPR head starts as the tied "
+        "softmax it extends (identity base projection, pointer at zero)",
     )
     model.add_argument(
         "--mos-components",
@@ -742,7 +744,8 @@ Train the variants of Chang et al. (2024)'s ablation on one data set with one
 encoder, the same seed and the same budget: Softmax, Softmax + Mi, + C, + CP,
 + CPR:100, + CPR:100 + Mi, + CPR:20,100,500 + Mi, MoS, Softmax w/o
 duplication (and, with --rows, untied embeddings, SSE, soft one-hot time
-gap, CPR:100 + Mi with partition logits added to the base logit). Each variant gets the same dropout sweep (--dropouts), is selected on
+gap, CPR:100 + Mi with partition logits added to the base logit). Each
+variant gets the same dropout sweep (--dropouts), is selected on
 validation NDCG@10 and reported on test. Writes ablation.md (table),
 ablation.json and ablation.png (chart) to --report-dir. All training options
 apply to every variant.

@@ -249,10 +249,9 @@ def test_cpr_start_as_softmax_starts_with_the_softmax_logits(
 
     softmax = logits()
     cpr = {"head": "cpr", "cpr_reranker_ks": (5,), "cpr_mi": True}
-    np.testing.assert_allclose(
-        logits(cpr_start_as_softmax=True, **cpr), softmax, atol=1e-5
-    )
-    assert np.abs(logits(**cpr) - softmax).max() > 0.01
+    np.testing.assert_allclose(logits(**cpr), softmax, atol=1e-5)  # default
+    random = logits(cpr_start_as_softmax=False, **cpr)
+    assert np.abs(random - softmax).max() > 0.01
 
 
 def test_ffn_dim_sets_the_sasrec_feed_forward_size(data, batch):

@@ -75,7 +75,9 @@ class ModelConfig:
         cpr_merge: str. ``"replace"`` (the reference) or ``"add"``.
         cpr_start_as_softmax: bool. Initialise the CPR head so that its
             first logits equal the tied softmax's (``SoftmaxCPR``
-            ``start_as_softmax``).
+            ``start_as_softmax``); False gives the reference's random
+            projections. On yoochoose-100k it lifts SASRec + CPR from test
+            NDCG@10 0.395 to 0.410 (README, Results).
         mos_components: int. Mixture components K of the ``"mos"`` head.
         objective: str. ``"full"``: softmax cross-entropy over the whole
             catalogue; ``"sampled"``: in-batch sampled softmax with
@@ -116,7 +118,7 @@ class ModelConfig:
     cpr_reranker_ks: tuple[int, ...] = (100,)
     cpr_mi: bool = False
     cpr_merge: str = "replace"
-    cpr_start_as_softmax: bool = False
+    cpr_start_as_softmax: bool = True
     mos_components: int = 4
     objective: str = "full"
     num_hard_negatives: int | None = None
