@@ -48,11 +48,19 @@ def test_dropout_is_selected_on_validation(tmp_path, monkeypatch):
     monkeypatch.setattr(ablation, "train", no_training)
     (again,) = run_ablation(base, ["Softmax"], dropouts=(0.0, 0.5))
     assert again == row
-    # ...unless the configuration differs.
+    # ...unless the configuration differs,
     with pytest.raises(AssertionError, match="trained again"):
         run_ablation(
             dataclasses.replace(base, epochs=2), ["Softmax"], dropouts=(0.0,)
         )
+    # or a model default changed since the run (its resolved config in
+    # config.json no longer matches).
+    path = tmp_path / "abl-softmax-dropout0.0" / "config.json"
+    saved = json.loads(path.read_text())
+    saved["model"]["cpr_start_as_softmax"] = False
+    path.write_text(json.dumps(saved))
+    with pytest.raises(AssertionError, match="trained again"):
+        run_ablation(base, ["Softmax"], dropouts=(0.0,))
 
 
 @pytest.mark.parametrize("name", list(ROWS))

@@ -14,6 +14,7 @@ from tfrec_tricks.keras_version import require_legacy_keras
 
 require_legacy_keras("tfrec_tricks.ablation")
 
+from tfrec_tricks.models import ModelConfig  # noqa: E402
 from tfrec_tricks.training import TrainConfig, train  # noqa: E402
 
 _NO_PARTITIONS = {
@@ -85,8 +86,22 @@ def finished_metrics(config: TrainConfig) -> dict | None:
     if not all(os.path.isfile(path) for path in paths):
         return None
     with open(paths[0]) as handle:
-        saved = json.load(handle).get("train")
-    if saved != json.loads(json.dumps(dataclasses.asdict(config))):
+        saved = json.load(handle)
+    if saved.get("train") != json.loads(json.dumps(dataclasses.asdict(config))):
+        return None
+    # The resolved model config too: a default that changed since the run
+    # (or a field it predates) makes it a different model.
+    resolved = saved.get("model") or {}
+    try:
+        current = ModelConfig(
+            num_items=resolved["num_items"],
+            max_len=config.max_len,
+            learning_rate=config.learning_rate,
+            **config.model,
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    if resolved != json.loads(json.dumps(dataclasses.asdict(current))):
         return None
     with open(paths[1]) as handle:
         return json.load(handle)
