@@ -14,7 +14,6 @@ from tfrec_tricks.keras_version import require_legacy_keras
 
 require_legacy_keras("tfrec_tricks.ablation")
 
-from tfrec_tricks.models import ModelConfig  # noqa: E402
 from tfrec_tricks.training import TrainConfig, train  # noqa: E402
 
 _NO_PARTITIONS = {
@@ -93,15 +92,10 @@ def finished_metrics(config: TrainConfig) -> dict | None:
     # (or a field it predates) makes it a different model.
     resolved = saved.get("model") or {}
     try:
-        current = ModelConfig(
-            num_items=resolved["num_items"],
-            max_len=config.max_len,
-            learning_rate=config.learning_rate,
-            **config.model,
-        )
+        current = config.model_config(resolved["num_items"])
     except (KeyError, TypeError, ValueError):
         return None
-    if resolved != json.loads(json.dumps(dataclasses.asdict(current))):
+    if resolved != json.loads(json.dumps(current.to_dict())):
         return None
     with open(paths[1]) as handle:
         return json.load(handle)

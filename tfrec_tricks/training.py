@@ -91,6 +91,19 @@ class TrainConfig:
     def run_name(self) -> str:
         return self.name or self.data.replace(":", "-").replace("/", "-")
 
+    def model_config(self, num_items: int) -> ModelConfig:
+        """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.
+
+        ``model`` overrides the defaults; ``max_len`` and ``learning_rate``
+        come from the training options, ``num_items`` from the data.
+        """
+        return ModelConfig(
+            num_items=num_items,
+            max_len=self.max_len,
+            learning_rate=self.learning_rate,
+            **self.model,
+        )
+
 
 @dataclasses.dataclass
 class RunResult:
@@ -171,12 +184,7 @@ def train(
 
     run_dir = os.path.join(config.output_dir, config.run_name)
     os.makedirs(run_dir, exist_ok=True)
-    model_config = ModelConfig(
-        num_items=data.num_items,
-        max_len=config.max_len,
-        learning_rate=config.learning_rate,
-        **config.model,
-    )
+    model_config = config.model_config(data.num_items)
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
         json.dump(
             {
