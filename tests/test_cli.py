@@ -209,10 +209,19 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
     assert args.cpr_start_as_softmax is False
     assert "num_items" not in args.config_model  # derived from the data
     assert args.bucket_by_length is True  # the default
+    assert args.every_position is False  # the default
     args = cli._parse(
-        parser, ["train", "--config", str(config), "--no-bucket-by-length"]
+        parser,
+        [
+            "train",
+            "--config",
+            str(config),
+            "--no-bucket-by-length",
+            "--every-position",
+        ],
     )
     assert args.bucket_by_length is False
+    assert cli._train_config(args).every_position is True
 
 
 @pytest.mark.slow

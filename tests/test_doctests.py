@@ -18,6 +18,8 @@ LAYER_MODULES = [
 PIPELINE_MODULES = [
     "tfrec_tricks.data.synthetic",
     "tfrec_tricks.data.preparation",
+    "tfrec_tricks.data.prefix_merging",
+    "tfrec_tricks.data.pipeline",
     "tfrec_tricks.models.sequential_retrieval_model",
     "tfrec_tricks.models.sasrec_encoder",
     "tfrec_tricks.tuning.sequential_retrieval_hypermodel",

@@ -136,6 +136,20 @@ def test_training_without_bucketing_or_multi_step_calls(tmp_path):
     assert saved["train"]["steps_per_execution"] == 1
 
 
+def test_training_every_position_in_one_pass(tmp_path):
+    config = tiny_config(
+        tmp_path,
+        epochs=2,
+        every_position=True,
+        model={"embedding_dim": 8, "encoder": "sasrec"},
+    )
+    result = train(config, verbose=0)
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    assert 0.0 < result.metrics["test"]["ndcg@10"] <= 1.0
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["every_position"] is True
+
+
 def test_bad_budget_is_rejected():
     with pytest.raises(
         ValueError, match="epochs must be positive. Received: 0"

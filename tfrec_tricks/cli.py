@@ -221,6 +221,16 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "faster). Default: on",
     )
     fit.add_argument(
+        "--every-position",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="train each session's prefixes in one row with a target per "
+        "position: the encoder runs once per session instead of once per "
+        "prefix (the same examples per epoch, the same results up to the "
+        "random draws of dropout and SSE; --batch-size then counts target "
+        "positions). Default: off",
+    )
+    fit.add_argument(
         "--steps-per-execution",
         type=_positive_int,
         default=16,
@@ -628,6 +638,7 @@ TRAIN_OPTIONS = (
     "learning_rate",
     "patience",
     "bucket_by_length",
+    "every_position",
     "steps_per_execution",
     "seed",
     "output_dir",

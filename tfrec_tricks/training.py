@@ -62,6 +62,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     patience: int = 3
     bucket_by_length: bool = True
+    every_position: bool = False
     steps_per_execution: int = 16
     seed: int = 0
     output_dir: str = "runs"
@@ -212,6 +213,7 @@ def train(
         shuffle=True,
         seed=config.seed,
         bucket_by_length=bucket,
+        every_position=config.every_position,
     )
     # Built before fit so that BackupAndRestore can restore into it.
     model(next(iter(train_ds)))

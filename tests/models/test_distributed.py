@@ -26,6 +26,7 @@ from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
 overrides = json.loads(sys.argv[1])
+every_position = overrides.pop("every_position", False)
 source = synthetic.generate(num_users=60, num_items=40, num_clusters=4)
 data = prepare(source.interactions, max_len=10)
 graph = np.char.add("i", source.item_graph.astype(str))
@@ -35,13 +36,31 @@ with strategy.scope():
                          embedding_dim=8, **overrides)
     model = SequentialRetrievalModel.from_data(config, data, item_graph=graph)
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
-train = make_dataset(data.train, 32, shuffle=True, seed=0).take(4)
+train = make_dataset(data.train, 32, shuffle=True, seed=0,
+                     every_position=every_position).take(4)
 history = model.fit(train, epochs=2, verbose=0,
                     validation_data=make_dataset(data.validation, 32))
+split_loss = whole_loss = None
+if every_position:
+    # The replicas get different numbers of target positions: their losses
+    # must still add up to the mean over the whole batch.
+    batch = next(iter(make_dataset(data.train, 64, every_position=True)))
+    whole_loss = float(model.compute_loss(batch))
+    parts = next(iter(strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensors(batch))))
+
+    @tf.function
+    def replica_losses(parts):
+        return strategy.run(model.compute_loss, args=(parts,))
+
+    split_loss = float(strategy.reduce(
+        tf.distribute.ReduceOp.SUM, replica_losses(parts), axis=None))
 print(json.dumps({
     "replicas": strategy.num_replicas_in_sync,
     "loss": history.history["loss"],
     "val_ndcg": history.history["val_ndcg@10"],
+    "split_loss": split_loss,
+    "whole_loss": whole_loss,
 }))
 """
 
@@ -59,8 +78,15 @@ print(json.dumps({
             "objective": "sampled",
         },
         {"sse_item_probability": 0.1, "sse_label_probability": 0.1},
+        {
+            "encoder": "sasrec",
+            "head": "cpr",
+            "cpr_reranker_ks": [5],
+            "cpr_mi": True,
+            "every_position": True,
+        },
     ],
-    ids=["gru4rec", "sasrec_cpr_sampled_features", "sse"],
+    ids=["gru4rec", "sasrec_cpr_sampled_features", "sse", "every_position"],
 )
 def test_fit_under_mirrored_strategy_with_two_cpus(overrides):
     result = subprocess.run(
@@ -78,4 +104,8 @@ def test_fit_under_mirrored_strategy_with_two_cpus(overrides):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["replicas"] == 2
     assert all(v == v and abs(v) < 1e6 for v in report["loss"])
+    if overrides.get("every_position"):
+        assert report["split_loss"] == pytest.approx(
+            report["whole_loss"], rel=1e-5
+        )
     assert 0.0 <= report["val_ndcg"][-1] <= 1.0

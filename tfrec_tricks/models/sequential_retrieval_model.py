@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
+from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.layers import (
     MixtureOfSoftmax,
     SoftmaxCPR,
@@ -428,9 +429,43 @@ class SequentialRetrievalModel(tfrs.Model):
             labels, scores, from_logits=True
         )
 
+    @staticmethod
+    def expand_positions(history, states, position_targets):
+        """One row per target position of merged-prefix rows.
+
+        Row ``(b, p)`` is row ``b`` with the history cut after position
+        ``p`` (padding from ``p + 1`` on): a causal encoder's states up to
+        ``p`` are those of that prefix alone, so every head (its last
+        position, context, pointer, Mi window) sees exactly the prefix
+        example.
+
+        Args:
+            history: int32 [B, L'] ids, as returned by ``encode``.
+            states: list of [B, L', d] per-layer states.
+            position_targets: int [B, L] targets, 0 where none (see
+                ``tfrec_tricks.data.prefix_merging``).
+
+        Returns:
+            ``(history, states, targets)`` with M rows, the target
+            positions in row-major order: [M, L'], list of [M, L', d], [M].
+        """
+        width = tf.shape(history)[1]
+        targets = tf.cast(position_targets, tf.int32)[:, :width]
+        index = tf.where(targets > 0)  # [M, 2]: (row, position)
+        rows, positions = index[:, 0], tf.cast(index[:, 1], tf.int32)
+        keep = tf.range(width)[None, :] <= positions[:, None]
+        history = tf.where(keep, tf.gather(history, rows), 0)
+        states = [tf.gather(s, rows) for s in states]
+        return history, states, tf.gather_nd(targets, index)
+
     def compute_loss(self, inputs, training=False):
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
         history, states = self.encode(inputs, training=training)
+        every_position = POSITION_TARGETS in inputs
+        if every_position:
+            history, states, targets = self.expand_positions(
+                history, states, inputs[POSITION_TARGETS]
+            )
         loss_targets = targets
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
@@ -447,7 +482,10 @@ class SequentialRetrievalModel(tfrs.Model):
             per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
                 loss_targets, logits
             )
-        loss = tf.nn.compute_average_loss(per_example)
+        if every_position:
+            loss = self._mean_over_replicas(per_example)
+        else:
+            loss = tf.nn.compute_average_loss(per_example)
         if logits is not None:
             if self._exclude_history(training):
                 logits = self._scores(
@@ -457,6 +495,20 @@ class SequentialRetrievalModel(tfrs.Model):
             for metric in self.ranking_metrics:
                 metric.update_state(targets, logits)
         return loss
+
+    @staticmethod
+    def _mean_over_replicas(per_example):
+        """Sum over the replica's examples / the global example count.
+
+        A merged-prefix batch has a different number of target positions on
+        each replica, so ``compute_average_loss``'s global batch size (rows
+        times replicas) would not be the example count.
+        """
+        count = tf.cast(tf.shape(per_example)[0], tf.float32)
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        return tf.reduce_sum(per_example) / tf.maximum(count, 1.0)
 
     # -------------------------------------------------------- serialisation
 
