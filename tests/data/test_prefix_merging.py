@@ -173,3 +173,15 @@ def test_dataset_batches_count_target_positions(examples, bucket):
         for name in batches[0]
     }
     assert same_examples(expand(rows), as_tuples(examples))
+
+
+def test_arrays_without_users_merge_the_same(examples):
+    arrays = examples.as_dict()
+    del arrays["user"]
+    from_arrays = merge_prefixes(arrays)
+    from_examples = merge_prefixes(examples)
+    for name in ("history", "target", POSITION_TARGETS):
+        np.testing.assert_array_equal(from_arrays[name], from_examples[name])
+    np.testing.assert_array_equal(
+        from_arrays[TIME_GAP], from_examples[TIME_GAP]
+    )

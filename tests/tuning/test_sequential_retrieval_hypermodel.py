@@ -2,6 +2,7 @@
 
 import doctest
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED
 
 from tfrec_tricks.data.pipeline import length_boundaries
+from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
@@ -201,6 +203,29 @@ def test_fit_batches_with_the_trials_batch_size(data, batched, bucket):
         expected = sum(math.ceil(n / 64) for n in np.bincount(bands) if n)
     assert len(counter.sizes) == expected
     assert "val_ndcg@10" in history.history
+
+
+@pytest.mark.parametrize("every_position", [False, True])
+def test_fit_can_train_every_position_in_one_pass(data, every_position):
+    hypermodel = SequentialRetrievalHyperModel(
+        data,
+        fixed={**FIXED, "batch_size": 32},
+        compile_options=COMPILE,
+        every_position=every_position,
+    )
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    values = hypermodel.search_data()
+    with mock.patch.object(model, "fit", wraps=model.fit) as fit:
+        history = hypermodel.fit(hp, model, values["x"], epochs=1, verbose=0)
+    train = fit.call_args.args[0]
+    assert (POSITION_TARGETS in train.element_spec) == every_position
+    if every_position:
+        targets = sum(
+            int((batch[POSITION_TARGETS] > 0).numpy().sum()) for batch in train
+        )
+        assert targets == len(data.train)  # each example once per epoch
+    assert np.isfinite(history.history["loss"]).all()
 
 
 def test_docstring_examples():

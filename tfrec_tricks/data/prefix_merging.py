@@ -16,7 +16,9 @@ from tfrec_tricks.data.preparation import SequenceExamples
 POSITION_TARGETS = "position_targets"
 
 
-def merge_prefixes(examples: SequenceExamples) -> dict[str, np.ndarray]:
+def merge_prefixes(
+    examples: SequenceExamples | dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
     """Per-example arrays where each row carries a target per position.
 
     Example ``i + 1`` extends example ``i`` when it has the same user, one
@@ -33,7 +35,10 @@ def merge_prefixes(examples: SequenceExamples) -> dict[str, np.ndarray]:
     long-history data.
 
     Args:
-        examples: a ``SequenceExamples`` split with right-padded histories.
+        examples: a ``SequenceExamples`` split with right-padded histories,
+            or its ``as_dict()`` arrays (``user`` may be absent; every key
+            but ``history``, ``target`` and ``user`` is a per-position
+            feature).
 
     Returns:
         ``examples.as_dict()`` restricted to the merged rows, plus
@@ -53,6 +58,8 @@ def merge_prefixes(examples: SequenceExamples) -> dict[str, np.ndarray]:
     >>> rows["position_targets"].tolist()
     [[6, 7, 9], [4, 0, 0]]
     """
+    if isinstance(examples, dict):
+        examples = _as_examples(examples)
     history = np.asarray(examples.history)
     target = np.asarray(examples.target)
     n, width = history.shape
@@ -101,3 +108,17 @@ def merge_prefixes(examples: SequenceExamples) -> dict[str, np.ndarray]:
     )
     arrays[POSITION_TARGETS] = np.where(in_run, shifted, 0).astype(np.int32)
     return arrays
+
+
+def _as_examples(arrays: dict[str, np.ndarray]) -> SequenceExamples:
+    target = np.asarray(arrays["target"])
+    return SequenceExamples(
+        history=np.asarray(arrays["history"]),
+        target=target,
+        user=np.asarray(arrays.get("user", np.zeros_like(target))),
+        features={
+            name: np.asarray(value)
+            for name, value in arrays.items()
+            if name not in ("history", "target", "user")
+        },
+    )

@@ -206,6 +206,7 @@ def run_search(
             else compile_options
         ),
         bucket_by_length=config.bucket_by_length,
+        every_position=config.every_position,
     )
     search_dir = os.path.join(output_dir, config.run_name)
     os.makedirs(search_dir, exist_ok=True)

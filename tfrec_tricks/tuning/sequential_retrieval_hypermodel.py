@@ -11,6 +11,7 @@ import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
+from tfrec_tricks.data.prefix_merging import merge_prefixes  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -198,6 +199,9 @@ sizes below N only (CPR) |
         bucket_by_length: bool. Batch histories of similar length together
             (``tfrec_tricks.data.pipeline.make_dataset``): faster epochs on
             short-session data. Defaults to True.
+        every_position: bool. Train each session's prefixes as one row
+            with a target per position (``make_dataset``'s
+            ``every_position``): faster SASRec epochs. Defaults to False.
         name: str or None. Passed on to ``keras_tuner.HyperModel``.
         tunable: bool. Passed on to ``keras_tuner.HyperModel``.
 
@@ -240,12 +244,14 @@ sizes below N only (CPR) |
         seed: int = 0,
         compile_options: dict | None = None,
         bucket_by_length: bool = True,
+        every_position: bool = False,
         name: str | None = None,
         tunable: bool = True,
     ):
         super().__init__(name=name, tunable=tunable)
         self.data = data
         self.bucket_by_length = bucket_by_length
+        self.every_position = every_position
         self.item_graph = item_graph
         self.fixed = dict(fixed or {})
         self.hyperparameters = hyperparameters
@@ -424,8 +430,11 @@ sizes below N only (CPR) |
                 f"argument and no x; keyword arguments {sorted(kwargs)}"
             )
         kwargs.pop(BATCH_SIZE, None)
+        arrays = self._arrays(x)
+        if self.every_position:
+            arrays = merge_prefixes(arrays)
         train = batch_arrays(
-            self._arrays(x),
+            arrays,
             self.batch_size(hp),
             shuffle=True,
             seed=self.seed,
