@@ -45,7 +45,10 @@ if every_position:
     # The replicas get different numbers of target positions: their losses
     # must still add up to the mean over the whole batch.
     batch = next(iter(make_dataset(data.train, 64, every_position=True)))
-    whole_loss = float(model.compute_loss(batch))
+    single = SequentialRetrievalModel.from_data(config, data, item_graph=graph)
+    single(batch)
+    single.set_weights(model.get_weights())
+    whole_loss = float(single.compute_loss(batch))
     parts = next(iter(strategy.experimental_distribute_dataset(
         tf.data.Dataset.from_tensors(batch))))
 
