@@ -56,6 +56,12 @@ class SequentialRetrievalModel(tfrs.Model):
     over the global batch (``tf.nn.compute_average_loss``), so gradients
     are right under ``tf.distribute`` strategies.
 
+    A training batch may carry ``position_targets`` [B, L] (each session's
+    prefixes merged into one row, ``make_dataset(..., every_position=True)``):
+    the encoder then runs once per row and ``compute_loss`` scores every
+    target position (``expand_positions``), with the loss averaged over the
+    positions; losses and gradients equal those of the prefix examples.
+
     The model tracks NDCG@K / HR@K / MRR@K (``tfrec_tricks.metrics``) of the
     full-catalogue logits, so ``model.evaluate`` and
     ``EarlyStopping(monitor="val_ndcg@10")`` see them. With the sampled
@@ -430,7 +436,9 @@ class SequentialRetrievalModel(tfrs.Model):
         )
 
     @staticmethod
-    def expand_positions(history, states, position_targets):
+    def expand_positions(
+        history: tf.Tensor, states: list, position_targets: tf.Tensor
+    ) -> tuple:
         """One row per target position of merged-prefix rows.
 
         Row ``(b, p)`` is row ``b`` with the history cut after position
