@@ -256,14 +256,7 @@ def train(
         verbose=verbose,
     )
     save_model(model, run_dir)
-    results = {
-        "validation": _evaluate(
-            model,
-            make_dataset(
-                data.validation, EVAL_BATCH_SIZE, bucket_by_length=bucket
-            ),
-        )
-    }
+    results = {"validation": _evaluate(model, validation_ds)}
     results["test"], results["test_by_target"] = _test_metrics(
         model, data.test, model_config.metric_ks, bucket
     )

@@ -98,11 +98,10 @@ def merge_prefixes(
     }
     row_lengths = lengths[ends]
     # Position p's target is the item at p + 1, the row's target at its end.
-    shifted = np.zeros_like(history[ends])
-    shifted[:, :-1] = history[ends][:, 1:]
-    rows = np.arange(len(ends))
+    shifted = np.zeros_like(arrays["history"])
+    shifted[:, :-1] = arrays["history"][:, 1:]
     last = np.maximum(row_lengths - 1, 0)
-    shifted[rows, last] = target[ends]
+    shifted[np.arange(len(ends)), last] = arrays["target"]
     in_run = (steps >= (row_lengths - run_lengths)[:, None]) & (
         steps <= last[:, None]
     )
