@@ -40,14 +40,22 @@ train = make_dataset(data.train, 32, shuffle=True, seed=0,
                      every_position=every_position).take(4)
 history = model.fit(train, epochs=2, verbose=0,
                     validation_data=make_dataset(data.validation, 32))
+# A non-distributed twin with the same weights.
+validation = make_dataset(data.validation, 32)
+single = SequentialRetrievalModel.from_data(config, data, item_graph=graph)
+single(next(iter(validation)))
+single.set_weights(model.get_weights())
+single.compile()
+# The reported loss is the mean over every example of every replica.
+evaluated = [
+    m.evaluate(validation, return_dict=True, verbose=0)["loss"]
+    for m in (model, single)
+]
 split_loss = whole_loss = None
 if every_position:
     # The replicas get different numbers of target positions: their losses
     # must still add up to the mean over the whole batch.
     batch = next(iter(make_dataset(data.train, 64, every_position=True)))
-    single = SequentialRetrievalModel.from_data(config, data, item_graph=graph)
-    single(batch)
-    single.set_weights(model.get_weights())
     whole_loss = float(single.compute_loss(batch))
     parts = next(iter(strategy.experimental_distribute_dataset(
         tf.data.Dataset.from_tensors(batch))))
@@ -64,6 +72,7 @@ print(json.dumps({
     "val_ndcg": history.history["val_ndcg@10"],
     "split_loss": split_loss,
     "whole_loss": whole_loss,
+    "evaluated": evaluated,
 }))
 """
 
@@ -111,4 +120,8 @@ def test_fit_under_mirrored_strategy_with_two_cpus(overrides):
         assert report["split_loss"] == pytest.approx(
             report["whole_loss"], rel=1e-5
         )
+    if overrides.get("objective") != "sampled":
+        # (An in-batch sampled loss depends on each replica's candidates.)
+        distributed, single = report["evaluated"]
+        assert distributed == pytest.approx(single, rel=1e-5)
     assert 0.0 <= report["val_ndcg"][-1] <= 1.0

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_recommenders.layers.loss import MIN_FLOAT
 
+from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.layers import SoftmaxCPR
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
@@ -431,3 +432,44 @@ def test_from_data_maps_the_raw_graph_and_counts_targets(data, raw_item_graph):
     )
     # Every raw edge joins two items of the vocabulary: 2 CSR entries each.
     assert model.item_sse.num_edges == 2 * len(raw_item_graph)
+
+
+@pytest.mark.parametrize("every_position", [False, True])
+def test_reported_loss_is_the_mean_over_the_epochs_examples(
+    data, every_position
+):
+    # Batches of 7 leave a short last batch; the reported loss must weigh
+    # it by its examples, not report the last batch's loss (tfrs.Model's).
+    model = make_model(
+        data, encoder="sasrec", dropout=0.0, attention_dropout=0.0
+    )
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.0))
+    examples = data.train.as_dict()
+    logits = model(examples)
+    expected = float(
+        tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(
+                tf.cast(examples["target"], tf.int32), logits
+            )
+        )
+    )
+    train = make_dataset(data.train, 7, every_position=every_position)
+    history = model.fit(train, epochs=2, verbose=0, validation_data=train)
+    for key in ("loss", "total_loss", "val_loss", "val_total_loss"):
+        # Two epochs: the mean restarts with each epoch.
+        assert history.history[key] == pytest.approx([expected] * 2, 1e-5)
+    values = model.evaluate(
+        make_dataset(data.validation, 7), return_dict=True, verbose=0
+    )
+    validation = data.validation.as_dict()
+    assert values["loss"] == pytest.approx(
+        float(
+            tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    tf.cast(validation["target"], tf.int32),
+                    model(validation),
+                )
+            )
+        ),
+        1e-5,
+    )

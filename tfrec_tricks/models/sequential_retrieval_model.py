@@ -66,6 +66,9 @@ class SequentialRetrievalModel(tfrs.Model):
     full-catalogue logits, so ``model.evaluate`` and
     ``EarlyStopping(monitor="val_ndcg@10")`` see them. With the sampled
     objective they are computed in evaluation only (training reports 0).
+    Its ``loss`` (so also ``val_loss`` and the progress bar's) is the mean
+    over the examples (target positions) seen so far in the epoch, as for
+    a compiled Keras model; ``tfrs.Model`` itself reports the last batch's.
 
     Args:
         config: a ``ModelConfig``.
@@ -278,6 +281,9 @@ class SequentialRetrievalModel(tfrs.Model):
             for k in config.metric_ks
             for kind in METRIC_KINDS
         ]
+        # tfrs.Model reports the last batch's loss as "loss"; Keras users
+        # read it (and "val_loss") as the mean over the epoch's examples.
+        self.loss_tracker = tf.keras.metrics.Mean(name="loss")
 
     def _sse(self, probability, graph, num_edges, name, offset):
         if not probability:
@@ -494,6 +500,9 @@ class SequentialRetrievalModel(tfrs.Model):
             loss = self._mean_over_replicas(per_example)
         else:
             loss = tf.nn.compute_average_loss(per_example)
+        # Per example, so the epoch's mean weighs a short last batch (and,
+        # under tf.distribute, each replica's share) by its examples.
+        self.loss_tracker.update_state(per_example)
         if logits is not None:
             if self._exclude_history(training):
                 logits = self._scores(
@@ -503,6 +512,18 @@ class SequentialRetrievalModel(tfrs.Model):
             for metric in self.ranking_metrics:
                 metric.update_state(targets, logits)
         return loss
+
+    def train_step(self, inputs):
+        return self._with_mean_loss(super().train_step(inputs))
+
+    def test_step(self, inputs):
+        return self._with_mean_loss(super().test_step(inputs))
+
+    def _with_mean_loss(self, logs: dict) -> dict:
+        """``logs`` with "loss" (and "total_loss") as the epoch's mean."""
+        logs["loss"] = self.loss_tracker.result()
+        logs["total_loss"] = logs["loss"] + logs["regularization_loss"]
+        return logs
 
     @staticmethod
     def _mean_over_replicas(per_example):
