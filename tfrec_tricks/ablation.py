@@ -74,6 +74,14 @@ class AblationRow:
     test_by_target: dict = dataclasses.field(default_factory=dict)
 
 
+def row_slug(row: str) -> str:
+    """The row's part of its run names: ``"Softmax + C"`` -> ``"softmax_c"``."""
+    slug = row.lower().replace(" ", "").replace("+", "_")
+    for char in ",:/=.":
+        slug = slug.replace(char, "-")
+    return slug
+
+
 def finished_metrics(config: TrainConfig) -> dict | None:
     """The metrics of a finished run of exactly ``config``, else None.
 
@@ -133,12 +141,9 @@ def run_ablation(
     for row in rows:
         best = None
         for dropout in dropouts:
-            slug = row.lower().replace(" ", "").replace("+", "_")
-            for char in ",:/=.":
-                slug = slug.replace(char, "-")
             config = dataclasses.replace(
                 base,
-                name=f"{base.run_name}-{slug}-dropout{dropout}",
+                name=f"{base.run_name}-{row_slug(row)}-dropout{dropout}",
                 model={**base.model, **ROWS[row], "dropout": dropout},
             )
             metrics = finished_metrics(config)

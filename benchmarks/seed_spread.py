@@ -1,0 +1,201 @@
+"""Seed-to-seed spread: is a difference between two variants real?
+
+Trains rows of the ablation (``tfrec_tricks.ablation.ROWS``) once per seed
+of ``--seeds``, everything else fixed (data, encoder, dropout, budget), and
+reports each row's test and validation NDCG@10 per seed, their mean and
+range, and the change of the mean against the first row. A change smaller
+than the rows' ranges is not one a single run can show. The seed sets the
+initial weights, the shuffling and dropout.
+
+    python benchmarks/seed_spread.py --data yoochoose-100k \\
+        --data-path ../shared/data --encoder sasrec --num-layers 2 \\
+        --every-position --rows Softmax "Softmax + CPR:100 + Mi"
+
+Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` and a chart
+(``.png``). Seed 0 is named as the ablation's run at the same dropout, and
+finished runs of the same configuration are reused.
+"""
+
+import argparse
+import dataclasses
+import os
+import statistics
+import sys
+
+from tfrec_tricks.keras_version import use_legacy_keras
+
+use_legacy_keras()
+
+from tfrec_tricks.ablation import ROWS, finished_metrics, row_slug  # noqa: E402
+from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def run_name(prefix: str, row: str, dropout: float, seed: int) -> str:
+    """The ablation's run name for seed 0, with ``-seed<S>`` otherwise."""
+    name = f"{prefix}-{row_slug(row)}-dropout{dropout}"
+    return name if seed == 0 else f"{name}-seed{seed}"
+
+
+def run_seeds(
+    base: TrainConfig,
+    rows: list[str],
+    seeds: list[int],
+    dropout: float,
+    verbose: int = 0,
+) -> dict:
+    """Metrics of each row at each seed, ``{(row, seed): metrics}``.
+
+    ``base.name`` prefixes the run names (``run_name``); a finished run of
+    the same configuration is read, not trained again.
+    """
+    results = {}
+    for row in rows:
+        for seed in seeds:
+            config = dataclasses.replace(
+                base,
+                seed=seed,
+                name=run_name(base.run_name, row, dropout, seed),
+                model={**base.model, **ROWS[row], "dropout": dropout},
+            )
+            if verbose:
+                print(f"== {row}, seed {seed}", flush=True)
+            results[row, seed] = (
+                finished_metrics(config)
+                or train(config, verbose=verbose).metrics
+            )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--data", default="yoochoose-100k")
+    parser.add_argument("--data-path", default=None)
+    parser.add_argument("--encoder", default="sasrec")
+    parser.add_argument("--num-layers", type=int, default=2)
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        default=["Softmax", "Softmax + CPR:100 + Mi"],
+        metavar="ROW",
+        help="ablation rows; the first is the reference. "
+        "Default: Softmax, Softmax + CPR:100 + Mi",
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="S"
+    )
+    parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--head-dropout", type=float, default=0.3)
+    parser.add_argument("--every-position", action="store_true")
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--patience", type=int, default=5)
+    parser.add_argument("--output-dir", default="runs/benchmarks")
+    parser.add_argument(
+        "--report-dir",
+        default=RESULTS,
+        help="where the table and chart go. Default: benchmarks/results",
+    )
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="run name prefix, as the ablation's --name. "
+        "Default: <data>-<encoder>",
+    )
+    args = parser.parse_args(argv)
+    unknown = [row for row in args.rows if row not in ROWS]
+    if unknown:
+        parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
+    prefix = args.name or f"{args.data}-{args.encoder}"
+
+    base = TrainConfig(
+        data=args.data,
+        data_path=args.data_path,
+        epochs=args.epochs,
+        patience=args.patience,
+        every_position=args.every_position,
+        output_dir=args.output_dir,
+        model={
+            "encoder": args.encoder,
+            "num_layers": args.num_layers,
+            "head_dropout": args.head_dropout,
+        },
+    )
+    results = run_seeds(
+        dataclasses.replace(base, name=prefix),
+        args.rows,
+        args.seeds,
+        args.dropout,
+        verbose=2,
+    )
+    text = report(results, args, " ".join(sys.argv[1:]))
+    os.makedirs(args.report_dir, exist_ok=True)
+    stem = os.path.join(
+        args.report_dir, f"seed_spread-{args.data}-{args.encoder}"
+    )
+    with open(stem + ".md", "w") as handle:
+        handle.write(text)
+    plot(results, args.rows, args.seeds, stem + ".png", args.data)
+    print(text)
+    return 0
+
+
+def ndcg(results: dict, row: str, seeds: list, split: str) -> list:
+    return [results[row, seed][split]["ndcg@10"] for seed in seeds]
+
+
+def report(results: dict, args: argparse.Namespace, command: str) -> str:
+    seeds = args.seeds
+    reference = statistics.mean(ndcg(results, args.rows[0], seeds, "test"))
+    lines = [
+        f"# Seed-to-seed spread on {args.data}, {args.encoder}",
+        "",
+        f"Command: `python benchmarks/seed_spread.py {command}`",
+        "",
+        f"{args.num_layers} layer(s), dropout {args.dropout}, head dropout "
+        f"{args.head_dropout}, every position: {args.every_position}, at "
+        f"most {args.epochs} epochs, patience {args.patience} on validation "
+        "NDCG@10; d=64, Adam 1e-3, batch 128, full ranking.",
+        "",
+        "| variant | test NDCG@10 per seed "
+        f"({', '.join(map(str, seeds))}) | mean | range | mean vs first "
+        "| val NDCG@10 per seed |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for row in args.rows:
+        test = ndcg(results, row, seeds, "test")
+        validation = ndcg(results, row, seeds, "validation")
+        mean = statistics.mean(test)
+        lines.append(
+            f"| {row} | {' / '.join(f'{v:.4f}' for v in test)} | "
+            f"{mean:.4f} | {max(test) - min(test):.4f} | "
+            f"{mean / reference - 1:+.1%} | "
+            f"{' / '.join(f'{v:.4f}' for v in validation)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, rows: list, seeds: list, path: str, data: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(6, 0.6 * len(rows) + 1.6))
+    for i, row in enumerate(rows):
+        test = ndcg(results, row, seeds, "test")
+        axis.plot(test, [i] * len(test), "o", color="tab:blue", alpha=0.7)
+        axis.plot([statistics.mean(test)], [i], "|", color="black", ms=18)
+    axis.set_yticks(range(len(rows)), rows)
+    axis.invert_yaxis()
+    axis.set_xlabel("test NDCG@10 (dots: seeds; bar: mean)")
+    axis.set_title(f"{data}: seed-to-seed spread")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
