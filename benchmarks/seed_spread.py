@@ -19,6 +19,7 @@ finished runs of the same configuration are reused.
 import argparse
 import dataclasses
 import os
+import shlex
 import statistics
 import sys
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         args.dropout,
         verbose=2,
     )
-    text = report(results, args, " ".join(sys.argv[1:]))
+    text = report(results, args, shlex.join(sys.argv[1:]))
     os.makedirs(args.report_dir, exist_ok=True)
     stem = os.path.join(
         args.report_dir, f"seed_spread-{args.data}-{args.encoder}"
