@@ -27,6 +27,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.export.export_for_serving",
     "tfrec_tricks.export.warmup",
     "tfrec_tricks.export.models_config",
+    "tfrec_tricks.resumable_early_stopping",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

@@ -46,8 +46,10 @@ def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):
     run_dir = tmp_path / "run"
     assert (run_dir / "backup").is_dir()  # the checkpoint survived
     result = train(config, verbose=0)
-    # Two epochs were done before the interruption: only the third runs.
-    assert result.metrics["epochs_run"] == 1
+    # Two epochs were done before the interruption: only the third runs,
+    # and the run reports all three.
+    assert len(result.history["loss"]) == 1
+    assert result.metrics["epochs_run"] == 3
     with open(run_dir / "history.csv") as handle:
         epochs = [int(row["epoch"]) for row in csv.DictReader(handle)]
     assert epochs == [0, 1, 2]
@@ -55,6 +57,42 @@ def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):
     assert not list((run_dir / "backup").iterdir())
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["test"]["ndcg@10"] == result.metrics["test"]["ndcg@10"]
+
+
+class Scramble(tf.keras.callbacks.Callback):
+    """Replaces the weights with noise before validation: worse epochs."""
+
+    def on_test_begin(self, logs=None):
+        for weight in self.model.trainable_weights:
+            weight.assign(tf.random.normal(weight.shape, seed=1))
+
+
+def test_resumed_run_keeps_the_best_epoch_from_before_the_interruption(
+    tmp_path,
+):
+    config = tiny_config(tmp_path, epochs=9, patience=2, learning_rate=0.02)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=2)])
+    run_dir = tmp_path / "run"
+    before = _val_ndcg(run_dir)
+    best_epoch = int(np.argmax(before))
+    result = train(config, verbose=0, callbacks=[Scramble()])
+    after = _val_ndcg(run_dir)
+    assert after[:3] == before
+    assert max(after[3:]) < max(before)  # the scrambled epochs are worse
+    # The wait continued from the best epoch before the interruption...
+    assert len(after) == best_epoch + config.patience + 1
+    assert result.metrics["epochs_run"] == len(after)
+    # ...and its weights are the final model's (from checkpoints/best,
+    # which the worse resumed epochs did not overwrite).
+    assert result.metrics["validation"]["ndcg@10"] == pytest.approx(
+        max(before), abs=1e-6
+    )
+
+
+def _val_ndcg(run_dir) -> list:
+    with open(run_dir / "history.csv") as handle:
+        return [float(row["val_ndcg@10"]) for row in csv.DictReader(handle)]
 
 
 def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):

@@ -6,7 +6,8 @@ epoch), ``metrics.json`` (validation and test metrics, timings),
 ``checkpoints/best`` (weights of the best epoch by validation NDCG@10),
 ``model/`` (the final model: config and weights, see ``load_model``) and,
 while a run is in progress, ``backup/``: an interrupted run resumes from it
-when the same command runs again.
+when the same command runs again, its early stopping and best checkpoint
+continuing from the epochs already in ``history.csv``.
 """
 
 import dataclasses
@@ -38,6 +39,10 @@ from tfrec_tricks.metrics import (  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
+)
+from tfrec_tricks.resumable_early_stopping import (  # noqa: E402
+    ResumableEarlyStopping,
+    monitor_history,
 )
 
 EVAL_BATCH_SIZE = 512
@@ -222,29 +227,39 @@ def train(
     )
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     backup_dir = os.path.join(run_dir, "backup")
+    history_path = os.path.join(run_dir, "history.csv")
     resuming = os.path.isdir(backup_dir) and bool(os.listdir(backup_dir))
+    # The epochs run before the interruption: early stopping and the
+    # best-epoch checkpoint continue from their best value.
+    done = monitor_history(history_path, monitor) if resuming else []
     if resuming:
-        _log(verbose, f"Resuming the interrupted run from {backup_dir}")
+        _log(
+            verbose,
+            f"Resuming the interrupted run from {backup_dir} after "
+            f"{len(done)} epochs",
+        )
+    best_checkpoint = os.path.join(run_dir, "checkpoints", "best")
     timer = EpochTimer()
     callbacks = [
         tf.keras.callbacks.BackupAndRestore(backup_dir),
-        tf.keras.callbacks.EarlyStopping(
+        ResumableEarlyStopping(
+            done,
+            best_checkpoint,
             monitor=monitor,
             mode="max",
             patience=config.patience,
             restore_best_weights=True,
         ),
         tf.keras.callbacks.ModelCheckpoint(
-            os.path.join(run_dir, "checkpoints", "best"),
+            best_checkpoint,
             monitor=monitor,
             mode="max",
             save_best_only=True,
             save_weights_only=True,
+            initial_value_threshold=max(done) if done else None,
         ),
         # A resumed run continues its history; a new one starts it afresh.
-        tf.keras.callbacks.CSVLogger(
-            os.path.join(run_dir, "history.csv"), append=resuming
-        ),
+        tf.keras.callbacks.CSVLogger(history_path, append=resuming),
         timer,
         *(callbacks or []),
     ]
@@ -262,7 +277,8 @@ def train(
     )
     results.update(
         {
-            "epochs_run": len(timer.seconds),
+            # Every epoch of the run, those before an interruption too.
+            "epochs_run": len(done) + len(timer.seconds),
             "seconds_per_epoch_median": (
                 statistics.median(timer.seconds) if timer.seconds else None
             ),
