@@ -109,8 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [row for row in args.rows if row not in ROWS]
     if unknown:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
-    prefix = args.name or f"{args.data}-{args.encoder}"
-
     base = TrainConfig(
         data=args.data,
         data_path=args.data_path,
@@ -118,19 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         patience=args.patience,
         every_position=args.every_position,
         output_dir=args.output_dir,
+        name=args.name or f"{args.data}-{args.encoder}",
         model={
             "encoder": args.encoder,
             "num_layers": args.num_layers,
             "head_dropout": args.head_dropout,
         },
     )
-    results = run_seeds(
-        dataclasses.replace(base, name=prefix),
-        args.rows,
-        args.seeds,
-        args.dropout,
-        verbose=2,
-    )
+    results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
     os.makedirs(args.report_dir, exist_ok=True)
     stem = os.path.join(

@@ -26,6 +26,22 @@ def shared_data() -> pathlib.Path:
     return path
 
 
+@pytest.fixture
+def tiny_ablation_base(tmp_path):
+    """A TrainConfig small enough for ablation rows trained in a test."""
+    from tfrec_tricks.training import TrainConfig
+
+    return TrainConfig(
+        synthetic_users=80,
+        synthetic_items=150,
+        max_len=10,
+        epochs=1,
+        output_dir=str(tmp_path),
+        name="abl",
+        model={"embedding_dim": 8},
+    )
+
+
 def keras3() -> bool:
     return os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
         "0",

@@ -14,16 +14,10 @@ from tfrec_tricks.training import TrainConfig
 pytestmark = pytest.mark.slow
 
 
-def test_dropout_is_selected_on_validation(tmp_path, monkeypatch):
-    base = TrainConfig(
-        synthetic_users=80,
-        synthetic_items=150,
-        max_len=10,
-        epochs=1,
-        output_dir=str(tmp_path),
-        name="abl",
-        model={"embedding_dim": 8},
-    )
+def test_dropout_is_selected_on_validation(
+    tmp_path, monkeypatch, tiny_ablation_base
+):
+    base = tiny_ablation_base
     (row,) = run_ablation(base, ["Softmax"], dropouts=(0.0, 0.5))
     validation = {}
     for dropout in (0.0, 0.5):

@@ -8,7 +8,6 @@ import pytest
 
 from tfrec_tricks import ablation
 from tfrec_tricks.ablation import run_ablation
-from tfrec_tricks.training import TrainConfig
 
 pytestmark = pytest.mark.slow
 
@@ -24,17 +23,9 @@ def seed_spread():
 
 
 def test_seeds_reuse_the_ablation_run_and_differ(
-    tmp_path, monkeypatch, seed_spread
+    tmp_path, monkeypatch, seed_spread, tiny_ablation_base
 ):
-    base = TrainConfig(
-        synthetic_users=80,
-        synthetic_items=150,
-        max_len=10,
-        epochs=1,
-        output_dir=str(tmp_path),
-        name="abl",
-        model={"embedding_dim": 8},
-    )
+    base = tiny_ablation_base
     (row,) = run_ablation(base, ["Softmax"], dropouts=(0.2,))
     trained = []
 
