@@ -88,6 +88,7 @@ def test_train_one_epoch_on_tiny_synthetic_data(tmp_path):
         (["--dropout", "1.5"], "must be in [0, 1), got 1.5"),
         (["--batch-size", "many"], "expected an integer, got 'many'"),
         (["--steps-per-execution", "0"], "must be positive, got 0"),
+        (["--split", "random"], "invalid choice: 'random'"),
     ],
 )
 def test_nonsensical_arguments_exit_2_with_one_message(capsys, args, fragment):
@@ -143,6 +144,21 @@ def test_empty_dataset_after_filtering(tmp_path):
         "2",
     )
     _assert_clean_error(result, "No interactions left", str(path))
+
+
+def test_too_short_sessions_for_validation(tmp_path):
+    # Three-item sessions give RecBole's split a test example only.
+    path = tmp_path / "sessions.tsv"
+    rows = [(s, i, s * 10 + i) for s in (1, 2) for i in (1, 2, 3)]
+    path.write_text(
+        "SessionId\tItemId\tTime\n"
+        + "".join(f"{s}\t{i}\t{t}\n" for s, i, t in rows)
+    )
+    args = ("train", "--data", "file", "--data-path", str(path))
+    result = run_cli(*args, "--format", "sessions")
+    _assert_clean_error(
+        result, "No validation examples", str(path), "from 4 interactions"
+    )
 
 
 def test_tfds_offline_without_copy_says_what_to_provide(tmp_path):
@@ -210,6 +226,7 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
     assert "num_items" not in args.config_model  # derived from the data
     assert args.bucket_by_length is True  # the default
     assert args.every_position is False  # the default
+    assert args.split == "recbole"  # the default
     args = cli._parse(
         parser,
         [
@@ -218,10 +235,13 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
             str(config),
             "--no-bucket-by-length",
             "--every-position",
+            "--split",
+            "every-user",
         ],
     )
     assert args.bucket_by_length is False
     assert cli._train_config(args).every_position is True
+    assert cli._train_config(args).split == "every-user"
 
 
 @pytest.mark.slow

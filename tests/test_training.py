@@ -197,6 +197,8 @@ def test_bad_budget_is_rejected():
         ValueError, match="steps_per_execution must be positive. Received: 0"
     ):
         TrainConfig(steps_per_execution=0)
+    with pytest.raises(ValueError, match="Received: split='last'"):
+        TrainConfig(split="last")
 
 
 def test_rerun_after_completion_starts_a_fresh_history(tmp_path):

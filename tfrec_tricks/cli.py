@@ -20,6 +20,7 @@ import sys  # noqa: E402
 
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES  # noqa: E402
 from tfrec_tricks.data.loaders import FORMATS  # noqa: E402
+from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 from tfrec_tricks.models.config import (  # noqa: E402
     CPR_MERGES,
     ENCODERS,
@@ -168,10 +169,10 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--min-user-interactions",
         type=_positive_int,
-        default=3,
+        default=1,
         metavar="N",
-        help="drop users/sessions with fewer interactions "
-        "(at least 3). Default: 3",
+        help="drop users/sessions with fewer interactions. Default: 1 "
+        "(keep all, as RecBole)",
     )
     data.add_argument(
         "--min-item-interactions",
@@ -179,6 +180,16 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="drop items with fewer interactions. Default: 0",
+    )
+    data.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default="recbole",
+        help="leave-one-out split. recbole: each user's last example is "
+        "the test example (users with 3+ interactions), the one before it "
+        "the validation example (4+), the rest train, as RecBole 1.2.1. "
+        "every-user: users with 3+ interactions only, each giving a "
+        "validation and a test example. Default: recbole",
     )
     data.add_argument(
         "--max-len",
@@ -633,6 +644,7 @@ TRAIN_OPTIONS = (
     "synthetic_items",
     "min_user_interactions",
     "min_item_interactions",
+    "split",
     "max_len",
     "epochs",
     "batch_size",

@@ -31,6 +31,7 @@ from tfrec_tricks.data import (  # noqa: E402
     prepare,
 )
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 from tfrec_tricks.metrics import (  # noqa: E402
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -59,8 +60,9 @@ class TrainConfig:
     tfds_manual_dir: str | None = None
     synthetic_users: int = 1000
     synthetic_items: int = 1000
-    min_user_interactions: int = 3
+    min_user_interactions: int = 1
     min_item_interactions: int = 0
+    split: str = "recbole"
     max_len: int = 50
     epochs: int = 20
     batch_size: int = 128
@@ -91,6 +93,11 @@ class TrainConfig:
             raise ValueError(
                 "learning_rate must be positive. Received: "
                 f"{self.learning_rate}"
+            )
+        if self.split not in SPLITS:
+            raise ValueError(
+                f"split must be one of {sorted(SPLITS)}. Received: "
+                f"split={self.split!r}"
             )
 
     @property
@@ -158,6 +165,7 @@ def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
         max_len=config.max_len,
         min_user_interactions=config.min_user_interactions,
         min_item_interactions=config.min_item_interactions,
+        split=config.split,
     )
     return source, data
 

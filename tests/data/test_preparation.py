@@ -21,8 +21,9 @@ from tfrec_tricks.errors import DataError
 NAN = np.nan
 
 # (user, item, time, rating), deliberately not sorted. After sorting by
-# (user, time): a = y@10 z@20 x@35 w@60 v@100, b = y@5 x@6 z@8; user c has
-# two interactions only and is filtered out (min_user_interactions=3).
+# (user, time): a = y@10 z@20 x@35 w@60 v@100, b = y@5 x@6 z@8, c = x@1 y@2.
+# The exact-array tests below use split="every-user", which drops c (two
+# interactions); the RecBole split's tests follow them.
 ROWS = [
     ("a", "x", 35, 3),
     ("b", "y", 5, 4),
@@ -73,7 +74,7 @@ def assert_split(split, history, target, user, **features):
 
 @pytest.fixture
 def prepared():
-    return prepare(table(ROWS), max_len=3)
+    return prepare(table(ROWS), max_len=3, split="every-user")
 
 
 def test_vocabulary(prepared):
@@ -117,6 +118,50 @@ def test_test_split_exact_and_truncated(prepared):
         user=[0, 1],
         time_gap=padded([[10, 15, 25], [NAN, 1]], 3),
         rating=padded([[1, 3, 4], [4, 5]], 3),
+    )
+
+
+def test_recbole_split_trains_on_short_users():
+    # RecBole: a's 4 examples -> 2 train, validation, test; b's 2 examples
+    # (3 items) -> train, test; c's only example (2 items) -> train.
+    data = prepare(table(ROWS), max_len=3)
+    assert data.vocabulary.users == ["a", "b", "c"]
+    assert data.vocabulary.items == [PADDING, "y", "z", "x", "w", "v"]
+    assert_split(
+        data.train,
+        history=padded([[Y], [Y, Z], [Y], [X]], 3),
+        target=[Z, X, X, Y],
+        user=[0, 0, 1, 2],
+        time_gap=padded([[NAN], [NAN, 10], [NAN], [NAN]], 3),
+        rating=padded([[5], [5, 1], [4], [1]], 3),
+    )
+    assert_split(
+        data.validation,
+        history=padded([[Y, Z, X]], 3),
+        target=[W],
+        user=[0],
+        time_gap=padded([[NAN, 10, 15]], 3),
+        rating=padded([[5, 1, 3]], 3),
+    )
+    every_user = prepare(table(ROWS), max_len=3, split="every-user")
+    for name in ("history", "target", "user"):
+        np.testing.assert_array_equal(
+            getattr(data.test, name), getattr(every_user.test, name)
+        )
+
+
+def test_recbole_split_matches_recbole_counts():
+    # Per user with n items: n - 1 examples; test from n >= 3, validation
+    # from n >= 4 (RecBole's _split_index_by_leave_one_out after its
+    # data augmentation), the rest train.
+    rows = [(f"u{n}", f"i{k}", k, 0) for n in range(1, 7) for k in range(n)]
+    data = prepare(table(rows), max_len=10)
+    assert len(data.test) == 4  # u3..u6
+    assert len(data.validation) == 3  # u4..u6
+    assert len(data.train) == sum(n - 1 for n in range(1, 7)) - 4 - 3
+    np.testing.assert_array_equal(
+        [data.vocabulary.users[u] for u in data.validation.user],
+        ["u4", "u5", "u6"],
     )
 
 
@@ -164,7 +209,9 @@ def test_vocabulary_round_trip_non_ascii(tmp_path):
 
 
 def test_without_numeric_features():
-    data = prepare(table(ROWS), max_len=3, numeric_features=False)
+    data = prepare(
+        table(ROWS), max_len=3, numeric_features=False, split="every-user"
+    )
     assert data.feature_names == []
     assert data.test.features == {}
     np.testing.assert_array_equal(
@@ -195,18 +242,23 @@ def test_rating_without_timestamps_keeps_file_order():
         user=[0, 1],
         rating=padded([[1, 3, 5], [2, 4]], 4),
     )
+    # u1 has 3 items: its first example trains (RecBole's split).
     assert_split(
         data.train,
-        history=padded([[1]], 4),
-        target=[2],
-        user=[0],
-        rating=padded([[1]], 4),
+        history=padded([[1], [3]], 4),
+        target=[2, 1],
+        user=[0, 1],
+        rating=padded([[1], [2]], 4),
     )
 
 
 def test_sasrec_without_any_numeric_column():
     rows = [("1", "30", 0, 0), ("1", "2", 0, 0), ("1", "7", 0, 0)]
-    data = prepare(table(rows, timestamps=False, rating=False), max_len=2)
+    data = prepare(
+        table(rows, timestamps=False, rating=False),
+        max_len=2,
+        split="every-user",
+    )
     assert data.feature_names == []
     assert data.vocabulary.items == [PADDING, "30", "2", "7"]
     np.testing.assert_array_equal(data.validation.history, [[1, 0]])
@@ -258,7 +310,10 @@ def test_min_item_filter_is_iterative():
     keep = filter_interactions(interactions, 3, 2)
     np.testing.assert_array_equal(keep, [1, 1, 1, 0, 1, 1, 1, 0, 0, 0])
     data = prepare(
-        interactions, min_user_interactions=3, min_item_interactions=2
+        interactions,
+        min_user_interactions=3,
+        min_item_interactions=2,
+        split="every-user",
     )
     assert data.vocabulary.items == [PADDING, "i1", "i2", "i3"]
     assert data.vocabulary.users == ["u1", "u4"]
@@ -283,7 +338,11 @@ def test_empty_after_filtering_raises_data_error():
         ("u3", "i5", 3, 0),
     ]
     with pytest.raises(DataError, match="No interactions left") as info:
-        prepare(table(rows, source="tiny.inter"), min_item_interactions=2)
+        prepare(
+            table(rows, source="tiny.inter"),
+            min_user_interactions=3,
+            min_item_interactions=2,
+        )
     message = str(info.value)
     assert "tiny.inter" in message
     assert "min_item_interactions=2" in message
@@ -292,7 +351,12 @@ def test_empty_after_filtering_raises_data_error():
 def test_all_users_too_short_raises_data_error():
     rows = [("u1", "i1", 1, 0), ("u1", "i2", 2, 0), ("u2", "i1", 1, 0)]
     with pytest.raises(DataError, match="min_user_interactions=3"):
-        prepare(table(rows))
+        prepare(table(rows), split="every-user")
+    with pytest.raises(DataError, match="No validation examples") as info:
+        prepare(table(rows, source="short.inter"))
+    message = str(info.value)
+    assert "short.inter" in message and "split='recbole'" in message
+    assert "from 4 interactions" in message and "has 2" in message
 
 
 @pytest.mark.parametrize("max_len", [0, -5])
@@ -301,17 +365,22 @@ def test_bad_max_len(max_len):
         prepare(table(ROWS), max_len=max_len)
 
 
-@pytest.mark.parametrize("bound", [0, 2])
-def test_min_user_interactions_below_three(bound):
-    with pytest.raises(ValueError, match="at least 3"):
+@pytest.mark.parametrize("bound", [0, -1])
+def test_min_user_interactions_below_one(bound):
+    with pytest.raises(ValueError, match=f"at least 1. Received: .*={bound}"):
         prepare(table(ROWS), min_user_interactions=bound)
+
+
+def test_unknown_split():
+    with pytest.raises(ValueError, match="split='last-two'"):
+        prepare(table(ROWS), split="last-two")
 
 
 def test_invariants_on_synthetic_data():
     data = synthetic.generate(
         num_users=60, num_items=80, num_clusters=4, mean_length=12, seed=3
     )
-    prepared = prepare(data.interactions, max_len=8)
+    prepared = prepare(data.interactions, max_len=8, split="every-user")
     n = prepared.num_items
     assert n - 1 == len(np.unique(data.interactions.items))
     assert len(prepared.vocabulary.users) == 60

@@ -1,10 +1,14 @@
 """From an interaction table to leave-one-out next-item examples.
 
 RecBole's protocol: ids become contiguous (items 1..N-1, 0 is padding); each
-user's interactions are sorted by time; the last item is the test target,
-the second-to-last the validation target, and every earlier position (from
-the second item on) is a training target whose history is everything before
-it, truncated to the last ``max_len`` items and right-padded with 0.
+user's interactions are sorted by time; every position from the second item
+on is a target whose history is everything before it, truncated to the last
+``max_len`` items and right-padded with 0. Of a user's n - 1 examples the
+last is the test example (when n >= 3) and the one before it the validation
+example (when n >= 4); the rest, a two-item user's only example included,
+are training examples. ``split="every-user"`` instead keeps users with at
+least 3 interactions only and takes a validation and a test example from
+each.
 
 Right padding (real items first) lets causal encoders run without masks:
 the state at the last real position depends on real items only, and a batch
@@ -21,6 +25,8 @@ from tfrec_tricks.errors import DataError
 
 PADDING = "[PAD]"
 TIME_GAP = "time_gap"
+# Fewest interactions a user needs for a (test, validation) example.
+SPLITS = {"recbole": (3, 4), "every-user": (3, 3)}
 
 
 @dataclasses.dataclass
@@ -152,9 +158,10 @@ def _first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, list]:
 def prepare(
     interactions: Interactions,
     max_len: int = 50,
-    min_user_interactions: int = 3,
+    min_user_interactions: int = 1,
     min_item_interactions: int = 0,
     numeric_features: bool = True,
+    split: str = "recbole",
 ) -> PreparedData:
     """Builds the vocabulary and the leave-one-out splits.
 
@@ -163,13 +170,20 @@ def prepare(
         max_len: int. History length kept (the last ``max_len`` items).
             Defaults to 50.
         min_user_interactions: int. Users (sessions) with fewer
-            interactions are dropped; at least 3, so that each user has a
-            training, a validation and a test target. Defaults to 3.
+            interactions are dropped. Defaults to 1 (keep all, as RecBole).
         min_item_interactions: int. Items with fewer interactions are
             dropped first. Defaults to 0 (keep all).
         numeric_features: bool. Add per-position features: ``time_gap``
             (seconds since the user's previous interaction) when there are
             timestamps, and every numeric column (e.g. ``rating``).
+        split: str. ``"recbole"``: RecBole 1.2.1's leave-one-out over each
+            user's examples. A user's last example is the test example if
+            the user has two or more, the one before it the validation
+            example if three or more; the rest are training examples, so
+            two- and three-item sessions train too. ``"every-user"``: users
+            with fewer than 3 interactions are dropped and each kept user
+            gives one validation and one test example (a three-item user no
+            training example). Defaults to ``"recbole"``.
 
     Returns:
         A ``PreparedData``.
@@ -195,12 +209,18 @@ def prepare(
         raise ValueError(
             f"max_len must be positive. Received: max_len={max_len}"
         )
-    if min_user_interactions < 3:
+    if min_user_interactions < 1:
         raise ValueError(
-            "Leave-one-out needs at least 3 interactions per user (train, "
-            "validation, test). Received: "
+            "min_user_interactions must be at least 1. Received: "
             f"min_user_interactions={min_user_interactions}"
         )
+    if split not in SPLITS:
+        raise ValueError(
+            f"split must be one of {sorted(SPLITS)}. Received: split={split!r}"
+        )
+    test_from, validation_from = SPLITS[split]
+    if split == "every-user":
+        min_user_interactions = max(min_user_interactions, test_from)
     keep = filter_interactions(
         interactions, min_user_interactions, min_item_interactions
     )
@@ -242,13 +262,25 @@ def prepare(
 
     starts = np.flatnonzero(np.r_[True, user_codes[1:] != user_codes[:-1]])
     ends = np.r_[starts[1:], len(user_codes)]
-    test_pos = ends - 1
-    valid_pos = ends - 2
+    counts = ends - starts
+    test_pos = ends[counts >= test_from] - 1
+    valid_pos = ends[counts >= validation_from] - 2
     train_mask = np.ones(len(user_codes), dtype=bool)
     train_mask[starts] = False  # the first item has no history
     train_mask[test_pos] = False
     train_mask[valid_pos] = False
-    user_start = np.repeat(starts, ends - starts)
+    user_start = np.repeat(starts, counts)
+    for name, positions, needed in (
+        ("validation", valid_pos, validation_from),
+        ("test", test_pos, test_from),
+    ):
+        if not len(positions):
+            raise DataError(
+                f"No {name} examples in {interactions.source}: with "
+                f"split={split!r} a user gives one from {needed} "
+                f"interactions on, and the longest of the {len(starts):,} "
+                f"users has {counts.max()}."
+            )
 
     def examples(positions: np.ndarray) -> SequenceExamples:
         return _windows(
