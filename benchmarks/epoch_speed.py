@@ -34,6 +34,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -95,10 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="yoochoose-100k")
     parser.add_argument("--data-path", default=None)
     parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default="recbole",
+        help="leave-one-out split (see tfrec-tricks train --help)",
+    )
     args = parser.parse_args(argv)
 
     data = prepare(
-        load_source(args.data, data_path=args.data_path).interactions
+        load_source(args.data, data_path=args.data_path).interactions,
+        split=args.split,
     )
     fixed = make_dataset(data.train, 128, shuffle=True, seed=0)
     tuned = make_dataset(
@@ -135,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         + " ".join(["python benchmarks/epoch_speed.py", *sys.argv[1:]])
         + "`",
         "",
-        f"{args.data}: {len(data.train):,} training examples per epoch, "
+        f"{args.data}, split {args.split}: {len(data.train):,} training "
+        "examples per epoch, "
         f"{data.num_items:,} items. Median s/epoch, training only. "
         f"Plain tf-keras GRU (fixed batches): {reference:.2f} s.",
         "",

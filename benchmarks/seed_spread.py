@@ -11,7 +11,8 @@ initial weights, the shuffling and dropout.
         --data-path ../shared/data --encoder sasrec --num-layers 2 \\
         --every-position --rows Softmax "Softmax + CPR:100 + Mi"
 
-Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` and a chart
+Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` (with
+``-<split>`` before ``.md`` for ``--split every-user``) and a chart
 (``.png``). Seed 0 is named as the ablation's run at the same dropout, and
 finished runs of the same configuration are reused.
 """
@@ -28,6 +29,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from tfrec_tricks.ablation import ROWS, finished_metrics, row_slug  # noqa: E402
+from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 from tfrec_tricks.training import TrainConfig, train  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
@@ -93,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every-position", action="store_true")
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--patience", type=int, default=5)
+    parser.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default="recbole",
+        help="leave-one-out split (see tfrec-tricks train --help). "
+        "Default: recbole",
+    )
     parser.add_argument("--output-dir", default="runs/benchmarks")
     parser.add_argument(
         "--report-dir",
@@ -115,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs=args.epochs,
         patience=args.patience,
         every_position=args.every_position,
+        split=args.split,
         output_dir=args.output_dir,
         name=args.name or f"{args.data}-{args.encoder}",
         model={
@@ -126,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
     os.makedirs(args.report_dir, exist_ok=True)
+    split = "" if args.split == "recbole" else f"-{args.split}"
     stem = os.path.join(
-        args.report_dir, f"seed_spread-{args.data}-{args.encoder}"
+        args.report_dir, f"seed_spread-{args.data}-{args.encoder}{split}"
     )
     with open(stem + ".md", "w") as handle:
         handle.write(text)
@@ -149,7 +160,8 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         f"Command: `python benchmarks/seed_spread.py {command}`",
         "",
         f"{args.num_layers} layer(s), dropout {args.dropout}, head dropout "
-        f"{args.head_dropout}, every position: {args.every_position}, at "
+        f"{args.head_dropout}, every position: {args.every_position}, split "
+        f"{args.split}, at "
         f"most {args.epochs} epochs, patience {args.patience} on validation "
         "NDCG@10; d=64, Adam 1e-3, batch 128, full ranking.",
         "",

@@ -63,6 +63,7 @@ def test_report_gives_mean_range_and_change(seed_spread):
         dropout=0.2,
         head_dropout=0.3,
         every_position=True,
+        split="recbole",
         epochs=40,
         patience=5,
         rows=["Softmax", "MoS"],
@@ -73,3 +74,4 @@ def test_report_gives_mean_range_and_change(seed_spread):
     # MoS: mean 0.43, range 0.04, +4.9% over 0.41.
     assert "| MoS | 0.4100 / 0.4500 | 0.4300 | 0.0400 | +4.9% |" in text
     assert "0.3200 / 0.3300" in text
+    assert "split recbole" in text
