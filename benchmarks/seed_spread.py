@@ -71,14 +71,45 @@ def run_seeds(
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def base_config(args: argparse.Namespace) -> TrainConfig:
+    """The shared config, as ``tfrec-tricks ablation`` builds it.
+
+    The same options give the same ``TrainConfig`` as the ablation's, so
+    seed 0 reuses its run (``tfrec_tricks.ablation.finished_metrics``).
+    """
+    return TrainConfig(
+        data=args.data,
+        data_path=args.data_path,
+        epochs=args.epochs,
+        patience=args.patience,
+        every_position=args.every_position,
+        split=args.split,
+        output_dir=args.output_dir,
+        name=args.name or f"{args.data}-{args.encoder}",
+        model={
+            "encoder": args.encoder,
+            "head_dropout": args.head_dropout,
+            # Given only when set, as the CLI does.
+            **({"num_layers": args.num_layers} if args.num_layers else {}),
+        },
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--data", default="yoochoose-100k")
     parser.add_argument("--data-path", default=None)
     parser.add_argument("--encoder", default="sasrec")
-    parser.add_argument("--num-layers", type=int, default=2)
+    parser.add_argument(
+        "--num-layers",
+        type=int,
+        default=None,
+        help="encoder layers. Default: the encoder's default (left out of "
+        "the run config, as the ablation does when --num-layers is not "
+        "given, so its runs are reused)",
+    )
     parser.add_argument(
         "--rows",
         nargs="+",
@@ -114,25 +145,16 @@ def main(argv: list[str] | None = None) -> int:
         help="run name prefix, as the ablation's --name. "
         "Default: <data>-<encoder>",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     unknown = [row for row in args.rows if row not in ROWS]
     if unknown:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
-    base = TrainConfig(
-        data=args.data,
-        data_path=args.data_path,
-        epochs=args.epochs,
-        patience=args.patience,
-        every_position=args.every_position,
-        split=args.split,
-        output_dir=args.output_dir,
-        name=args.name or f"{args.data}-{args.encoder}",
-        model={
-            "encoder": args.encoder,
-            "num_layers": args.num_layers,
-            "head_dropout": args.head_dropout,
-        },
-    )
+    base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
     os.makedirs(args.report_dir, exist_ok=True)
@@ -159,7 +181,8 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "",
         f"Command: `python benchmarks/seed_spread.py {command}`",
         "",
-        f"{args.num_layers} layer(s), dropout {args.dropout}, head dropout "
+        f"{args.num_layers or 'default'} layer(s), dropout {args.dropout}, "
+        "head dropout "
         f"{args.head_dropout}, every position: {args.every_position}, split "
         f"{args.split}, at "
         f"most {args.epochs} epochs, patience {args.patience} on validation "

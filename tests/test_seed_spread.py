@@ -75,3 +75,28 @@ def test_report_gives_mean_range_and_change(seed_spread):
     assert "| MoS | 0.4100 / 0.4500 | 0.4300 | 0.0400 | +4.9% |" in text
     assert "0.3200 / 0.3300" in text
     assert "split recbole" in text
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--encoder", "gru4rec"],
+        ["--encoder", "sasrec", "--num-layers", "2", "--every-position"],
+        ["--encoder", "gru4rec", "--split", "every-user"],
+    ],
+)
+def test_base_config_is_the_ablations(seed_spread, options):
+    # Seed 0 reuses the ablation's run only if the configs are equal.
+    from tfrec_tricks import cli
+
+    shared = [
+        "--data", "yoochoose-100k", "--data-path", "data", "--epochs", "40",
+        "--patience", "5", "--head-dropout", "0.3", "--output-dir", "out",
+        "--name", "yc",
+    ]  # fmt: skip
+    args = seed_spread.build_parser().parse_args([*shared, *options])
+    parser = cli.build_parser()
+    expected = cli._train_config(
+        cli._parse(parser, ["ablation", *shared, *options])
+    )
+    assert seed_spread.base_config(args) == expected
