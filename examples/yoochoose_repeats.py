@@ -43,8 +43,10 @@ tf.keras.utils.set_random_seed(0)
 
 # ## The sessions
 #
-# `train_full` and `test` together, sessions of at least 3 clicks, then
-# leave-one-out: each session's last click is the test target.
+# `train_full` and `test` together, then RecBole's leave-one-out: a
+# session's last click is the test target (from 3 clicks on), the one before
+# it the validation target (from 4 on); every other click is a training
+# target, so two-click sessions train too.
 
 try:
     source = load_source("yoochoose-100k", data_path=args.data_path)
