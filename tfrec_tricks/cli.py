@@ -171,8 +171,8 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=1,
         metavar="N",
-        help="drop users/sessions with fewer interactions. Default: 1 "
-        "(keep all, as RecBole)",
+        help="drop users/sessions with fewer interactions (--split "
+        "every-user raises it to 3). Default: 1 (keep all, as RecBole)",
     )
     data.add_argument(
         "--min-item-interactions",

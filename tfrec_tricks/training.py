@@ -31,7 +31,7 @@ from tfrec_tricks.data import (  # noqa: E402
     prepare,
 )
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
+from tfrec_tricks.data.preparation import check_split  # noqa: E402
 from tfrec_tricks.metrics import (  # noqa: E402
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -94,11 +94,7 @@ class TrainConfig:
                 "learning_rate must be positive. Received: "
                 f"{self.learning_rate}"
             )
-        if self.split not in SPLITS:
-            raise ValueError(
-                f"split must be one of {sorted(SPLITS)}. Received: "
-                f"split={self.split!r}"
-            )
+        check_split(self.split)
 
     @property
     def run_name(self) -> str:

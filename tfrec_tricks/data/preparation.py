@@ -155,6 +155,14 @@ def _first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, list]:
     return rank[inverse], [str(v) for v in uniques[order]]
 
 
+def check_split(split: str) -> None:
+    """Raises ``ValueError`` naming ``split`` unless it is in ``SPLITS``."""
+    if split not in SPLITS:
+        raise ValueError(
+            f"split must be one of {sorted(SPLITS)}. Received: split={split!r}"
+        )
+
+
 def prepare(
     interactions: Interactions,
     max_len: int = 50,
@@ -214,10 +222,7 @@ def prepare(
             "min_user_interactions must be at least 1. Received: "
             f"min_user_interactions={min_user_interactions}"
         )
-    if split not in SPLITS:
-        raise ValueError(
-            f"split must be one of {sorted(SPLITS)}. Received: split={split!r}"
-        )
+    check_split(split)
     test_from, validation_from = SPLITS[split]
     if split == "every-user":
         min_user_interactions = max(min_user_interactions, test_from)
