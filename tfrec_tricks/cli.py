@@ -239,7 +239,7 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "position: the encoder runs once per session instead of once per "
         "prefix (the same examples, losses and gradients; only the random "
         "draws of dropout and SSE differ; --batch-size then counts target "
-        "positions). SASRec epochs on YOOCHOOSE: 1.0-1.4x faster (RecBole's "
+        "positions). SASRec epochs on YOOCHOOSE: 1.0-1.5x faster (RecBole's "
         "split, many two-click sessions); no gain for GRU4Rec, whose loop "
         "costs per time step. Default: off",
     )
