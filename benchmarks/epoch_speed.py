@@ -16,19 +16,32 @@ the ablation's: GRU4Rec with 1 layer, SASRec with 2 layers and 2 heads
   runs once per session; about 128 target positions per batch.
 
 A plain tf-keras GRU (Embedding -> GRU -> Dense, fixed batches) is the
-reference. Every model first trains one epoch (which traces its graph);
-then the models take turns, one epoch each, for ``--epochs - 1`` rounds,
-so that a slow spell of the shared host hits every model alike. The
-median of those epochs is reported; all ratios come from the same run.
+reference. With ``--recbole-python``, RecBole 1.2.1's own GRU4Rec, SASRec,
+GRU4RecCPR and SASRecCPR (default configs, the same examples written as a
+RecBole atomic file) train in the same run, in a worker process under that
+interpreter (``recbole_worker.py``), so the "x faster" columns are ratios
+of one run; without it they divide issue #4's RecBole seconds.
 
-    python benchmarks/epoch_speed.py --data-path ../shared/data
+Every model first trains one epoch (which traces its graph); then the
+models take turns, one epoch each, for ``--epochs - 1`` rounds, so that a
+slow spell of the shared host hits every model alike. The median of those
+epochs is reported.
+
+    python -m venv /tmp/recbole && /tmp/recbole/bin/pip install \
+        torch==2.13.0 recbole==1.2.1 "numpy<2" "pandas<2.3" "scipy<1.15"
+    python benchmarks/epoch_speed.py --data-path ../shared/data \
+        --recbole-python /tmp/recbole/bin/python
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 
 from tfrec_tricks.keras_version import use_legacy_keras
 
@@ -44,12 +57,20 @@ from tfrec_tricks.models import (  # noqa: E402
     SequentialRetrievalModel,
 )
 
-#: RecBole 1.2.1 s/epoch on this machine kind (issue #4's measurements).
+#: RecBole 1.2.1 s/epoch on this machine kind (issue #4's measurements),
+#: used when RecBole is not run beside (no ``--recbole-python``).
 RECBOLE_SECONDS = {
     ("gru4rec", "Softmax"): 31.0,
     ("sasrec", "Softmax"): 40.0,
     ("gru4rec", "CPR:100 + Mi"): 43.0,
     ("sasrec", "CPR:100 + Mi"): 42.0,
+}
+#: RecBole 1.2.1's model for each of ours.
+RECBOLE_MODELS = {
+    ("gru4rec", "Softmax"): "GRU4Rec",
+    ("sasrec", "Softmax"): "SASRec",
+    ("gru4rec", "CPR:100 + Mi"): "GRU4RecCPR",
+    ("sasrec", "CPR:100 + Mi"): "SASRecCPR",
 }
 HEADS = {
     "Softmax": {"head": "softmax"},
@@ -75,11 +96,25 @@ def plain_gru(num_items: int, max_len: int) -> tf.keras.Model:
     return model
 
 
-def interleaved_epoch_seconds(jobs: dict, epochs: int) -> dict:
+def keras_epoch(model: tf.keras.Model, dataset) -> Callable[[], float]:
+    """A job for ``interleaved_epoch_seconds``: one ``fit`` epoch, timed."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, verbose=0)
+        return time.perf_counter() - start
+
+    return run
+
+
+def interleaved_epoch_seconds(
+    jobs: dict[str, Callable[[], float]], epochs: int
+) -> dict:
     """Median seconds per epoch of each job, epochs taken in turns.
 
     Args:
-        jobs: {name: (compiled model, dataset)}.
+        jobs: {name: function that trains one epoch and returns its
+            seconds}.
         epochs: epochs per model, the first (graph tracing) not timed.
 
     Returns:
@@ -90,15 +125,93 @@ def interleaved_epoch_seconds(jobs: dict, epochs: int) -> dict:
             "epochs must be at least 2: the first only traces the graph. "
             f"Received: epochs={epochs}"
         )
-    for model, dataset in jobs.values():
-        model.fit(dataset, epochs=1, verbose=0)
+    for run in jobs.values():
+        run()
     times = {name: [] for name in jobs}
     for _ in range(epochs - 1):
-        for name, (model, dataset) in jobs.items():
-            start = time.perf_counter()
-            model.fit(dataset, epochs=1, verbose=0)
-            times[name].append(time.perf_counter() - start)
+        for name, run in jobs.items():
+            times[name].append(run())
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def write_recbole_atomic_file(interactions, directory: str, dataset: str):
+    """Writes the interactions as RecBole's ``DATASET.inter`` atomic file.
+
+    Args:
+        interactions: a ``tfrec_tricks.data.Interactions`` with timestamps
+            (RecBole's leave-one-out orders each session by time).
+        directory: RecBole's ``data_path``; the file goes to
+            ``directory/dataset/dataset.inter``.
+        dataset: RecBole's dataset name.
+    """
+    if interactions.timestamps is None:
+        raise ValueError(
+            "RecBole's split orders by time, but the source "
+            f"{interactions.source!r} has no timestamps."
+        )
+    folder = os.path.join(directory, dataset)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{dataset}.inter"), "w") as handle:
+        handle.write("session_id:token\titem_id:token\ttimestamp:float\n")
+        for user, item, stamp in zip(
+            interactions.users, interactions.items, interactions.timestamps
+        ):
+            handle.write(f"{user}\t{item}\t{float(stamp)!r}\n")
+
+
+class RecBoleWorker:
+    """RecBole models in a child process (``recbole_worker.py``).
+
+    Args:
+        python: an interpreter with RecBole 1.2.1 and PyTorch.
+        interactions: the examples' source interactions.
+        models: RecBole model names, e.g. ``["GRU4Rec", "SASRecCPR"]``.
+        workdir: a folder for the atomic file and RecBole's logs.
+    """
+
+    DATASET = "interactions"
+
+    def __init__(self, python: str, interactions, models, workdir: str):
+        write_recbole_atomic_file(interactions, workdir, self.DATASET)
+        worker = os.path.join(os.path.dirname(__file__), "recbole_worker.py")
+        self.process = subprocess.Popen(
+            [python, worker, workdir, self.DATASET, *models],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=workdir,  # RecBole writes log/ folders into its cwd
+        )
+        #: {model: training examples per epoch, as RecBole counts them}.
+        self.examples = self._read()["ready"]
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(
+                "The RecBole worker ended without a reply "
+                f"(exit code {self.process.wait()})."
+            )
+        message = json.loads(line)
+        if "error" in message:
+            raise RuntimeError(
+                "The RecBole worker failed:\n" + message["error"]
+            )
+        return message
+
+    def job(self, model: str) -> Callable[[], float]:
+        """A job for ``interleaved_epoch_seconds``: one RecBole epoch."""
+
+        def run() -> float:
+            self.process.stdin.write(model + "\n")
+            self.process.stdin.flush()
+            return self._read()["seconds"]
+
+        return run
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def ours(data, encoder: str, head: dict, steps_per_execution: int):
@@ -140,14 +253,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report-dir", default=RESULTS, help="where to write the results"
     )
+    parser.add_argument(
+        "--recbole-python",
+        default=None,
+        metavar="PYTHON",
+        help="an interpreter with RecBole 1.2.1 and PyTorch (see above):\n"
+        "RecBole's four models then train in the same run, and the\n"
+        "ratios are of that run. Default: divide issue #4's seconds",
+    )
     args = parser.parse_args(argv)
     if args.epochs < 2:
         parser.error(f"--epochs must be at least 2. Received: {args.epochs}")
+    if args.recbole_python and not os.access(args.recbole_python, os.X_OK):
+        parser.error(
+            "--recbole-python is not an executable file. "
+            f"Received: {args.recbole_python!r}"
+        )
 
-    data = prepare(
-        load_source(args.data, data_path=args.data_path).interactions,
-        split=args.split,
-    )
+    source = load_source(args.data, data_path=args.data_path)
+    data = prepare(source.interactions, split=args.split)
     fixed = make_dataset(data.train, 128, shuffle=True, seed=0)
     tuned = make_dataset(
         data.train, 128, shuffle=True, seed=0, bucket_by_length=True
@@ -162,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     plain = plain_gru(data.num_items, data.max_len)
     pairs = fixed.map(lambda batch: (batch["history"], batch["target"]))
-    jobs = {"plain GRU": (plain, pairs)}
+    jobs = {"plain GRU": keras_epoch(plain, pairs)}
     for encoder in ("gru4rec", "sasrec"):
         for head_name, head in HEADS.items():
             for pipeline, dataset, steps in (
@@ -171,17 +295,37 @@ def main(argv: list[str] | None = None) -> int:
                 ("every position", merged, 16),
             ):
                 model = ours(data, encoder, head, steps)
-                jobs[encoder, head_name, pipeline] = (model, dataset)
-    seconds = interleaved_epoch_seconds(jobs, args.epochs)
-    reference = seconds["plain GRU"]
-    rows = []
-    for encoder in ("gru4rec", "sasrec"):
-        for head_name in HEADS:
-            timings = {
-                pipeline: seconds[encoder, head_name, pipeline]
-                for pipeline in ("fixed", "tuned", "every position")
-            }
-            rows.append((encoder, head_name, timings))
+                jobs[encoder, head_name, pipeline] = keras_epoch(model, dataset)
+    with tempfile.TemporaryDirectory() as workdir:
+        worker = None
+        if args.recbole_python:
+            worker = RecBoleWorker(
+                args.recbole_python,
+                source.interactions,
+                list(RECBOLE_MODELS.values()),
+                workdir,
+            )
+            for key, name in RECBOLE_MODELS.items():
+                jobs["recbole", key] = worker.job(name)
+        seconds = interleaved_epoch_seconds(jobs, args.epochs)
+        if worker:
+            worker.close()
+    if worker:
+        recbole = {key: seconds["recbole", key] for key in RECBOLE_MODELS}
+        recbole_note = (
+            "RecBole 1.2.1 (default configs) trained in the same run, "
+            "on the same interactions; its epochs have "
+            + ", ".join(
+                f"{name} {count:,}" for name, count in worker.examples.items()
+            )
+            + " training examples."
+        )
+    else:
+        recbole = RECBOLE_SECONDS
+        recbole_note = (
+            "RecBole 1.2.1's seconds are issue #4's measurements on this "
+            "machine kind, not of this run (see --recbole-python)."
+        )
     lines = [
         "Command: `"
         + " ".join(["python benchmarks/epoch_speed.py", *sys.argv[1:]])
@@ -191,21 +335,27 @@ def main(argv: list[str] | None = None) -> int:
         "examples per epoch, "
         f"{data.num_items:,} items. Median s/epoch of {args.epochs - 1} "
         "epochs taken in turns by all models, training only. "
-        f"Plain tf-keras GRU (fixed batches): {reference:.2f} s.",
+        f"Plain tf-keras GRU (fixed batches): {seconds['plain GRU']:.2f} s. "
+        + recbole_note,
         "",
         "| model | head | fixed batches | bucketed + 16 steps/call "
         "(default) | + every position | RecBole 1.2.1 | x faster than "
         "RecBole (default) | x faster (every position) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for encoder, head_name, timings in rows:
-        recbole = RECBOLE_SECONDS[(encoder, head_name)]
-        lines.append(
-            f"| {encoder} | {head_name} | {timings['fixed']:.2f} | "
-            f"{timings['tuned']:.2f} | {timings['every position']:.2f} | "
-            f"{recbole:.0f} | {recbole / timings['tuned']:.1f}x | "
-            f"{recbole / timings['every position']:.1f}x |"
-        )
+    for encoder in ("gru4rec", "sasrec"):
+        for head_name in HEADS:
+            timings = {
+                pipeline: seconds[encoder, head_name, pipeline]
+                for pipeline in ("fixed", "tuned", "every position")
+            }
+            theirs = recbole[encoder, head_name]
+            lines.append(
+                f"| {encoder} | {head_name} | {timings['fixed']:.2f} | "
+                f"{timings['tuned']:.2f} | {timings['every position']:.2f} | "
+                f"{theirs:.1f} | {theirs / timings['tuned']:.1f}x | "
+                f"{theirs / timings['every position']:.1f}x |"
+            )
     table = "\n".join(lines)
     os.makedirs(args.report_dir, exist_ok=True)
     with open(os.path.join(args.report_dir, "epoch_speed.md"), "w") as handle:
