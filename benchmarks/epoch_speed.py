@@ -174,23 +174,29 @@ class RecBoleWorker:
     def __init__(self, python: str, interactions, models, workdir: str):
         write_recbole_atomic_file(interactions, workdir, self.DATASET)
         worker = os.path.join(os.path.dirname(__file__), "recbole_worker.py")
-        self.process = subprocess.Popen(
-            [python, worker, workdir, self.DATASET, *models],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            cwd=workdir,  # RecBole writes log/ folders into its cwd
-        )
+        # RecBole warns a lot on stderr: keep it in a file, shown on failure.
+        self.log_path = os.path.join(workdir, "recbole_worker.log")
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [python, worker, workdir, self.DATASET, *models],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=workdir,  # RecBole writes log/ folders into its cwd
+            )
         #: {model: training examples per epoch, as RecBole counts them}.
         self.examples = self._read()["ready"]
 
     def _read(self) -> dict:
         line = self.process.stdout.readline()
         if not line:
+            code = self.process.wait()
+            with open(self.log_path) as log:
+                tail = log.read()[-2000:]
             raise RuntimeError(
-                "The RecBole worker ended without a reply "
-                f"(exit code {self.process.wait()})."
+                f"The RecBole worker ended without a reply (exit code "
+                f"{code}). The end of {self.log_path}:\n{tail}"
             )
         message = json.loads(line)
         if "error" in message:
