@@ -96,6 +96,15 @@ def plain_gru(num_items: int, max_len: int) -> tf.keras.Model:
     return model
 
 
+def executable_file(value: str) -> str:
+    """argparse type of ``--recbole-python``: an executable file."""
+    if not (os.path.isfile(value) and os.access(value, os.X_OK)):
+        raise argparse.ArgumentTypeError(
+            f"not an executable file. Received: {value!r}"
+        )
+    return value
+
+
 def keras_epoch(model: tf.keras.Model, dataset) -> Callable[[], float]:
     """A job for ``interleaved_epoch_seconds``: one ``fit`` epoch, timed."""
 
@@ -262,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--recbole-python",
         default=None,
+        type=executable_file,
         metavar="PYTHON",
         help="an interpreter with RecBole 1.2.1 and PyTorch (see above):\n"
         "RecBole's four models then train in the same run, and the\n"
@@ -270,11 +280,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.epochs < 2:
         parser.error(f"--epochs must be at least 2. Received: {args.epochs}")
-    if args.recbole_python and not os.access(args.recbole_python, os.X_OK):
-        parser.error(
-            "--recbole-python is not an executable file. "
-            f"Received: {args.recbole_python!r}"
-        )
 
     source = load_source(args.data, data_path=args.data_path)
     data = prepare(source.interactions, split=args.split)

@@ -17,6 +17,12 @@ Protocol (one JSON object per line on stdout, commands on stdin):
   training epoch (``Trainer._train_epoch``), as its log reports it;
 - end of stdin ends the worker.
 
+``recbole_worker.py --fit EPOCHS DATA_DIR DATASET MODEL`` instead trains
+one model the way ``run_recbole`` does (validation every epoch, RecBole's
+early stopping on MRR@10, the best epoch's weights for the test) and
+prints ``{"model": MODEL, "best_valid": {...}, "test": {...}}`` with
+NDCG@10, HR@10 and MRR@10 (``recbole_reference.py`` runs it).
+
 Errors are printed as ``{"error": "..."}`` and exit non-zero.
 """
 
@@ -54,8 +60,11 @@ def protocol_config(data_dir: str, dataset: str, checkpoint_dir: str) -> dict:
     }
 
 
-def build(model_name: str, settings: dict):
-    """Returns (trainer, train_data) for one RecBole model."""
+def build(model_name: str, settings: dict, splits: bool = False):
+    """Returns (trainer, train_data) for one RecBole model.
+
+    With ``splits``, returns (trainer, train_data, valid_data, test_data).
+    """
     from recbole.config import Config
     from recbole.data import create_dataset, data_preparation
     from recbole.utils import get_model, get_trainer, init_seed
@@ -63,10 +72,40 @@ def build(model_name: str, settings: dict):
     config = Config(model=model_name, config_dict=dict(settings))
     init_seed(config["seed"], config["reproducibility"])
     dataset = create_dataset(config)
-    train_data, _, _ = data_preparation(config, dataset)
+    train_data, valid_data, test_data = data_preparation(config, dataset)
     model = get_model(config["model"])(config, train_data._dataset)
     trainer = get_trainer(config["MODEL_TYPE"], config["model"])(config, model)
+    if splits:
+        return trainer, train_data, valid_data, test_data
     return trainer, train_data
+
+
+def fit(epochs: int, data_dir: str, dataset: str, model_name: str) -> dict:
+    """Trains and tests one model as RecBole's ``run_recbole`` does."""
+    import torch
+
+    # RecBole 1.2.1 saves its config object in the checkpoint, which
+    # PyTorch >= 2.6 refuses to unpickle by default (weights_only=True).
+    plain_load = torch.load
+    torch.load = lambda *a, **k: plain_load(*a, **{"weights_only": False, **k})
+    with tempfile.TemporaryDirectory() as checkpoints:
+        settings = {
+            **protocol_config(data_dir, dataset, checkpoints),
+            "epochs": epochs,
+            "metrics": ["NDCG", "Hit", "MRR"],
+            "topk": [10],
+            "valid_metric": "MRR@10",
+        }
+        trainer, train_data, valid_data, test_data = build(
+            model_name, settings, splits=True
+        )
+        _, best_valid = trainer.fit(train_data, valid_data, saved=True)
+        test = trainer.evaluate(test_data, load_best_model=True)
+    return {
+        "model": model_name,
+        "best_valid": {k: float(v) for k, v in best_valid.items()},
+        "test": {k: float(v) for k, v in test.items()},
+    }
 
 
 def reply(message: dict) -> None:
@@ -75,6 +114,16 @@ def reply(message: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--fit"]:
+        if len(argv) != 5:
+            reply({"error": "usage: --fit EPOCHS DATA_DIR DATASET MODEL"})
+            return 2
+        try:
+            reply(fit(int(argv[1]), *argv[2:]))
+        except Exception:  # noqa: BLE001 - reported to the parent
+            reply({"error": traceback.format_exc()})
+            return 1
+        return 0
     if len(argv) < 3:
         reply({"error": "usage: recbole_worker.py DATA_DIR DATASET MODEL..."})
         return 2

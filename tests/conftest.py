@@ -6,6 +6,7 @@ Keras 3 (TensorFlow backend); the default is tf-keras, as for the pipeline.
 
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -49,3 +50,21 @@ def keras3() -> bool:
         "no",
         "off",
     )
+
+
+@pytest.fixture
+def fake_interpreter(tmp_path):
+    """Makes an executable that runs a Python script in this interpreter.
+
+    It stands in for another interpreter (e.g. RecBole's): called as
+    ``PATH worker.py ARGS``, the script sees ``sys.argv`` = (PATH,
+    worker.py, ARGS...).
+    """
+
+    def make(script: str) -> str:
+        path = tmp_path / "python"
+        path.write_text(f"#!{sys.executable}\n{script}")
+        path.chmod(0o755)
+        return str(path)
+
+    return make

@@ -107,31 +107,28 @@ def test_recbole_atomic_file_needs_timestamps(epoch_speed, tmp_path):
         epoch_speed.write_recbole_atomic_file(interactions, str(tmp_path), "x")
 
 
-FAKE_RECBOLE = """#!{python}
 # Stands in for RecBole's interpreter: argv is (this file, worker,
 # data_dir, dataset, models...); answers as recbole_worker.py does.
+FAKE_RECBOLE = """
 import json, os, sys
 _, _, data_dir, dataset, *models = sys.argv
 assert os.path.exists(os.path.join(data_dir, dataset, dataset + ".inter"))
 if models == ["Broken"]:
-    print(json.dumps({{"error": "Traceback: no module named recbole"}}))
+    print(json.dumps({"error": "Traceback: no module named recbole"}))
     sys.exit(1)
 if models == ["Crash"]:
     sys.stderr.write("Segmentation fault in torch")
     sys.exit(139)
-print(json.dumps({{"ready": {{name: 42 for name in models}}}}), flush=True)
+print(json.dumps({"ready": {name: 42 for name in models}}), flush=True)
 for epoch, line in enumerate(sys.stdin):
-    reply = {{"model": line.strip(), "seconds": 30.0 + epoch, "loss": 1.0}}
+    reply = {"model": line.strip(), "seconds": 30.0 + epoch, "loss": 1.0}
     print(json.dumps(reply), flush=True)
 """
 
 
 @pytest.fixture
-def fake_recbole_python(tmp_path):
-    path = tmp_path / "python"
-    path.write_text(FAKE_RECBOLE.format(python=sys.executable))
-    path.chmod(0o755)
-    return str(path)
+def fake_recbole_python(fake_interpreter):
+    return fake_interpreter(FAKE_RECBOLE)
 
 
 def test_recbole_worker_protocol(epoch_speed, fake_recbole_python, tmp_path):
@@ -181,7 +178,7 @@ def test_bad_recbole_python_is_a_usage_error(epoch_speed, tmp_path, capsys):
     with pytest.raises(SystemExit) as raised:
         epoch_speed.main(["--recbole-python", str(tmp_path / "nope")])
     assert raised.value.code == 2
-    assert "--recbole-python is not an executable file" in (
+    assert "--recbole-python: not an executable file" in (
         capsys.readouterr().err
     )
 
