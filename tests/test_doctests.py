@@ -13,6 +13,7 @@ LAYER_MODULES = [
     "tfrec_tricks.layers.softmax_cpr",
     "tfrec_tricks.layers.mixture_of_softmax",
     "tfrec_tricks.metrics",
+    "tfrec_tricks.repeat_headroom",
 ]
 # These need tf-keras (TFRS); they are doctested in the tf-keras run only.
 PIPELINE_MODULES = [
