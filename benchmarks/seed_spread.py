@@ -41,6 +41,18 @@ def run_name(prefix: str, row: str, dropout: float, seed: int) -> str:
     return name if seed == 0 else f"{name}-seed{seed}"
 
 
+def row_config(
+    base: TrainConfig, row: str, seed: int, dropout: float
+) -> TrainConfig:
+    """The ``TrainConfig`` of one ablation row at one seed and dropout."""
+    return dataclasses.replace(
+        base,
+        seed=seed,
+        name=run_name(base.run_name, row, dropout, seed),
+        model={**base.model, **ROWS[row], "dropout": dropout},
+    )
+
+
 def run_seeds(
     base: TrainConfig,
     rows: list[str],
@@ -56,12 +68,7 @@ def run_seeds(
     results = {}
     for row in rows:
         for seed in seeds:
-            config = dataclasses.replace(
-                base,
-                seed=seed,
-                name=run_name(base.run_name, row, dropout, seed),
-                model={**base.model, **ROWS[row], "dropout": dropout},
-            )
+            config = row_config(base, row, seed, dropout)
             if verbose:
                 print(f"== {row}, seed {seed}", flush=True)
             results[row, seed] = (
@@ -95,10 +102,12 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``base_config`` reads, and the rows to train.
+
+    Shared with ``benchmarks/repeat_headroom.py``, which trains (or reuses)
+    the same runs.
+    """
     parser.add_argument("--data", default="yoochoose-100k")
     parser.add_argument("--data-path", default=None)
     parser.add_argument("--encoder", default="sasrec")
@@ -117,9 +126,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ROW",
         help="ablation rows; the first is the reference. "
         "Default: Softmax, Softmax + CPR:100 + Mi",
-    )
-    parser.add_argument(
-        "--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="S"
     )
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
@@ -145,15 +151,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="run name prefix, as the ablation's --name. "
         "Default: <data>-<encoder>",
     )
+
+
+def check_rows(parser: argparse.ArgumentParser, rows: list) -> None:
+    """Exits with a usage error naming the unknown ``--rows``."""
+    unknown = [row for row in rows if row not in ROWS]
+    if unknown:
+        parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    add_run_options(parser)
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="S"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    unknown = [row for row in args.rows if row not in ROWS]
-    if unknown:
-        parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
+    check_rows(parser, args.rows)
     base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
