@@ -23,11 +23,12 @@ and the learned switches show how much of it the history predicts.
         --every-position --rows Softmax "Softmax + CPR:100 + Mi"
 
 Writes ``benchmarks/results/repeat_headroom-<data>-<encoder>.md`` (with
-``-<split>`` before ``.md`` for ``--split every-user``) and a chart
-(``.png``).
+``-<split>`` before ``.md`` for ``--split every-user``), the numbers
+(``.json``) and a chart (``.png``).
 """
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -179,9 +180,11 @@ def plot(results: dict, path: str, data: str) -> None:
         1.2 * max(r["metrics"]["perfect"]["ndcg@10"] for r in results.values()),
     )
     axis.set_title(f"{data}: what a repeat / explore switch adds")
-    axis.legend(fontsize=8, loc="upper left")
+    axis.legend(
+        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3
+    )
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -215,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     with open(stem + ".md", "w") as handle:
         handle.write(text)
+    with open(stem + ".json", "w") as handle:
+        json.dump(results, handle, indent=2)
     plot(results, stem + ".png", args.data)
     print(text)
     return 0

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib.util
+import json
 import pathlib
 
 import pytest
@@ -36,6 +37,7 @@ def test_a_trained_run_and_its_report(
         assert switched["perfect"]["ndcg@10"] >= switched[name]["ndcg@10"]
     assert set(result["repeat_share"]) == {"train", "fit", "evaluate"}
     assert 0 < result["repeat_share"]["train"] < 1
+    json.dumps(result)  # main() writes it as the report's .json
 
     args = argparse.Namespace(
         data="synthetic",
