@@ -211,11 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--folds must be 2 or more. Received: {args.folds}")
     results = run_rows(args, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
-    os.makedirs(args.report_dir, exist_ok=True)
-    split = "" if args.split == "recbole" else f"-{args.split}"
-    stem = os.path.join(
-        args.report_dir, f"repeat_headroom-{args.data}-{args.encoder}{split}"
-    )
+    stem = seed_spread.report_stem(args, "repeat_headroom")
     with open(stem + ".md", "w") as handle:
         handle.write(text)
     with open(stem + ".json", "w") as handle:

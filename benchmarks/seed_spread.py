@@ -160,6 +160,18 @@ def check_rows(parser: argparse.ArgumentParser, rows: list) -> None:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
 
 
+def report_stem(args: argparse.Namespace, kind: str) -> str:
+    """``<report-dir>/<kind>-<data>-<encoder>[-<split>]``; makes the folder.
+
+    The split is named only when it is not the default, RecBole's.
+    """
+    os.makedirs(args.report_dir, exist_ok=True)
+    split = "" if args.split == "recbole" else f"-{args.split}"
+    return os.path.join(
+        args.report_dir, f"{kind}-{args.data}-{args.encoder}{split}"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -178,11 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, shlex.join(sys.argv[1:]))
-    os.makedirs(args.report_dir, exist_ok=True)
-    split = "" if args.split == "recbole" else f"-{args.split}"
-    stem = os.path.join(
-        args.report_dir, f"seed_spread-{args.data}-{args.encoder}{split}"
-    )
+    stem = report_stem(args, "seed_spread")
     with open(stem + ".md", "w") as handle:
         handle.write(text)
     plot(results, args.rows, args.seeds, stem + ".png", args.data)

@@ -100,3 +100,21 @@ def test_base_config_is_the_ablations(seed_spread, options):
         cli._parse(parser, ["ablation", *shared, *options])
     )
     assert seed_spread.base_config(args) == expected
+
+
+def test_report_stem_names_only_a_non_default_split(seed_spread, tmp_path):
+    args = argparse.Namespace(
+        report_dir=str(tmp_path / "reports"),
+        data="yoochoose-100k",
+        encoder="sasrec",
+        split="recbole",
+    )
+    stem = seed_spread.report_stem(args, "repeat_headroom")
+    assert stem == str(
+        tmp_path / "reports" / "repeat_headroom-yoochoose-100k-sasrec"
+    )
+    assert (tmp_path / "reports").is_dir()
+    args.split = "every-user"
+    assert seed_spread.report_stem(args, "seed_spread").endswith(
+        "seed_spread-yoochoose-100k-sasrec-every-user"
+    )
