@@ -287,8 +287,11 @@ def test_subclassed_model_replaces_only_in_fit():
     model.fit(ids, ids[:, 0], epochs=2, batch_size=16, verbose=0)
     # 4 steps per epoch, one draw each.
     assert model.sse.seed_state.numpy() == 8
+    # One batch of 64 in both: oneDNN's matmul rounds differently per
+    # batch size, which is not what this test is about.
     np.testing.assert_array_equal(
-        model.predict(ids, verbose=0), model(ids, training=False)
+        model.predict(ids, batch_size=64, verbose=0),
+        model(ids, training=False),
     )
     assert model.sse.seed_state.numpy() == 8
 
