@@ -337,3 +337,166 @@ def test_missing_dataset_folder(tmp_path):
     message = str(info.value)
     assert os.path.join(str(tmp_path), "ml-100k", "u.data") in message
     assert "--data-path" in message and datasets.DATA_ENV in message
+
+
+# --- text is UTF-8 --------------------------------------------------------
+
+UTF8_CASES = {
+    # format: (file name, text with user "café_14" and item "crème")
+    "grouplens": ("r.dat", "café_14::crème::5::9\n"),
+    "udata": ("u.data", "café_14\tcrème\t5\t9\n"),
+    "sasrec": ("s.txt", "café_14 crème\n"),
+    "sessions": ("c.txt", "SessionId\tItemId\tTime\ncafé_14\tcrème\t9\n"),
+    "recbole": ("d.inter", RECBOLE_HEADER + "café_14\tcrème\t5\t9\n"),
+}
+
+
+@pytest.mark.parametrize("file_format", sorted(UTF8_CASES))
+def test_utf8_ids_round_trip(tmp_path, file_format):
+    name, text = UTF8_CASES[file_format]
+    path = write(tmp_path, name, text)
+    for table in (
+        loaders.load_file(path, file_format),
+        loaders.load_file(path),
+    ):
+        np.testing.assert_array_equal(table.users, ["café_14"])
+        np.testing.assert_array_equal(table.items, ["crème"])
+
+
+@pytest.mark.parametrize("file_format", sorted(UTF8_CASES))
+def test_byte_order_mark_is_dropped(tmp_path, file_format):
+    name, text = UTF8_CASES[file_format]
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert loaders.guess_format(str(path)) == file_format
+    table = loaders.load_file(str(path), file_format)
+    np.testing.assert_array_equal(table.users, ["café_14"])
+
+
+def test_crlf_line_ends(tmp_path):
+    text = (RECBOLE_HEADER + "u\ti\t5\t9\n").replace("\n", "\r\n")
+    path = tmp_path / "d.inter"
+    path.write_bytes(text.encode("utf-8"))
+    table = loaders.load_recbole(str(path))
+    np.testing.assert_array_equal(table.items, ["i"])
+    np.testing.assert_array_equal(table.timestamps, [9])
+
+
+LATIN1_CASES = {
+    # format: (file name, latin-1 text whose line 3 holds the first "é")
+    "grouplens": ("r.dat", "1::2::5::9\n1::3::5::9\ncafé_14::2::5::9\n"),
+    "udata": ("u.data", "1\t2\t5\t9\n1\t3\t5\t9\ncafé_14\t2\t5\t9\n"),
+    "sasrec": ("s.txt", "1 2\n1 3\ncafé_14 2\n"),
+    "sessions": ("c.txt", "SessionId\tItemId\tTime\n1\t2\t9\ncafé_14\t2\t9\n"),
+    "recbole": ("d.inter", RECBOLE_HEADER + "1\t2\t5\t9\ncafé_14\t2\t5\t9\n"),
+}
+
+
+def assert_not_utf8(info, path, line_number, offset, byte):
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:{line_number}: not valid UTF-8 at byte offset {offset} "
+        f"({byte})"
+    )
+    assert "iconv -f latin1 -t utf-8" in message
+
+
+@pytest.mark.parametrize("file_format", ["auto", *sorted(LATIN1_CASES)])
+def test_latin1_file_is_refused(tmp_path, file_format):
+    name, text = LATIN1_CASES[
+        "grouplens" if file_format == "auto" else file_format
+    ]
+    path = tmp_path / name
+    data = text.encode("latin-1")
+    path.write_bytes(data)
+    with pytest.raises(DataError) as info:
+        loaders.load_file(str(path), file_format)
+    assert_not_utf8(info, path, 3, data.index(b"\xe9"), "0xe9")
+
+
+def test_not_utf8_located_far_into_the_file(tmp_path):
+    # Past the first read buffer, with CRLF line ends, a BOM and multi-byte
+    # characters before it: the line number and byte offset still add up.
+    head = "\ufeff" + "café_1\t2\t5\t9\r\n" * 3000
+    tail = "x\t2\t5\t9\r\nb\xe4d\t2\t5\t9\r\n"
+    path = tmp_path / "u.data"
+    path.write_bytes(head.encode("utf-8") + tail.encode("latin-1"))
+    with pytest.raises(DataError) as info:
+        loaders.load_udata(str(path))
+    offset = len(head.encode("utf-8")) + len("x\t2\t5\t9\r\nb")
+    assert_not_utf8(info, path, 3002, offset, "0xe4")
+
+
+def test_not_utf8_on_the_first_line_and_at_the_end(tmp_path):
+    path = tmp_path / "s.txt"
+    path.write_bytes(b"\xffuser item\n")
+    with pytest.raises(DataError) as info:
+        loaders.load_file(str(path))  # guess_format reads the first line
+    assert_not_utf8(info, path, 1, 0, "0xff")
+    path.write_bytes(b"1 2\n1 caf\xc3")  # cut in the middle of "é"
+    with pytest.raises(DataError) as info:
+        loaders.load_sasrec(str(path))
+    assert_not_utf8(info, path, 2, 9, "0xc3")
+
+
+# --- non-finite numbers ---------------------------------------------------
+
+NON_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "-Infinity"]
+
+
+def non_finite_case(file_format, field, value):
+    """(file name, text whose line 2 has ``value`` in ``field``)."""
+    rating, time = (value, "9") if field == "rating" else ("5", value)
+    return {
+        "grouplens": ("r.dat", f"1::2::5::9\n1::3::{rating}::{time}\n"),
+        "udata": ("u.data", f"1\t2\t5\t9\n1\t3\t{rating}\t{time}\n"),
+        "sessions": ("c.txt", f"SessionId\tItemId\tTime\n1\t3\t{time}\n"),
+        "recbole": ("d.inter", RECBOLE_HEADER + f"1\t3\t{rating}\t{time}\n"),
+    }[file_format]
+
+
+@pytest.mark.parametrize("value", NON_FINITE)
+@pytest.mark.parametrize(
+    "file_format, field",
+    [
+        ("grouplens", "timestamp"),
+        ("udata", "timestamp"),
+        ("sessions", "Time"),
+        ("recbole", "timestamp"),
+        ("grouplens", "rating"),
+        ("udata", "rating"),
+        ("recbole", "rating"),
+    ],
+)
+def test_non_finite_value(tmp_path, file_format, field, value):
+    path = write(tmp_path, *non_finite_case(file_format, field, value))
+    with pytest.raises(DataError) as info:
+        loaders.load_file(path, file_format)
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:2: {field} {value!r} is not a finite number."
+    )
+    assert "Received line" in message
+
+
+def test_non_finite_recbole_float_column(tmp_path):
+    path = write(
+        tmp_path,
+        "x.inter",
+        "user_id:token\titem_id:token\tweight:float\nu\ti\t1\nu\tj\t-inf\n",
+    )
+    with pytest.raises(DataError, match="weight '-inf' is not a finite"):
+        loaders.load_recbole(path)
+
+
+def test_numeric_value_beyond_float32(tmp_path):
+    # 1e39 is a finite float64 but would be stored as an infinite float32.
+    path = write(tmp_path, "u.data", "1\t2\t5\t9\n1\t3\t1e39\t9\n")
+    with pytest.raises(DataError) as info:
+        loaders.load_udata(path)
+    assert str(info.value).startswith(
+        f"{path}:2: rating '1e39' does not fit in float32"
+    )
+    # Timestamps are float64: a large one is fine.
+    path = write(tmp_path, "u.data", "1\t2\t5\t1e39\n")
+    np.testing.assert_array_equal(loaders.load_udata(path).timestamps, [1e39])

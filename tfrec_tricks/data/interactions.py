@@ -12,7 +12,8 @@ class Interactions:
     Attributes:
         users: array [n] of raw user (or session) ids, as strings.
         items: array [n] of raw item ids, as strings.
-        timestamps: float64 array [n] of Unix seconds, or None when the
+        timestamps: float64 array [n] of Unix seconds, all finite (a NaN
+            or infinite timestamp raises ``ValueError``), or None when the
             source has no time; then the file order within a user is the
             time order.
         numeric: dict of float32 arrays [n], numeric columns such as
@@ -36,6 +37,24 @@ class Interactions:
                 raise ValueError(
                     f"Column {name!r} has {len(column)} rows, users has {n}."
                 )
+        if self.timestamps is not None:
+            self._check_finite_timestamps()
+
+    def _check_finite_timestamps(self):
+        # A NaN or infinite time would sort last and silently become the
+        # user's test target. Integer times are always finite.
+        timestamps = np.asarray(self.timestamps)
+        if timestamps.dtype.kind != "f":
+            return
+        finite = np.isfinite(timestamps)
+        if finite.all():
+            return
+        i = int(np.argmin(finite))  # the first non-finite one
+        raise ValueError(
+            "timestamps must be finite. Received: "
+            f"timestamps[{i}]={float(timestamps[i])!r} "
+            f"(user {str(self.users[i])!r}, item {str(self.items[i])!r})"
+        )
 
     def __len__(self) -> int:
         return len(self.users)

@@ -1,7 +1,18 @@
 """Loaders for the common interaction file formats.
 
-Each returns an ``Interactions`` table. A line that cannot be parsed raises
-``DataError`` naming the file and the 1-based line number.
+Each returns an ``Interactions`` table.
+
+Files are read as strict UTF-8: a byte order mark at the start is dropped
+and LF, CRLF and CR line ends are accepted, so raw ids come back exactly as
+written (``café_14`` stays ``café_14``). Convert a latin-1 file first, e.g.
+with ``iconv -f latin1 -t utf-8``.
+
+A line that cannot be parsed raises ``DataError`` naming the file and the
+1-based line number. So does a line that is not valid UTF-8 (the message
+also gives the byte offset in the file of the first bad byte), and a
+timestamp or numeric value (``rating``, RecBole ``:float`` fields) that is
+not a finite number (``nan``, ``inf``, ``-Infinity``, ...); a numeric value
+must also fit in float32, the dtype numeric columns are stored in.
 
 Formats:
     grouplens: ``user::item::rating::timestamp`` (MovieLens ``ratings.dat``).
@@ -12,8 +23,13 @@ Formats:
     recbole: RecBole atomic ``.inter`` files, header ``name:type`` fields.
 """
 
+import codecs
+import contextlib
+import math
 import os
-from typing import Callable
+import re
+import sys
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -23,20 +39,97 @@ from tfrec_tricks.errors import DataError, malformed_line
 FORMATS = ("grouplens", "udata", "sasrec", "sessions", "recbole")
 
 
-def _lines(path: str, encoding: str = "utf-8"):
+_NOT_UTF8_HINT = (
+    "tfrec-tricks reads interaction files as UTF-8: convert it, e.g. "
+    "iconv -f latin1 -t utf-8"
+)
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# Numeric columns are stored as float32: larger magnitudes would become inf.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yields ``(line_number, line)`` for each line of a UTF-8 text file.
+
+    Streams the file in text mode with strict UTF-8 decoding (a byte order
+    mark at the start is dropped; CRLF and CR line ends become LF). Only
+    when a byte is not valid UTF-8 is the file read again, to locate that
+    byte for the error message.
+
+    Args:
+        path: str. The file to read.
+
+    Yields:
+        The 1-based line number and the decoded line (with its line end).
+
+    Raises:
+        DataError: if the file does not exist, or is not valid UTF-8 (the
+            message names the file, the line number and the byte offset in
+            the file of the first invalid byte).
+    """
     if not os.path.isfile(path):
         raise DataError(f"Data file not found. Received: path={path!r}")
-    with open(path, encoding=encoding, errors="replace") as handle:
-        yield from enumerate(handle, start=1)
+    with open(path, encoding="utf-8-sig") as handle:
+        try:
+            yield from enumerate(handle, start=1)
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
 
 
-def _float(value: str, path: str, number: int, line: str, what: str) -> float:
+def _not_utf8(path: str) -> DataError:
+    """A DataError locating the first byte of ``path`` that is not UTF-8."""
+    with open(path, "rb") as handle:
+        offset = (
+            len(codecs.BOM_UTF8) if handle.read(3) == codecs.BOM_UTF8 else 0
+        )
+    # Invalid bytes decode to lone surrogates U+DC80..U+DCFF, which valid
+    # UTF-8 never yields; newline="" splits lines as text mode does (so line
+    # numbers agree with _lines) but keeps their ends (so offsets add up).
+    with open(
+        path, encoding="utf-8-sig", errors="surrogateescape", newline=""
+    ) as handle:
+        for number, line in enumerate(handle, start=1):
+            bad = _ESCAPED_BYTE.search(line)
+            if bad is None:
+                offset += len(line.encode("utf-8"))
+                continue
+            start = bad.start()
+            offset += len(line[:start].encode("utf-8"))
+            return DataError(
+                f"{path}:{number}: not valid UTF-8 at byte offset {offset} "
+                f"(0x{ord(line[start]) - 0xDC00:02x}); {_NOT_UTF8_HINT}"
+            )
+    return DataError(f"{path}: not valid UTF-8; {_NOT_UTF8_HINT}")
+
+
+def _float(
+    value: str,
+    path: str,
+    number: int,
+    line: str,
+    what: str,
+    limit: float = sys.float_info.max,
+) -> float:
+    """Parses ``value`` as a finite float of magnitude at most ``limit``.
+
+    Raises:
+        DataError: naming the file, the line and ``what`` when ``value`` is
+            not a number, not finite (``nan``, ``inf``, ...) or larger in
+            magnitude than ``limit``.
+    """
     try:
-        return float(value)
+        result = float(value)
     except ValueError:
         raise malformed_line(
             path, number, line, f"{what} {value!r} is not a number"
         ) from None
+    if -limit <= result <= limit:  # False for nan and +-inf too
+        return result
+    if math.isfinite(result):
+        why = f"{what} {value!r} does not fit in float32 (|x| <= {limit:.7g})"
+    else:
+        why = f"{what} {value!r} is not a finite number"
+    raise malformed_line(path, number, line, why)
 
 
 def _build(users, items, times, numeric, path) -> Interactions:
@@ -51,9 +144,9 @@ def _build(users, items, times, numeric, path) -> Interactions:
     )
 
 
-def _delimited_ratings(path: str, separator: str | None, encoding: str):
+def _delimited_ratings(path: str, separator: str | None):
     users, items, ratings, times = [], [], [], []
-    for number, line in _lines(path, encoding):
+    for number, line in _lines(path):
         if not line.strip():
             continue
         fields = line.strip().split(separator)
@@ -67,19 +160,21 @@ def _delimited_ratings(path: str, separator: str | None, encoding: str):
             )
         users.append(fields[0])
         items.append(fields[1])
-        ratings.append(_float(fields[2], path, number, line, "rating"))
+        ratings.append(
+            _float(fields[2], path, number, line, "rating", _FLOAT32_MAX)
+        )
         times.append(_float(fields[3], path, number, line, "timestamp"))
     return _build(users, items, times, {"rating": ratings}, path)
 
 
 def load_grouplens_ratings(path: str) -> Interactions:
     """Reads ``UserID::MovieID::Rating::Timestamp`` lines (``ratings.dat``)."""
-    return _delimited_ratings(path, "::", "latin-1")
+    return _delimited_ratings(path, "::")
 
 
 def load_udata(path: str) -> Interactions:
     """Reads ``user<TAB>item<TAB>rating<TAB>timestamp`` lines (``u.data``)."""
-    return _delimited_ratings(path, "\t", "latin-1")
+    return _delimited_ratings(path, "\t")
 
 
 def load_sasrec(path: str) -> Interactions:
@@ -195,7 +290,7 @@ def load_recbole(path: str) -> Interactions:
             )
         for i in float_cols:
             numeric[names[i]].append(
-                _float(fields[i], path, number, line, names[i])
+                _float(fields[i], path, number, line, names[i], _FLOAT32_MAX)
             )
     return _build(users, items, times, numeric, path)
 
@@ -231,8 +326,9 @@ def guess_format(path: str) -> str:
 
 
 def _first_line(path: str) -> str:
-    for _, line in _lines(path, "latin-1"):
-        return line
+    with contextlib.closing(_lines(path)) as rows:
+        for _, line in rows:
+            return line
     raise DataError(f"No interactions in {path!r}: the file is empty.")
 
 
