@@ -28,9 +28,13 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.ablation import ROWS, finished_metrics, row_slug  # noqa: E402
+from tfrec_tricks.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
-from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+from tfrec_tricks.training import (  # noqa: E402
+    TrainConfig,
+    finished_metrics,
+    train,
+)
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
@@ -82,7 +86,7 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     """The shared config, as ``tfrec-tricks ablation`` builds it.
 
     The same options give the same ``TrainConfig`` as the ablation's, so
-    seed 0 reuses its run (``tfrec_tricks.ablation.finished_metrics``).
+    seed 0 reuses its run (``tfrec_tricks.training.finished_metrics``).
     """
     return TrainConfig(
         data=args.data,

@@ -20,8 +20,11 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.ablation import finished_metrics  # noqa: E402
-from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+from tfrec_tricks.training import (  # noqa: E402
+    TrainConfig,
+    finished_metrics,
+    train,
+)
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 

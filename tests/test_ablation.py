@@ -48,10 +48,10 @@ def test_dropout_is_selected_on_validation(
             dataclasses.replace(base, epochs=2), ["Softmax"], dropouts=(0.0,)
         )
     # or a model default changed since the run (its resolved config in
-    # config.json no longer matches).
-    path = tmp_path / "abl-softmax-dropout0.0" / "config.json"
+    # the run's fingerprint no longer matches).
+    path = tmp_path / "abl-softmax-dropout0.0" / "run.json"
     saved = json.loads(path.read_text())
-    saved["model"]["cpr_start_as_softmax"] = False
+    saved["fingerprint"]["model"]["cpr_start_as_softmax"] = False
     path.write_text(json.dumps(saved))
     with pytest.raises(AssertionError, match="trained again"):
         run_ablation(base, ["Softmax"], dropouts=(0.0,))

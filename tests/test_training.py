@@ -201,10 +201,22 @@ def test_bad_budget_is_rejected():
         TrainConfig(split="last")
 
 
-def test_rerun_after_completion_starts_a_fresh_history(tmp_path):
+def test_rerun_after_completion_reuses_the_run(tmp_path, monkeypatch):
     config = tiny_config(tmp_path, epochs=1)
-    train(config, verbose=0)
-    train(config, verbose=0)
+    first = train(config, verbose=0)
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(tf.keras.Model, "fit", no_fit)
+    again = train(config, verbose=0)
+    assert again.metrics == first.metrics
+    assert again.history["loss"] == pytest.approx(first.history["loss"])
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    monkeypatch.undo()
+    # --overwrite trains afresh: a new, one-epoch history.
+    train(config, verbose=0, overwrite=True)
     with open(tmp_path / "run" / "history.csv") as handle:
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["0"]
 

@@ -14,7 +14,11 @@ from tfrec_tricks.keras_version import require_legacy_keras
 
 require_legacy_keras("tfrec_tricks.ablation")
 
-from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+from tfrec_tricks.training import (  # noqa: E402
+    TrainConfig,
+    finished_metrics,
+    train,
+)
 
 _NO_PARTITIONS = {
     "head": "cpr",
@@ -82,43 +86,18 @@ def row_slug(row: str) -> str:
     return slug
 
 
-def finished_metrics(config: TrainConfig) -> dict | None:
-    """The metrics of a finished run of exactly ``config``, else None.
-
-    A rerun of an interrupted ablation thus trains only what is missing
-    (an interrupted row itself resumes from its ``backup/``).
-    """
-    run_dir = os.path.join(config.output_dir, config.run_name)
-    paths = [os.path.join(run_dir, f) for f in ("config.json", "metrics.json")]
-    if not all(os.path.isfile(path) for path in paths):
-        return None
-    with open(paths[0]) as handle:
-        saved = json.load(handle)
-    if saved.get("train") != json.loads(json.dumps(dataclasses.asdict(config))):
-        return None
-    # The resolved model config too: a default that changed since the run
-    # (or a field it predates) makes it a different model.
-    resolved = saved.get("model") or {}
-    try:
-        current = config.model_config(resolved["num_items"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if resolved != json.loads(json.dumps(current.to_dict())):
-        return None
-    with open(paths[1]) as handle:
-        return json.load(handle)
-
-
 def run_ablation(
     base: TrainConfig,
     rows: list[str] | tuple[str, ...] = PAPER_ROWS,
     dropouts: tuple[float, ...] = (0.2, 0.5),
     verbose: int = 0,
+    overwrite: bool = False,
 ) -> list[AblationRow]:
     """Trains every row with every dropout; keeps the best by validation.
 
     Runs that already finished with the same configuration (same run
-    directory, same ``config.json``) are not trained again.
+    directory, same fingerprint: ``training.finished_metrics``) are not
+    trained again.
 
     Args:
         base: the shared data, budget and model settings; ``base.name``
@@ -126,6 +105,8 @@ def run_ablation(
         rows: names from ``ROWS``.
         dropouts: the dropout sweep each row gets.
         verbose: Keras verbosity of each training run.
+        overwrite: train every run afresh, discarding finished runs and
+            runs of other settings in their directories.
 
     Returns:
         One ``AblationRow`` per row, in order.
@@ -146,12 +127,14 @@ def run_ablation(
                 name=f"{base.run_name}-{row_slug(row)}-dropout{dropout}",
                 model={**base.model, **ROWS[row], "dropout": dropout},
             )
-            metrics = finished_metrics(config)
+            metrics = None if overwrite else finished_metrics(config)
             if verbose:
                 done = " (finished before: reused)" if metrics else ""
                 print(f"== {row}, dropout {dropout}{done}", flush=True)
             if metrics is None:
-                metrics = train(config, verbose=verbose).metrics
+                metrics = train(
+                    config, verbose=verbose, overwrite=overwrite
+                ).metrics
             if best is None or (
                 metrics["validation"]["ndcg@10"] > best.validation["ndcg@10"]
             ):

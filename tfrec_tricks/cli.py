@@ -14,6 +14,7 @@ from tfrec_tricks.keras_version import use_legacy_keras  # noqa: E402
 use_legacy_keras()
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import shlex  # noqa: E402
 import sys  # noqa: E402
@@ -433,6 +434,17 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard what OUTPUT_DIR/NAME holds (a finished run, or a run "
+        "with other settings) and train afresh. Without it, the same "
+        "settings resume an interrupted run or reuse a finished one, and "
+        "other settings are refused",
+    )
+
+
 EXPORT_DESCRIPTION = """\
 Export a trained run as a SavedModel for TF Serving: BASE_PATH/NAME/VERSION/
 (written to a temporary folder and renamed, so a running server never sees
@@ -604,6 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_train_arguments(train)
+    _add_overwrite_argument(train)
     ablation = commands.add_parser(
         "ablation",
         help="train the paper's variants with one budget; table and chart",
@@ -611,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_train_arguments(ablation)
+    _add_overwrite_argument(ablation)
     _add_ablation_arguments(ablation)
     export = commands.add_parser(
         "export",
@@ -693,15 +707,37 @@ def load_config_file(path: str) -> dict:
     """Reads a run's config.json (or tune's best config) as option values.
 
     Accepts ``{"train": {...}, "model": {...}}`` (what ``train`` writes into
-    its run directory and ``tune`` writes as its best configuration).
+    its run directory and ``tune`` writes as its best configuration). Keys
+    and value types are checked here, value ranges by ``TrainConfig`` and
+    ``ModelConfig``; every error names the file.
+
+    Raises:
+        DataError: naming the file and what is wrong with it.
     """
     from tfrec_tricks.errors import DataError
+    from tfrec_tricks.models.config import ModelConfig
+    from tfrec_tricks.training import TrainConfig
+    from tfrec_tricks.typed_fields import describe_type, value_has_type
 
     try:
-        with open(path) as handle:
-            document = json.load(handle)
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         raise DataError(f"Config file not found. Received: --config {path}")
+    except OSError as error:
+        raise DataError(
+            f"Cannot read the config file ({error.strerror}). Received: "
+            f"--config {path}"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(
+            f"{path}: not a JSON text file (byte {error.start} is "
+            f"{raw[error.start]:#04x}, not UTF-8). Received: --config {path}"
+        ) from None
+    try:
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise DataError(
             f"{path}:{error.lineno}: not valid JSON ({error.msg})"
@@ -713,11 +749,57 @@ def load_config_file(path: str) -> dict:
             f"{path}: expected an object with 'train' and/or 'model'. "
             f"Received: {str(document)[:80]}"
         )
-    values = dict(document.get("train", {}))
-    model = dict(values.pop("model", {}) or {})
-    model.update(document.get("model", {}))
+    train = document.get("train", {})
+    if not isinstance(train, dict):
+        raise DataError(
+            f"{path}: 'train' must be an object of training options. "
+            f"Received: train={str(train)[:80]}"
+        )
+    values = dict(train)
+    parts = {
+        "train.model": values.pop("model", None),
+        "model": document.get("model"),
+    }
+    for where, part in parts.items():
+        if part is not None and not isinstance(part, dict):
+            raise DataError(
+                f"{path}: '{where}' must be an object of model options. "
+                f"Received: {where}={str(part)[:80]}"
+            )
+    model = {**(parts["train.model"] or {}), **(parts["model"] or {})}
     for name in DERIVED_MODEL_FIELDS:
         model.pop(name, None)
+    fields = {
+        "train": {f.name: f.type for f in dataclasses.fields(TrainConfig)},
+        "model": {
+            f.name: f.type
+            for f in dataclasses.fields(ModelConfig)
+            if f.name not in DERIVED_MODEL_FIELDS
+        },
+    }
+    for part, options in (("train", values), ("model", model)):
+        known = {n: t for n, t in fields[part].items() if n != "model"}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            label = "training" if part == "train" else "model"
+            raise DataError(
+                f"{path}: unknown {label} options {unknown}. Known: "
+                f"{sorted(known)}"
+            )
+        for name, value in options.items():
+            if not value_has_type(value, known[name]):
+                raise DataError(
+                    f"{path}: {part}.{name} must be "
+                    f"{describe_type(known[name])}. Received: "
+                    f"{name}={value!r}"
+                )
+    # Value ranges, with the file named; the catalogue size is not known
+    # yet, so reranker sizes are checked against the data later.
+    try:
+        TrainConfig(**values)
+        ModelConfig(num_items=2**31 - 1, **model)
+    except ValueError as error:
+        raise DataError(f"{path}: {error}") from None
     return {"train": values, "model": model}
 
 
@@ -740,7 +822,9 @@ def _run_train(args: argparse.Namespace) -> int:
     from tfrec_tricks.training import format_results, train
 
     config = _train_config(args)
-    result = train(config, verbose=0 if args.quiet else None)
+    result = train(
+        config, verbose=0 if args.quiet else None, overwrite=args.overwrite
+    )
     if args.quiet:
         print(format_results(result.metrics, result.run_dir))
     return 0
@@ -752,12 +836,6 @@ def _parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     args.config_model = {}
     if getattr(args, "config", None):
         values = load_config_file(args.config)
-        unknown = sorted(set(values["train"]) - set(TRAIN_OPTIONS))
-        if unknown:
-            raise ValueError(
-                f"{args.config}: unknown training options {unknown}; known: "
-                f"{sorted(TRAIN_OPTIONS)}"
-            )
         parser.command_parsers[args.command].set_defaults(**values["train"])
         args = parser.parse_args(argv)
         args.config_model = values["model"]
@@ -815,7 +893,11 @@ def _run_ablation(args: argparse.Namespace) -> int:
 
     base = _train_config(args)
     rows = run_ablation(
-        base, args.rows, tuple(args.dropouts), verbose=0 if args.quiet else 2
+        base,
+        args.rows,
+        tuple(args.dropouts),
+        verbose=0 if args.quiet else 2,
+        overwrite=args.overwrite,
     )
     report_dir = args.report_dir or os.path.join(
         base.output_dir, f"{base.run_name}-ablation"
@@ -833,14 +915,17 @@ def _run_ablation(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
+    from tfrec_tricks.export.models_config import check_model_name
+    from tfrec_tricks.run_directory import check_finished_run
+
+    # Both checked before TensorFlow loads anything.
+    check_model_name(args.name)
+    check_finished_run(args.run_dir)
+
     from tfrec_tricks.export import export_for_serving
     from tfrec_tricks.training import load_model
 
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
-    if not os.path.isfile(vocabulary):
-        raise FileNotFoundError(
-            f"No vocabulary.json in {args.run_dir!r}: is it a training run?"
-        )
     model = load_model(args.run_dir)
     path = export_for_serving(
         model,

@@ -13,3 +13,7 @@ def malformed_line(
     if len(shown) > 80:
         shown = shown[:77] + "..."
     return DataError(f"{path}:{line_number}: {why}. Received line: {shown!r}")
+
+
+class RunDirectoryError(ValueError):
+    """A run directory that holds another run, or an unfinished or mixed one."""

@@ -10,6 +10,7 @@ when the same command runs again, its early stopping and best checkpoint
 continuing from the epochs already in ``history.csv``.
 """
 
+import csv
 import dataclasses
 import json
 import os
@@ -30,6 +31,7 @@ from tfrec_tricks.data import (  # noqa: E402
     load_source,
     prepare,
 )
+from tfrec_tricks.data.datasets import source_files  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.data.preparation import check_split  # noqa: E402
 from tfrec_tricks.metrics import (  # noqa: E402
@@ -45,6 +47,18 @@ from tfrec_tricks.resumable_early_stopping import (  # noqa: E402
     ResumableEarlyStopping,
     monitor_history,
 )
+from tfrec_tricks.run_directory import (  # noqa: E402
+    check_finished_run,
+    check_run_name,
+    differences,
+    finish_run,
+    make_fingerprint,
+    open_run,
+    publish_model,
+    read_run_file,
+    start_run,
+)
+from tfrec_tricks.typed_fields import check_field_types  # noqa: E402
 
 EVAL_BATCH_SIZE = 512
 
@@ -77,6 +91,9 @@ class TrainConfig:
     model: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        check_field_types(self)
+        if self.name is not None:
+            check_run_name(self.name)
         positive = {
             "epochs": self.epochs,
             "batch_size": self.batch_size,
@@ -166,45 +183,118 @@ def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
     return source, data
 
 
+def fingerprint(config: TrainConfig, num_items: int) -> dict:
+    """What determines ``config``'s run on a catalogue of ``num_items``.
+
+    See ``tfrec_tricks.run_directory``: the training options, the resolved
+    model config, the data files' hashes and the package version.
+    """
+    return make_fingerprint(
+        dataclasses.asdict(config),
+        config.model_config(num_items).to_dict(),
+        source_files(config.data, config.data_path, config.tfds_manual_dir),
+    )
+
+
+def run_directory(config: TrainConfig) -> str:
+    """``<output_dir>/<run_name>``."""
+    return os.path.join(config.output_dir, config.run_name)
+
+
+def finished_metrics(config: TrainConfig) -> dict | None:
+    """The metrics of a finished run of exactly ``config``, else None.
+
+    Exactly: the run directory's fingerprint equals ``config``'s (data
+    files included). A rerun of an interrupted ablation or benchmark thus
+    trains only what is missing, without loading the data of the rest.
+    """
+    run_dir = run_directory(config)
+    try:
+        run = read_run_file(run_dir)
+    except ValueError:
+        return None
+    if run is None or run.get("status") != "finished":
+        return None
+    recorded = run["fingerprint"]
+    try:
+        current = fingerprint(config, recorded["model"]["num_items"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if differences(recorded, current):
+        return None
+    with open(os.path.join(run_dir, "metrics.json")) as handle:
+        return json.load(handle)
+
+
 def train(
     config: TrainConfig,
     verbose: int | None = None,
     callbacks: list[tf.keras.callbacks.Callback] | None = None,
+    overwrite: bool = False,
 ) -> RunResult:
     """Runs one training run and writes its run directory.
 
-    Running the same configuration again after an interruption resumes from
-    the last completed epoch (``BackupAndRestore`` in ``<run_dir>/backup``).
+    The run directory is one consistent thing (``run.json`` holds its
+    fingerprint, see ``tfrec_tricks.run_directory``):
+
+    - a new run writes ``run.json`` first, then trains;
+    - the same configuration after an interruption resumes from the last
+      completed epoch (``BackupAndRestore`` in ``<run_dir>/backup``);
+    - the same configuration after the run finished reuses it: nothing
+      is trained, the saved model and metrics are returned;
+    - another configuration (or other data) in the same directory is
+      refused before anything is written, unless ``overwrite``.
 
     Args:
         config: the run's ``TrainConfig``.
         verbose: Keras verbosity; defaults to a progress bar on a terminal
             and one line per epoch otherwise.
         callbacks: extra Keras callbacks for ``model.fit``.
+        overwrite: discard a run of other settings (or a finished run of
+            the same) in the run directory and train afresh.
 
     Returns:
         A ``RunResult`` with the run directory and the final metrics.
+
+    Raises:
+        RunDirectoryError: the run directory holds another run, names the
+            differences.
     """
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
+    run_dir = run_directory(config)
+    recorded = None if overwrite else read_run_file(run_dir)
+    if recorded is not None:
+        # Checked before the data is loaded: a refusal or a reuse is quick.
+        num_items = recorded["fingerprint"].get("model", {}).get("num_items")
+        if isinstance(num_items, int):
+            action = open_run(run_dir, fingerprint(config, num_items))
+            if action == "finished":
+                return _reuse(run_dir, verbose)
+
     tf.keras.utils.set_random_seed(config.seed)
     source, data = load_data(config)
     _log(verbose, f"Data: {source.interactions.summary()}")
     _log(verbose, f"Prepared: {data.summary()}")
-
-    run_dir = os.path.join(config.output_dir, config.run_name)
-    os.makedirs(run_dir, exist_ok=True)
+    # Invalid settings (e.g. a CPR reranker larger than the catalogue)
+    # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
-    with open(os.path.join(run_dir, "config.json"), "w") as handle:
-        json.dump(
-            {
-                "train": dataclasses.asdict(config),
-                "model": model_config.to_dict(),
-            },
-            handle,
-            indent=2,
-        )
-    data.vocabulary.save(os.path.join(run_dir, "vocabulary.json"))
+    run_fingerprint = fingerprint(config, data.num_items)
+    action = open_run(run_dir, run_fingerprint, overwrite=overwrite)
+    if action == "finished":
+        return _reuse(run_dir, verbose)
+    config_json = json.dumps(
+        {"train": dataclasses.asdict(config), "model": model_config.to_dict()},
+        indent=2,
+    )
+    start_run(
+        run_dir,
+        run_fingerprint,
+        {
+            "config.json": config_json,
+            "vocabulary.json": data.vocabulary.to_json(),
+        },
+    )
 
     model = SequentialRetrievalModel.from_data(
         model_config, data, item_graph=source.item_graph
@@ -232,7 +322,11 @@ def train(
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     backup_dir = os.path.join(run_dir, "backup")
     history_path = os.path.join(run_dir, "history.csv")
-    resuming = os.path.isdir(backup_dir) and bool(os.listdir(backup_dir))
+    resuming = (
+        action == "resume"
+        and os.path.isdir(backup_dir)
+        and bool(os.listdir(backup_dir))
+    )
     # The epochs run before the interruption: early stopping and the
     # best-epoch checkpoint continue from their best value.
     done = monitor_history(history_path, monitor) if resuming else []
@@ -274,7 +368,6 @@ def train(
         callbacks=callbacks,
         verbose=verbose,
     )
-    save_model(model, run_dir)
     results = {"validation": _evaluate(model, validation_ds)}
     results["test"], results["test_by_target"] = _test_metrics(
         model, data.test, model_config.metric_ks, bucket
@@ -290,25 +383,61 @@ def train(
             "num_train_examples": len(data.train),
         }
     )
+    save_model(model, run_dir)
     with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
         json.dump(results, handle, indent=2)
+    finish_run(run_dir)
     if verbose:
         print(format_results(results, run_dir))
     return RunResult(run_dir, results, history.history, model)
 
 
-def save_model(model: tf.keras.Model, run_dir: str) -> str:
-    """Writes ``<run_dir>/model/``: ``config.json`` and the final weights.
+def _reuse(run_dir: str, verbose: int) -> RunResult:
+    """The ``RunResult`` of a finished run of the same fingerprint."""
+    check_finished_run(run_dir)
+    with open(os.path.join(run_dir, "metrics.json")) as handle:
+        results = json.load(handle)
+    _log(
+        verbose,
+        f"{run_dir} finished before with the same settings and data: "
+        "reusing it (--overwrite trains it again).",
+    )
+    if verbose:
+        print(format_results(results, run_dir))
+    return RunResult(
+        run_dir, results, read_history(run_dir), load_model(run_dir)
+    )
 
-    ``load_model(run_dir)`` rebuilds the model from them (the weights are
-    those of the best epoch: early stopping restored them).
+
+def read_history(run_dir: str) -> dict:
+    """``history.csv`` as Keras' ``History.history``: name -> per-epoch."""
+    path = os.path.join(run_dir, "history.csv")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return {
+        name: [float(row[name]) for row in rows]
+        for name in (rows[0] if rows else {})
+        if name != "epoch"
+    }
+
+
+def save_model(model: tf.keras.Model, run_dir: str) -> str:
+    """Publishes ``<run_dir>/model/``: ``config.json`` and the final weights.
+
+    Written aside and renamed (``run_directory.publish_model``), so a
+    reader never sees half a model. ``load_model(run_dir)`` rebuilds the
+    model from them (the weights are those of the best epoch: early
+    stopping restored them).
     """
-    model_dir = os.path.join(run_dir, "model")
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, "config.json"), "w") as handle:
-        json.dump(model.get_config(), handle, indent=2)
-    model.save_weights(os.path.join(model_dir, "weights"))
-    return model_dir
+
+    def write(folder: str) -> None:
+        with open(os.path.join(folder, "config.json"), "w") as handle:
+            json.dump(model.get_config(), handle, indent=2)
+        model.save_weights(os.path.join(folder, "weights"))
+
+    return publish_model(run_dir, write)
 
 
 def load_model(run_dir: str) -> SequentialRetrievalModel:
@@ -320,9 +449,21 @@ def load_model(run_dir: str) -> SequentialRetrievalModel:
             f"No trained model in {run_dir!r}: {config_path} is missing (was "
             "the run interrupted before it finished?)."
         )
+    if not os.path.isfile(os.path.join(model_dir, "weights.index")):
+        raise FileNotFoundError(
+            f"No weights in {model_dir!r}: weights.index is missing (the "
+            "run directory is incomplete; retrain it with --overwrite)."
+        )
     with open(config_path) as handle:
         model = SequentialRetrievalModel.from_config(json.load(handle))
-    model.load_weights(os.path.join(model_dir, "weights")).expect_partial()
+    try:
+        status = model.load_weights(os.path.join(model_dir, "weights"))
+    except (tf.errors.OpError, ValueError) as error:
+        raise ValueError(
+            f"Cannot read the weights in {model_dir!r} ({error}); retrain "
+            "the run with --overwrite."
+        ) from None
+    status.expect_partial()
     model.compile(
         optimizer=tf.keras.optimizers.Adam(model.config.learning_rate)
     )

@@ -108,6 +108,34 @@ def load_source(
     return Source(_concatenate(parts, name))
 
 
+def source_files(
+    name: str,
+    data_path: str | None = None,
+    tfds_manual_dir: str | None = None,
+) -> list[str]:
+    """The files ``load_source`` reads for a source (none for synthetic).
+
+    A run directory records their sizes and hashes, so that a run resumes
+    or is reused only on the data it started with. A TFDS ``data_dir``
+    (a prepared dataset) is identified by its path in the run's config;
+    the GroupLens zips of ``tfds_manual_dir`` are files.
+    """
+    if name == "file":
+        return [data_path] if data_path else []
+    if name.startswith("tfds:"):
+        if not tfds_manual_dir or not os.path.isdir(tfds_manual_dir):
+            return []
+        return [
+            os.path.join(tfds_manual_dir, entry)
+            for entry in sorted(os.listdir(tfds_manual_dir))
+            if entry.endswith(".zip")
+        ]
+    if name in REAL_DATASETS:
+        folder = data_path or default_data_path()
+        return [os.path.join(folder, f) for f in REAL_DATASETS[name][0]]
+    return []
+
+
 def _concatenate(parts: list[Interactions], source: str) -> Interactions:
     if len(parts) == 1:
         parts[0].source = source

@@ -41,13 +41,17 @@ class Vocabulary:
         """N: the number of item ids, padding included."""
         return len(self.items)
 
+    def to_json(self) -> str:
+        """``{"items": [...], "users": [...]}``, what ``load`` reads."""
+        return json.dumps({"items": self.items, "users": self.users})
+
     def save(self, path: str) -> None:
-        with open(path, "w") as handle:
-            json.dump({"items": self.items, "users": self.users}, handle)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(self.to_json())
 
     @classmethod
     def load(cls, path: str) -> "Vocabulary":
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         return cls(items=data["items"], users=data["users"])
 

@@ -3,6 +3,8 @@
 import dataclasses
 import json
 
+from tfrec_tricks.typed_fields import check_field_types
+
 ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
 OBJECTIVES = ("full", "sampled")
@@ -130,52 +132,98 @@ class ModelConfig:
     def __post_init__(self):
         if isinstance(self.features, str):
             self.features = (self.features,)
-        self.features = tuple(str(f) for f in self.features)
-        self.metric_ks = tuple(int(k) for k in self.metric_ks)
         if isinstance(self.cpr_reranker_ks, int):
             self.cpr_reranker_ks = (self.cpr_reranker_ks,)
+        check_field_types(self)
+        self.features = tuple(str(f) for f in self.features)
+        self.metric_ks = tuple(int(k) for k in self.metric_ks)
         self.cpr_reranker_ks = tuple(int(k) for k in self.cpr_reranker_ks)
         width = self.hidden_dim or self.embedding_dim
+        # name: (holds, the rule a reader needs to fix it)
         checks = {
-            "num_items": self.num_items >= 2,
-            "max_len": self.max_len > 0,
-            "embedding_dim": self.embedding_dim > 0,
-            "embedding_init_stddev": self.embedding_init_stddev > 0,
-            "num_layers": self.num_layers > 0,
-            "num_heads": self.num_heads > 0
-            and (self.encoder != "sasrec" or width % self.num_heads == 0),
-            "learning_rate": self.learning_rate > 0,
-            "dropout": 0.0 <= self.dropout < 1.0,
-            "attention_dropout": 0.0 <= self.attention_dropout < 1.0,
-            "ffn_dim": self.ffn_dim is None or self.ffn_dim > 0,
-            "head_dropout": 0.0 <= self.head_dropout < 1.0,
-            "hidden_dim": self.hidden_dim is None or self.hidden_dim > 0,
-            "metric_ks": all(k > 0 for k in self.metric_ks),
-            "sse_item_probability": 0.0 <= self.sse_item_probability < 1.0,
-            "sse_label_probability": 0.0 <= self.sse_label_probability < 1.0,
-            "sse_graph_rho": self.sse_graph_rho >= 1.0,
-            "soft_one_hot_buckets": self.soft_one_hot_buckets > 0,
-            "features": len(set(self.features)) == len(self.features)
-            and all(self.features),
-            "cpr_reranker_ks": len(set(self.cpr_reranker_ks))
-            == len(self.cpr_reranker_ks)
-            and all(k > 0 for k in self.cpr_reranker_ks)
-            # k must be < N, checked only when the CPR head is used (the
-            # default (100,) is too large for tiny catalogues).
-            and (
-                self.head != "cpr"
-                or all(k < self.num_items for k in self.cpr_reranker_ks)
+            "num_items": (self.num_items >= 2, "must be at least 2"),
+            "max_len": (self.max_len > 0, "must be positive"),
+            "embedding_dim": (self.embedding_dim > 0, "must be positive"),
+            "embedding_init_stddev": (
+                self.embedding_init_stddev > 0,
+                "must be positive",
             ),
-            "mos_components": self.mos_components > 0,
-            "num_hard_negatives": self.num_hard_negatives is None
-            or self.num_hard_negatives > 0,
+            "num_layers": (self.num_layers > 0, "must be positive"),
+            "num_heads": (
+                self.num_heads > 0
+                and (self.encoder != "sasrec" or width % self.num_heads == 0),
+                f"must be positive and divide the encoder width {width}",
+            ),
+            "learning_rate": (self.learning_rate > 0, "must be positive"),
+            "dropout": (0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
+            "attention_dropout": (
+                0.0 <= self.attention_dropout < 1.0,
+                "must be in [0, 1)",
+            ),
+            "ffn_dim": (
+                self.ffn_dim is None or self.ffn_dim > 0,
+                "must be positive or null",
+            ),
+            "head_dropout": (
+                0.0 <= self.head_dropout < 1.0,
+                "must be in [0, 1)",
+            ),
+            "hidden_dim": (
+                self.hidden_dim is None or self.hidden_dim > 0,
+                "must be positive or null",
+            ),
+            "metric_ks": (
+                bool(self.metric_ks) and all(k > 0 for k in self.metric_ks),
+                "must be positive cut-offs",
+            ),
+            "sse_item_probability": (
+                0.0 <= self.sse_item_probability < 1.0,
+                "must be in [0, 1)",
+            ),
+            "sse_label_probability": (
+                0.0 <= self.sse_label_probability < 1.0,
+                "must be in [0, 1)",
+            ),
+            "sse_graph_rho": (self.sse_graph_rho >= 1.0, "must be >= 1"),
+            "soft_one_hot_buckets": (
+                self.soft_one_hot_buckets > 0,
+                "must be positive",
+            ),
+            "features": (
+                len(set(self.features)) == len(self.features)
+                and all(self.features),
+                "must be distinct, non-empty names",
+            ),
+            "cpr_reranker_ks": (
+                len(set(self.cpr_reranker_ks)) == len(self.cpr_reranker_ks)
+                and all(k > 0 for k in self.cpr_reranker_ks),
+                "must be distinct positive sizes",
+            ),
+            "mos_components": (self.mos_components > 0, "must be positive"),
+            "num_hard_negatives": (
+                self.num_hard_negatives is None or self.num_hard_negatives > 0,
+                "must be positive or null",
+            ),
         }
-        for name, ok in checks.items():
-            if not ok:
+        for name, (holds, rule) in checks.items():
+            if not holds:
                 raise ValueError(
-                    f"Invalid model config. Received: {name}="
-                    f"{getattr(self, name)!r}"
+                    f"Invalid model config: `{name}` {rule}. Received: "
+                    f"{name}={getattr(self, name)!r}"
                 )
+        # Checked only when the CPR head is used: the default (100,) is
+        # too large for tiny catalogues but harmless to other heads.
+        largest = self.num_items - 1
+        if self.head == "cpr" and any(
+            k > largest for k in self.cpr_reranker_ks
+        ):
+            raise ValueError(
+                "Invalid model config: each CPR reranker size k must be at "
+                f"most the number of real items, {largest} here "
+                f"(num_items={self.num_items} counts the padding id 0); "
+                "choose smaller sizes (CLI: --cpr-rerankers K,K or 'none'). "
+                f"Received: cpr_reranker_ks={self.cpr_reranker_ks!r}"
+            )
         choices = {
             "encoder": ENCODERS,
             "head": HEADS,

@@ -1,0 +1,257 @@
+"""Run directories: one fingerprint, resume / reuse / refuse, one manifest."""
+
+import hashlib
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from tfrec_tricks import run_directory
+from tfrec_tricks.errors import RunDirectoryError
+from tfrec_tricks.run_directory import (
+    check_finished_run,
+    check_run_name,
+    differences,
+    open_run,
+    publish_model,
+)
+from tfrec_tricks.training import TrainConfig, finished_metrics, train
+
+
+def tiny_config(tmp_path, **overrides):
+    values = dict(
+        synthetic_users=60,
+        synthetic_items=40,
+        max_len=10,
+        epochs=2,
+        patience=5,
+        output_dir=str(tmp_path),
+        name="run",
+        model={"embedding_dim": 8},
+    )
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+class Interrupt(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        raise KeyboardInterrupt
+
+
+def snapshot(folder) -> dict:
+    """Relative path -> SHA-256 of every file below ``folder``."""
+    files = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            files[os.path.relpath(path, folder)] = digest
+    return files
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished two-epoch run, copied fresh into each test that needs it."""
+    root = tmp_path_factory.mktemp("finished")
+    train(tiny_config(root), verbose=0)
+    return root
+
+
+@pytest.fixture
+def run_root(finished_run, tmp_path):
+    import shutil
+
+    shutil.copytree(finished_run / "run", tmp_path / "run")
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_finished_run_has_a_manifest_that_export_accepts(run_root):
+    run = check_finished_run(str(run_root / "run"))
+    assert run["status"] == "finished"
+    assert {"config.json", "vocabulary.json", "metrics.json"} <= set(
+        run["files"]
+    )
+    assert "model/weights.index" in run["files"]
+    assert run["fingerprint"]["train"]["seed"] == 0
+    assert "output_dir" not in run["fingerprint"]["train"]
+    # The copy elsewhere is the same run: output_dir and name only place it.
+    assert finished_metrics(tiny_config(run_root)) is not None
+
+
+@pytest.mark.slow
+def test_other_settings_on_a_finished_run_are_refused_untouched(run_root):
+    before = snapshot(run_root)
+    config = tiny_config(run_root, seed=1, model={"embedding_dim": 16})
+    with pytest.raises(RunDirectoryError) as error:
+        train(config, verbose=0)
+    message = str(error.value)
+    assert "finished run with other settings" in message
+    assert "train.seed: 0 -> 1" in message
+    assert "model.embedding_dim: 8 -> 16" in message
+    assert "--overwrite" in message
+    assert snapshot(run_root) == before
+    assert finished_metrics(config) is None
+
+
+@pytest.mark.slow
+def test_interrupted_run_resumed_with_another_seed_is_refused(tmp_path):
+    config = tiny_config(tmp_path, epochs=3)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt()])
+    before = snapshot(tmp_path)
+    with pytest.raises(RunDirectoryError, match="interrupted run") as error:
+        train(tiny_config(tmp_path, epochs=3, seed=1), verbose=0)
+    assert "train.seed: 0 -> 1" in str(error.value)
+    assert snapshot(tmp_path) == before
+    # Export refuses the unfinished run.
+    with pytest.raises(RunDirectoryError, match="has not finished"):
+        check_finished_run(str(tmp_path / "run"))
+    # The original command still resumes it.
+    result = train(config, verbose=0)
+    assert result.metrics["epochs_run"] == 3
+    check_finished_run(str(tmp_path / "run"))
+
+
+@pytest.mark.slow
+def test_overwrite_replaces_the_run_as_a_whole(run_root):
+    old = json.loads((run_root / "run" / "run.json").read_text())
+    config = tiny_config(run_root, seed=1, epochs=1)
+    result = train(config, verbose=0, overwrite=True)
+    run = check_finished_run(result.run_dir)
+    assert run["fingerprint"]["train"]["seed"] == 1
+    assert run["files"]["vocabulary.json"] != old["files"]["vocabulary.json"]
+    assert result.metrics["epochs_run"] == 1
+    saved = json.loads((run_root / "run" / "config.json").read_text())
+    assert saved["train"]["seed"] == 1
+
+
+@pytest.mark.slow
+def test_changed_data_file_is_a_difference(tmp_path):
+    from tfrec_tricks.data import load_source
+
+    interactions = load_source(
+        "synthetic", synthetic_options={"num_users": 40, "num_items": 60}
+    ).interactions
+    path = tmp_path / "u.data"
+    lines = [
+        f"{u}\t{i}\t1\t{int(t)}"
+        for u, i, t in zip(
+            interactions.users, interactions.items, interactions.timestamps
+        )
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    config = tiny_config(
+        tmp_path / "runs", data="file", data_path=str(path), epochs=1
+    )
+    train(config, verbose=0)
+    path.write_text("\n".join(lines[:-5]) + "\n")
+    with pytest.raises(RunDirectoryError) as error:
+        train(config, verbose=0)
+    assert "data.0.sha256" in str(error.value)
+    assert "data.0.bytes" in str(error.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        ("remove_weights", "model/weights.index is missing"),
+        ("other_vocabulary", "vocabulary.json changed after the run"),
+        ("other_config", "config.json changed after the run"),
+    ],
+)
+def test_export_check_names_a_missing_or_foreign_part(run_root, damage, match):
+    run_dir = run_root / "run"
+    if damage == "remove_weights":
+        (run_dir / "model" / "weights.index").unlink()
+    elif damage == "other_vocabulary":
+        vocabulary = json.loads((run_dir / "vocabulary.json").read_text())
+        vocabulary["items"][1:3] = vocabulary["items"][2:0:-1]
+        (run_dir / "vocabulary.json").write_text(json.dumps(vocabulary))
+    else:
+        config = json.loads((run_dir / "model" / "config.json").read_text())
+        config["name"] = "other"
+        (run_dir / "model" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunDirectoryError, match=match):
+        check_finished_run(str(run_dir))
+
+
+def test_open_run_decides_from_the_directory(tmp_path):
+    fingerprint = {"train": {"seed": 0}, "data": []}
+    assert open_run(str(tmp_path / "absent"), fingerprint) == "new"
+    assert open_run(str(tmp_path), fingerprint) == "new"  # empty
+    run_directory.start_run(str(tmp_path), fingerprint, {"a.json": "{}"})
+    assert open_run(str(tmp_path), fingerprint) == "resume"
+    with pytest.raises(RunDirectoryError, match=r"train.seed: 0 -> 1"):
+        open_run(str(tmp_path), {"train": {"seed": 1}, "data": []})
+    assert (
+        open_run(str(tmp_path), {"train": {"seed": 1}}, overwrite=True) == "new"
+    )
+    assert not tmp_path.exists()
+
+
+def test_a_folder_that_is_no_run_is_never_overwritten(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(RunDirectoryError, match="not a run directory"):
+            open_run(str(tmp_path), {}, overwrite=overwrite)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_run_of_an_older_version_needs_overwrite(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(RunDirectoryError, match="older tfrec-tricks"):
+        open_run(str(tmp_path), {})
+    with pytest.raises(RunDirectoryError, match="older tfrec-tricks"):
+        check_finished_run(str(tmp_path))
+    assert open_run(str(tmp_path), {}, overwrite=True) == "new"
+
+
+def test_a_damaged_run_file_is_named(tmp_path):
+    (tmp_path / "run.json").write_text("{not json")
+    with pytest.raises(RunDirectoryError, match="run.json is damaged"):
+        open_run(str(tmp_path), {})
+    with pytest.raises(RunDirectoryError, match="run.json is damaged"):
+        check_finished_run(str(tmp_path))
+
+
+def test_publish_model_is_all_or_nothing(tmp_path):
+    def write(folder):
+        with open(os.path.join(folder, "weights"), "w") as handle:
+            handle.write("new")
+
+    def fail(folder):
+        write(folder)
+        raise OSError("disk full")
+
+    publish_model(str(tmp_path), write)
+    (tmp_path / "model" / "weights").write_text("old")
+    with pytest.raises(OSError, match="disk full"):
+        publish_model(str(tmp_path), fail)
+    assert (tmp_path / "model" / "weights").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["model"]  # no staging left
+    publish_model(str(tmp_path), write)
+    assert (tmp_path / "model" / "weights").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "/abs", "a/b", ".", "..", "", "a\\b", "nul\0"]
+)
+def test_run_names_are_single_folder_names(name):
+    with pytest.raises(ValueError, match="single folder name"):
+        check_run_name(name)
+    with pytest.raises(ValueError, match="single folder name"):
+        TrainConfig(name=name)
+
+
+def test_differences_name_each_changed_leaf():
+    before = {"train": {"seed": 0, "epochs": 2}, "data": [{"bytes": 5}]}
+    now = {"train": {"seed": 1, "epochs": 2}, "data": [{"bytes": 6}]}
+    assert differences(before, now) == [
+        "data.0.bytes: 5 -> 6",
+        "train.seed: 0 -> 1",
+    ]

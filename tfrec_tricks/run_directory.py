@@ -1,0 +1,369 @@
+"""A run directory that is one consistent thing.
+
+``run.json`` holds the run's *fingerprint*: everything that determines it
+(the training options, the resolved model config, the data files' sizes
+and SHA-256 hashes, the tfrec_tricks version). It is written when a run
+starts, before anything else, and every later use of the directory is
+checked against it:
+
+- the same command after an interruption resumes (same fingerprint);
+- the same command after the run finished reuses it;
+- anything else is refused before anything is written, naming the
+  differences, unless the caller asks to overwrite.
+
+When the run finishes, its model is published in one rename (written to
+``.model-<random>/`` first) and ``run.json`` becomes a manifest: the status
+``finished`` and the SHA-256 of ``config.json``, ``vocabulary.json``,
+``metrics.json`` and every file of ``model/``. ``check_finished_run`` (used
+by ``export``) refuses a run that has not finished or whose parts do not
+belong together.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import tfrec_tricks
+from tfrec_tricks.errors import RunDirectoryError
+
+RUN_FILE = "run.json"
+RUN_FORMAT = 1
+MODEL_DIR = "model"
+# Training options that place a run rather than determine it.
+PLACEMENT_OPTIONS = ("output_dir", "name")
+# What an older tfrec_tricks left in a run directory (no run.json).
+LEGACY_RUN_FILES = ("config.json", "history.csv", "backup", MODEL_DIR)
+
+
+def check_run_name(name: str) -> str:
+    """Returns ``name`` if it is one path component, else raises ValueError.
+
+    Run and model names become folder names under a parent folder: a
+    separator, ``..`` or an absolute path would write outside it.
+
+    Example:
+
+    >>> check_run_name("ml-1m-sasrec")
+    'ml-1m-sasrec'
+    >>> check_run_name("../x")
+    Traceback (most recent call last):
+    ...
+    ValueError: `name` must be a single folder name (no '/', '\\', '.' or '..'). Received: name='../x'
+    """  # noqa: E501
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or os.path.isabs(name)
+    ):
+        raise ValueError(
+            "`name` must be a single folder name (no '/', '\\', '.' or "
+            f"'..'). Received: name={name!r}"
+        )
+    return name
+
+
+def file_sha256(path: str) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def data_identity(paths: list[str]) -> list[dict]:
+    """Name, size and SHA-256 of each data file (missing files: None)."""
+    identity = []
+    for path in paths:
+        entry = {"file": os.path.basename(path), "bytes": None, "sha256": None}
+        if os.path.isfile(path):
+            entry["bytes"] = os.path.getsize(path)
+            entry["sha256"] = file_sha256(path)
+        identity.append(entry)
+    return identity
+
+
+def make_fingerprint(train: dict, model: dict, data_files: list[str]) -> dict:
+    """What determines a run, as JSON.
+
+    Args:
+        train: the training options (``TrainConfig`` as a dict); those that
+            only place the run (``PLACEMENT_OPTIONS``) are left out.
+        model: the resolved model config (``ModelConfig.to_dict()``).
+        data_files: the files the data source reads.
+    """
+    train = {k: v for k, v in train.items() if k not in PLACEMENT_OPTIONS}
+    # Through JSON, so that tuples and lists compare equal to a reread.
+    return json.loads(
+        json.dumps(
+            {
+                "train": train,
+                "model": model,
+                "data": data_identity(data_files),
+                "tfrec_tricks": tfrec_tricks.__version__,
+            }
+        )
+    )
+
+
+def differences(before: Any, now: Any, path: str = "") -> list[str]:
+    """Lines ``key: before -> now`` for every leaf that differs."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        lines = []
+        for key in sorted(set(before) | set(now), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            lines += differences(
+                before.get(key, "<unset>"), now.get(key, "<unset>"), where
+            )
+        return lines
+    if (
+        isinstance(before, list)
+        and isinstance(now, list)
+        and len(before) == len(now)
+    ):
+        return [
+            line
+            for index, (old, new) in enumerate(zip(before, now))
+            for line in differences(old, new, f"{path}.{index}")
+        ]
+    if before != now:
+        return [f"{path or '<root>'}: {_short(before)} -> {_short(now)}"]
+    return []
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def read_run_file(run_dir: str) -> dict | None:
+    """The run's ``run.json``, or None when the directory has none."""
+    path = os.path.join(run_dir, RUN_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunDirectoryError(
+            f"{path} is damaged ({error}); move the run directory away or "
+            "retrain it with --overwrite."
+        ) from None
+    if not isinstance(document, dict) or "fingerprint" not in document:
+        raise RunDirectoryError(
+            f"{path} is not a tfrec-tricks run file; move the run directory "
+            "away or retrain it with --overwrite."
+        )
+    if document.get("format") != RUN_FORMAT:
+        raise RunDirectoryError(
+            f"{path} has format {document.get('format')!r}, this version "
+            f"reads format {RUN_FORMAT}; retrain it with --overwrite."
+        )
+    return document
+
+
+def run_state(run_dir: str) -> str:
+    """What ``run_dir`` holds.
+
+    Returns:
+        ``"absent"``, ``"empty"``, ``"running"``, ``"finished"``,
+        ``"damaged"`` (an unreadable ``run.json``), ``"legacy"`` (written
+        by an older version: no ``run.json``) or ``"foreign"`` (a
+        non-empty folder that is no run directory).
+    """
+    if not os.path.exists(run_dir):
+        return "absent"
+    if not os.path.isdir(run_dir):
+        return "foreign"
+    entries = set(os.listdir(run_dir))
+    if not entries:
+        return "empty"
+    if RUN_FILE in entries:
+        try:
+            status = read_run_file(run_dir).get("status")
+        except RunDirectoryError:
+            return "damaged"
+        return "finished" if status == "finished" else "running"
+    if entries & set(LEGACY_RUN_FILES):
+        return "legacy"
+    return "foreign"
+
+
+def open_run(run_dir: str, fingerprint: dict, overwrite: bool = False) -> str:
+    """Decides what to do with ``run_dir`` for a run of ``fingerprint``.
+
+    Nothing is written, except that ``overwrite`` removes an earlier run.
+
+    Returns:
+        ``"new"`` (start the run), ``"resume"`` (same fingerprint, not
+        finished) or ``"finished"`` (same fingerprint, finished: reuse it).
+
+    Raises:
+        RunDirectoryError: the directory holds another run (its
+            differences named), a run of an older version, or something
+            that is not a run directory.
+    """
+    state = run_state(run_dir)
+    if state in ("absent", "empty"):
+        return "new"
+    if state == "foreign":
+        raise RunDirectoryError(
+            f"{run_dir} exists and is not a run directory; choose another "
+            "--name or --output-dir (it is never overwritten)."
+        )
+    if overwrite:
+        shutil.rmtree(run_dir)
+        return "new"
+    if state == "damaged":
+        read_run_file(run_dir)  # raises, naming the problem
+    if state == "legacy":
+        raise RunDirectoryError(
+            f"{run_dir} holds a run of an older tfrec-tricks (it has no "
+            f"{RUN_FILE}), which cannot be checked against this one; pass "
+            "--overwrite to retrain it, or choose another --name."
+        )
+    recorded = read_run_file(run_dir)["fingerprint"]
+    changed = differences(recorded, fingerprint)
+    if changed:
+        what = "finished" if state == "finished" else "interrupted"
+        raise RunDirectoryError(
+            f"{run_dir} holds an {what} run with other settings, which this "
+            "run would mix with or replace. Differences (run -> now):\n  "
+            + "\n  ".join(changed)
+            + "\nChoose another --name, run the original command, or pass "
+            "--overwrite to discard the old run."
+        )
+    return "finished" if state == "finished" else "resume"
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes ``text`` to a temporary file beside ``path``, then renames."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def start_run(run_dir: str, fingerprint: dict, files: dict[str, str]) -> None:
+    """Writes ``run.json`` (status ``running``) first, then ``files``.
+
+    Args:
+        run_dir: the run directory (created if missing).
+        fingerprint: see ``make_fingerprint``.
+        files: name -> text of the files the run writes when it starts
+            (``config.json``, ``vocabulary.json``), each written atomically.
+    """
+    os.makedirs(run_dir, exist_ok=True)
+    run = {"format": RUN_FORMAT, "status": "running"}
+    run["fingerprint"] = fingerprint
+    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+    for name, text in files.items():
+        write_atomic(os.path.join(run_dir, name), text)
+
+
+def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
+    """Writes the model with ``write(folder)`` aside, then renames it.
+
+    A reader sees the old ``model/`` or the new one, never half of one.
+
+    Returns:
+        The path of ``<run_dir>/model``.
+    """
+    staging = tempfile.mkdtemp(prefix=f".{MODEL_DIR}-", dir=run_dir)
+    target = os.path.join(run_dir, MODEL_DIR)
+    try:
+        write(staging)
+        if os.path.exists(target):
+            # A run killed after publishing and before finishing, rerun.
+            old = tempfile.mkdtemp(prefix=f".old-{MODEL_DIR}-", dir=run_dir)
+            os.rename(target, os.path.join(old, MODEL_DIR))
+            shutil.rmtree(old)
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _manifest_files(run_dir: str) -> list[str]:
+    names = ["config.json", "vocabulary.json", "metrics.json"]
+    model_dir = os.path.join(run_dir, MODEL_DIR)
+    names += sorted(
+        f"{MODEL_DIR}/{entry}"
+        for entry in os.listdir(model_dir)
+        if os.path.isfile(os.path.join(model_dir, entry))
+    )
+    return names
+
+
+def finish_run(run_dir: str) -> None:
+    """Marks the run finished: ``run.json`` gets the files' SHA-256s."""
+    run = read_run_file(run_dir)
+    run["status"] = "finished"
+    run["files"] = {
+        name: file_sha256(os.path.join(run_dir, name))
+        for name in _manifest_files(run_dir)
+    }
+    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+
+
+def check_finished_run(run_dir: str) -> dict:
+    """Checks that ``run_dir`` holds a finished run whose parts belong together.
+
+    Returns:
+        The run's ``run.json``.
+
+    Raises:
+        RunDirectoryError: naming what is wrong: no run directory, a run
+            that has not finished, a missing file, or a file that changed
+            after the run finished (e.g. ``vocabulary.json`` of another
+            run).
+    """
+    if not os.path.isdir(run_dir):
+        raise RunDirectoryError(f"No run directory at {run_dir!r}.")
+    state = run_state(run_dir)
+    if state == "legacy":
+        raise RunDirectoryError(
+            f"{run_dir} was written by an older tfrec-tricks (no {RUN_FILE}), "
+            "so its parts cannot be checked; retrain it with `tfrec-tricks "
+            "train ... --overwrite`."
+        )
+    if state in ("empty", "foreign"):
+        raise RunDirectoryError(
+            f"{run_dir} is not a training run directory (no {RUN_FILE})."
+        )
+    if state == "damaged":
+        read_run_file(run_dir)  # raises, naming the problem
+    if state == "running":
+        raise RunDirectoryError(
+            f"The run in {run_dir} has not finished (interrupted, or still "
+            "training): run the same `tfrec-tricks train` command again to "
+            "resume it, then export."
+        )
+    run = read_run_file(run_dir)
+    for name, digest in sorted(run.get("files", {}).items()):
+        path = os.path.join(run_dir, name)
+        if not os.path.isfile(path):
+            raise RunDirectoryError(
+                f"{path} is missing: the run directory is incomplete; "
+                "retrain it with --overwrite."
+            )
+        if file_sha256(path) != digest:
+            raise RunDirectoryError(
+                f"{path} changed after the run finished, so the run's parts "
+                "no longer belong together; retrain it with --overwrite."
+            )
+    return run
