@@ -43,10 +43,12 @@ Train a sequential retrieval model (GRU4Rec, full softmax over the catalogue)
 and evaluate it with full ranking: leave-one-out by time (last item test,
 second-to-last validation), NDCG@10 / HR@10 / MRR@10 over all items.
 
-Everything lands in OUTPUT_DIR/NAME: config.json, vocabulary.json,
-history.csv, metrics.json and checkpoints/. An interrupted run (Ctrl-C,
-crash, lost machine) resumes from its backup/ when you run the same command
-again.
+Everything lands in OUTPUT_DIR/NAME: run.json (the run's fingerprint),
+config.json, vocabulary.json, history.csv, metrics.json, checkpoints/ and
+model/. The same command again resumes an interrupted run (Ctrl-C, crash,
+lost machine) from its backup/, or reuses a finished one; other settings or
+data on the same NAME are refused, naming the differences (--overwrite
+replaces the old run).
 
 data sources:
   synthetic          built-in generator (default; sizes: --synthetic-*)
@@ -120,6 +122,24 @@ def _int_list(text: str) -> tuple[int, ...]:
     if any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
     return values
+
+
+def _run_name(text: str) -> str:
+    from tfrec_tricks.run_directory import check_run_name
+
+    try:
+        return check_run_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _model_name(text: str) -> str:
+    from tfrec_tricks.export.models_config import check_model_name
+
+    try:
+        return check_model_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -425,7 +445,10 @@ def _add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="parent folder of run directories. Default: runs",
     )
     out.add_argument(
-        "--name", help="run directory name. Default: the data source name"
+        "--name",
+        type=_run_name,
+        help="run directory name, one folder name inside OUTPUT_DIR (no "
+        "'/' or '..'). Default: the data source name",
     )
     out.add_argument(
         "--quiet",
@@ -464,7 +487,12 @@ def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "run_dir", metavar="RUN_DIR", help="a finished training run"
     )
     parser.add_argument(
-        "--name", required=True, help="model name (TF Serving's URL name)"
+        "--name",
+        required=True,
+        type=_model_name,
+        help="model name: TF Serving's URL name and the folder of its "
+        "versions in BASE_PATH (a letter or digit, then letters, digits, "
+        "'_', '.' or '-')",
     )
     parser.add_argument(
         "--version",
@@ -915,11 +943,9 @@ def _run_ablation(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from tfrec_tricks.export.models_config import check_model_name
     from tfrec_tricks.run_directory import check_finished_run
 
-    # Both checked before TensorFlow loads anything.
-    check_model_name(args.name)
+    # The run must be finished and whole before anything is loaded.
     check_finished_run(args.run_dir)
 
     from tfrec_tricks.export import export_for_serving

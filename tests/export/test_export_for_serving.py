@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import reference_top_k
-from tfrec_tricks.export import export_for_serving
+from tfrec_tricks.export import check_model_name, export_for_serving
 from tfrec_tricks.export.export_for_serving import next_version
+from tfrec_tricks.export.models_config import update_models_config
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.testing.test_case import BLOCK_PACKAGE_PREAMBLE
 
@@ -129,6 +131,115 @@ def test_failed_export_leaves_no_version(tmp_path, monkeypatch):
     assert not (tmp_path / "models.config").exists()
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["demo", "m", "9lives", "gru4rec-cpr_v2.1", "A" * 255, "a..b"],
+)
+def test_check_model_name_accepts(name):
+    assert check_model_name(name) == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        ".",
+        "..",
+        ".hidden",
+        "-dash",
+        "_under",
+        "a/b",
+        "/abs",
+        "a\\b",
+        "..\\evil",
+        "a b",
+        "naïve",
+        "A" * 256,
+        None,
+    ],
+)
+def test_check_model_name_rejects_naming_value_and_rule(name):
+    with pytest.raises(ValueError) as error:
+        check_model_name(name)
+    message = str(error.value)
+    assert f"Received: name={name!r}" in message
+    assert "^[A-Za-z0-9][A-Za-z0-9_.-]*$" in message
+    assert "255" in message
+
+
+@pytest.mark.parametrize(
+    "base_path", ["demo/..", "demo/.", "x/.hidden", "a b", "x\\y", "/"]
+)
+def test_export_refuses_a_bad_model_name_before_writing(tmp_path, base_path):
+    root = tmp_path / "saved_models"
+    root.mkdir()
+    (root / "demo").mkdir()
+    with pytest.raises(ValueError, match="model's name") as error:
+        export_for_serving(
+            tiny_model(),
+            # (os.path.join: pathlib would drop a trailing ".")
+            base_path if base_path == "/" else os.path.join(root, base_path),
+            ITEMS,
+            warmup=False,
+        )
+    assert "Received: name=" in str(error.value)
+    assert sorted(os.listdir(root)) == ["demo"]
+    assert os.listdir(root / "demo") == []
+    assert not (tmp_path / "models.config").exists()
+
+
+def test_export_takes_the_name_as_given(tmp_path):
+    # ".." before the name is the caller's business; a trailing "/" is
+    # not part of the name.
+    (tmp_path / "saved_models").mkdir()
+    base = str(tmp_path / "saved_models" / ".." / "served" / "demo") + "/"
+    path = export_for_serving(tiny_model(), base, ITEMS, k=2, warmup=False)
+    assert os.path.basename(path) == "1"
+    assert sorted(os.listdir(tmp_path / "served")) == [
+        "demo",
+        "demo.request.json",
+        "models.config",
+    ]
+    assert 'name: "demo"' in (tmp_path / "served" / "models.config").read_text()
+
+
+def test_update_models_config_checks_the_name(tmp_path):
+    path = tmp_path / "models.config"
+    with pytest.raises(ValueError, match=re.escape("name='../evil'")):
+        update_models_config(str(path), "../evil", "/models/evil")
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "model_config_list { config { name: 'a' base_path: ",
+        "this is not a proto",
+        b"\xff\xfe\x00binary",
+    ],
+)
+def test_unreadable_models_config_is_refused_before_writing(tmp_path, garbage):
+    root = tmp_path / "saved_models"
+    root.mkdir()
+    config = root / "models.config"
+    if isinstance(garbage, bytes):
+        config.write_bytes(garbage)
+    else:
+        config.write_text(garbage)
+    before = config.read_bytes()
+    with pytest.raises(ValueError) as error:
+        export_for_serving(tiny_model(), str(root / "demo"), ITEMS)
+    message = str(error.value)
+    assert message.startswith(f"{config}: not a valid model_config_list")
+    assert message.endswith("; fix or remove it")
+    # Nothing written: no version, no temporary folder, no request file.
+    assert sorted(os.listdir(root)) == ["models.config"]
+    assert config.read_bytes() == before
+    with pytest.raises(ValueError, match="fix or remove it"):
+        update_models_config(str(config), "demo", "/models/demo")
+    assert config.read_bytes() == before
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("run", ["softmax", "cpr"])
 def test_contract_in_a_process_without_tfrec_tricks(
@@ -219,3 +330,21 @@ def test_cli_export(trained_runs, tmp_path, capsys):
     assert outputs["item_ids"].shape == (1, 4)
     assert main(argv) == 1  # version 3 exists
     assert "version=3" in capsys.readouterr().err
+
+
+def test_non_ascii_item_ids_are_served_as_they_were_given(tmp_path):
+    # UTF-8 ids in, the same ids out: the vocabulary holds str, the
+    # graph's table UTF-8 bytes.
+    items = ["[PAD]", "café_14", "naïve", "東京", "plain"]
+    model = SequentialRetrievalModel(ModelConfig(num_items=5, max_len=4))
+    path = export_for_serving(model, str(tmp_path / "demo"), items, k=4)
+    loaded = tf.saved_model.load(path)
+    history = tf.constant([["café_14", "東京"]])
+    top = loaded.signatures["serving_default"](history=history)
+    served = [raw.decode("utf-8") for raw in top["item_ids"].numpy()[0]]
+    assert sorted(served) == sorted(items[1:])
+    scores = loaded.signatures["score_candidates"](
+        history=history, candidate_ids=tf.constant([["café_14", "cafÃ©_14"]])
+    )["scores"].numpy()[0]
+    assert scores[0] > -1e8  # known
+    assert scores[1] == pytest.approx(-1e9)  # the latin-1 garbling: unknown

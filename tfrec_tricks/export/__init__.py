@@ -13,6 +13,9 @@ require_legacy_keras("tfrec_tricks.export")
 from tfrec_tricks.export.export_for_serving import (  # noqa: E402
     export_for_serving,
 )
+from tfrec_tricks.export.models_config import (  # noqa: E402
+    check_model_name,
+)
 from tfrec_tricks.export.serving_module import ServingModule  # noqa: E402
 
-__all__ = ["ServingModule", "export_for_serving"]
+__all__ = ["ServingModule", "check_model_name", "export_for_serving"]

@@ -10,7 +10,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.export.models_config import update_models_config
+from tfrec_tricks.export.models_config import (
+    check_model_name,
+    read_models_config,
+    update_models_config,
+)
 from tfrec_tricks.export.serving_module import (
     ServingModule,
     load_item_vocabulary,
@@ -109,6 +113,10 @@ def export_for_serving(
       ``[B, M]``); output ``scores`` (float32 ``[B, M]``, ``-1e9`` for
       ids not in the vocabulary).
 
+    A request whose shapes do not fit (a feature not of ``history``'s
+    shape, ``candidate_ids`` of another batch size, a ``history`` not of
+    rank 2) fails with INVALID_ARGUMENT naming the inputs and shapes.
+
     Also written: ``<version>/assets.extra/tf_serving_warmup_requests``;
     next to ``base_path``, the model's entry in ``models.config`` (added
     or updated) and ``<name>.request.json``, a REST request
@@ -134,6 +142,12 @@ def export_for_serving(
     Returns:
         str, the path of the written version folder.
 
+    Raises:
+        ValueError: the last component of ``base_path`` is not a valid
+            model name (see ``check_model_name``), ``version`` exists or
+            is not a positive int, or ``models.config`` next to
+            ``base_path`` cannot be parsed. Nothing is written then.
+
     Example:
 
     >>> import tempfile
@@ -147,13 +161,23 @@ def export_for_serving(
     >>> os.path.basename(path), sorted(os.listdir(root))
     ('1', ['demo', 'demo.request.json', 'models.config'])
     """
-    base_path = os.path.normpath(base_path)
-    name = os.path.basename(base_path)
-    if not name or name in (".", ".."):
+    # The last component as given (trailing separators aside), not that
+    # of a normalised path: "models/demo/.." must not export as "models".
+    base_path = os.fspath(base_path)
+    stripped = base_path.rstrip("/" + os.sep) or base_path
+    name = os.path.basename(stripped)
+    try:
+        check_model_name(name)
+    except ValueError as error:
         raise ValueError(
             "`base_path` must end with the model's name, e.g. "
-            f"saved_models/<name>. Received: base_path={base_path!r}"
-        )
+            f"saved_models/<name>. {error}; base_path={base_path!r}"
+        ) from None
+    base_path = stripped
+    root = os.path.dirname(base_path) or "."
+    config_path = os.path.join(root, MODELS_CONFIG)
+    # Refuse an unreadable models.config before anything is written.
+    read_models_config(config_path)
     if version is None:
         version = next_version(base_path)
     elif isinstance(version, bool) or not isinstance(version, int):
@@ -190,9 +214,8 @@ def export_for_serving(
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
-    root = os.path.dirname(base_path) or "."
     update_models_config(
-        os.path.join(root, MODELS_CONFIG),
+        config_path,
         name,
         server_base_path or f"/models/{name}",
     )

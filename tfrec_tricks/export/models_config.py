@@ -1,7 +1,87 @@
 """The ``models.config`` file of ``tensorflow_model_server``."""
 
 import os
+import re
 import tempfile
+from typing import Any
+
+# A TF Serving model name that is also one path component: it names the
+# model's folder of versions and the URL's ``/v1/models/<name>``.
+MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MODEL_NAME_MAX_LENGTH = 255
+
+
+def check_model_name(name: str) -> str:
+    """Checks that ``name`` can name a served model; returns it.
+
+    The name is TF Serving's (``/v1/models/<name>``, the ``name`` of a
+    ``models.config`` entry) and the folder of the model's versions, so it
+    must be one path component: a letter or digit, then letters, digits,
+    ``_``, ``.`` or ``-``, at most 255 characters (so never ``.``, ``..``,
+    an absolute path, or anything with ``/`` or ``\\``).
+
+    Args:
+        name: str. The model's name.
+
+    Returns:
+        ``name``.
+
+    Raises:
+        ValueError: ``name`` breaks the rule.
+
+    Example:
+
+    >>> from tfrec_tricks.export import check_model_name
+    >>> check_model_name("gru4rec-cpr_v2.1")
+    'gru4rec-cpr_v2.1'
+    >>> check_model_name("../evil")
+    Traceback (most recent call last):
+    ...
+    ValueError: A model name must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ...
+    """
+    if (
+        not isinstance(name, str)
+        or len(name) > MODEL_NAME_MAX_LENGTH
+        or not MODEL_NAME_PATTERN.fullmatch(name)
+    ):
+        raise ValueError(
+            f"A model name must match ^{MODEL_NAME_PATTERN.pattern}$ (a "
+            "letter or digit, then letters, digits, '_', '.' or '-'; one "
+            "path component, no '/' or '\\') and have at most "
+            f"{MODEL_NAME_MAX_LENGTH} characters. Received: name={name!r}"
+        )
+    return name
+
+
+def read_models_config(path: str) -> Any:
+    """The ``ModelServerConfig`` of a ``models.config`` file.
+
+    Args:
+        path: str. The config file; a missing file is an empty config.
+
+    Returns:
+        a ``tensorflow_serving.config.model_server_config_pb2.
+        ModelServerConfig``.
+
+    Raises:
+        ValueError: the file is not a valid text proto (the message names
+            the file and the parse error).
+    """
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelServerConfig()
+    if not os.path.exists(path):
+        return config
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text_format.Parse(handle.read(), config)
+    except (text_format.ParseError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{path}: not a valid model_config_list text proto ({error}); "
+            "fix or remove it"
+        ) from error
+    return config
 
 
 def update_models_config(path: str, name: str, base_path: str) -> str:
@@ -13,12 +93,17 @@ def update_models_config(path: str, name: str, base_path: str) -> str:
 
     Args:
         path: str. The config file (created if missing).
-        name: str. The model's name (the URL's ``/v1/models/<name>``).
+        name: str. The model's name (the URL's ``/v1/models/<name>``),
+            see ``check_model_name``.
         base_path: str. The model's folder of versions *as the server sees
             it*, e.g. ``/models/<name>`` in the Docker image.
 
     Returns:
         ``path``.
+
+    Raises:
+        ValueError: ``name`` is not a valid model name, or the existing
+            file cannot be parsed (it is left unchanged).
 
     Example:
 
@@ -36,16 +121,9 @@ def update_models_config(path: str, name: str, base_path: str) -> str:
     }
     """
     from google.protobuf import text_format
-    from tensorflow_serving.config import model_server_config_pb2
 
-    if not name or "/" in name:
-        raise ValueError(
-            f"`name` must be a non-empty name without '/'. Received: {name!r}"
-        )
-    config = model_server_config_pb2.ModelServerConfig()
-    if os.path.exists(path):
-        with open(path) as handle:
-            text_format.Parse(handle.read(), config)
+    check_model_name(name)
+    config = read_models_config(path)
     entries = config.model_config_list.config
     entry = next((e for e in entries if e.name == name), None)
     if entry is None:

@@ -69,7 +69,13 @@ class ServingModule(tf.Module):
       state after one padding step, as the model does for an empty history
       in any batch (``SequentialRetrievalModel.last_positions``): every
       empty request gets the same ranking, the model's learned "cold
-      start" ranking.
+      start" ranking. Every scoring path reads that last position, so a
+      row's answer never depends on the other rows of the request.
+    - Request shapes are checked in the graph (``check_request``): a
+      ``history`` that is not ``[B, L]``, a feature not of its shape, or
+      ``candidate_ids`` not ``[B, M]`` fails with
+      ``tf.errors.InvalidArgumentError`` (TF Serving's INVALID_ARGUMENT)
+      naming the inputs and their shapes.
     - SSE and dropout are training-only, so the served model is
       deterministic: the same request gives the same answer.
 
@@ -224,7 +230,12 @@ class ServingModule(tf.Module):
         Returns:
             dict with ``item_ids`` (string ``[B, K]``, best first) and
             ``scores`` (float32 ``[B, K]``, the model's logits).
+
+        Raises:
+            tf.errors.InvalidArgumentError: ``history`` is not ``[B, L]``
+                or a feature's shape differs from it.
         """
+        history, features, _ = self.check_request(history, features)
         ids, states = self._encode(history, features)
         if self.scoring == "full":
             logits = self._full_logits(ids, states)
@@ -253,12 +264,17 @@ class ServingModule(tf.Module):
         Returns:
             dict with ``scores``: float32 ``[B, M]``, each the logit the
             full-catalogue model gives that item.
+
+        Raises:
+            tf.errors.InvalidArgumentError: ``history`` is not ``[B, L]``,
+                a feature's shape differs from it, or ``candidate_ids`` is
+                not ``[B, M]`` with the batch size of ``history``.
         """
-        ids, states = self._encode(history, features)
-        wanted = tf.cast(
-            self.item_lookup.lookup(tf.convert_to_tensor(candidate_ids)),
-            tf.int32,
+        history, features, candidate_ids = self.check_request(
+            history, features, candidate_ids
         )
+        ids, states = self._encode(history, features)
+        wanted = tf.cast(self.item_lookup.lookup(candidate_ids), tf.int32)
         if self.scoring == "full":
             logits = self._full_logits(ids, states)
             scores = tf.gather(logits, wanted, batch_dims=1)
@@ -285,15 +301,34 @@ class ServingModule(tf.Module):
 
     # ------------------------------------------------------------ history
 
-    def prepare_history(self, history: Any, features: Mapping) -> tuple:
-        """Raw ids -> the model's right-padded ``[B, max_len]`` inputs.
+    def check_request(
+        self, history: Any, features: Mapping, candidate_ids: Any = None
+    ) -> tuple:
+        """A request's tensors, checked at run time against each other.
 
-        Unknown ids are dropped and the rest compacted to the left with
-        their features; the last ``max_len`` items are kept.
+        The signatures' inputs are declared ``[None, None]``, but a loaded
+        SavedModel (and TF Serving) does not enforce that: without these
+        checks a wrong request would fail deep in the graph with a raw
+        gather or pad error, or (a feature longer than ``history``) be
+        answered with misaligned features.
+
+        Args:
+            history: string ``[B, L]`` raw item ids.
+            features: dict of float ``[B, L]``, one per feature of the
+                model.
+            candidate_ids: string ``[B, M]`` or None.
 
         Returns:
-            ``(ids, features)``: int32 ``[B, max_len]`` and a dict of
-            float32 ``[B, max_len]`` (0 at padding positions).
+            ``(history, features, candidate_ids)`` as tensors (string,
+            dict of float32, string or None) that depend on the checks.
+
+        Raises:
+            ValueError: the feature names differ from the model's.
+            tf.errors.InvalidArgumentError: (when the checks run)
+                ``history`` is not rank 2, a feature's shape is not
+                ``history``'s, or ``candidate_ids`` is not rank 2 with
+                ``history``'s batch size. The message names the inputs
+                and their shapes.
         """
         missing = [n for n in self.feature_names if n not in features]
         unknown = sorted(set(features) - set(self.feature_names))
@@ -303,11 +338,80 @@ class ServingModule(tf.Module):
                 f"Received: {sorted(features)}"
             )
         history = tf.convert_to_tensor(history, tf.string)
+        values = {
+            name: tf.cast(features[name], tf.float32)
+            for name in self.feature_names
+        }
+        inputs = {"history": history, **values}
+        if candidate_ids is not None:
+            candidate_ids = tf.convert_to_tensor(candidate_ids, tf.string)
+            inputs["candidate_ids"] = candidate_ids
+        # Ranks first: the shape comparisons below need rank-2 shapes.
+        ranks = [
+            _check(
+                tf.equal(_runtime_rank(tensor), 2),
+                f"input `{name}` must have rank 2 "
+                f"({'[B, M]' if name == 'candidate_ids' else '[B, L]'}). "
+                f"Received: {name}.shape={{}}",
+                tf.shape(tensor),
+            )
+            for name, tensor in inputs.items()
+        ]
+        with tf.control_dependencies(ranks):
+            history_shape = tf.shape(history)
+            checks = [
+                _check(
+                    tf.reduce_all(tf.equal(tf.shape(value), history_shape)),
+                    f"feature `{name}` must have the shape of `history` "
+                    f"[B, L]. Received: {name}.shape={{}}, "
+                    "history.shape={}",
+                    tf.shape(value),
+                    history_shape,
+                )
+                for name, value in values.items()
+            ]
+            if candidate_ids is not None:
+                checks.append(
+                    _check(
+                        tf.equal(tf.shape(candidate_ids)[0], history_shape[0]),
+                        "`candidate_ids` [B, M] must have the batch size B "
+                        "of `history` [B, L]. Received: "
+                        "candidate_ids.shape={}, history.shape={}",
+                        tf.shape(candidate_ids),
+                        history_shape,
+                    )
+                )
+        with tf.control_dependencies(ranks + checks):
+            history = tf.identity(history)
+            values = {name: tf.identity(v) for name, v in values.items()}
+            if candidate_ids is not None:
+                candidate_ids = tf.identity(candidate_ids)
+        return history, values, candidate_ids
+
+    def prepare_history(self, history: Any, features: Mapping) -> tuple:
+        """Raw ids -> the model's right-padded ``[B, max_len]`` inputs.
+
+        Unknown ids are dropped and the rest compacted to the left with
+        their features; the last ``max_len`` items are kept.
+
+        Returns:
+            ``(ids, features)``: int32 ``[B, max_len]`` and a dict of
+            float32 ``[B, max_len]`` (0 at padding positions).
+
+        Raises:
+            ValueError, tf.errors.InvalidArgumentError: see
+                ``check_request``.
+        """
+        history, values, _ = self.check_request(history, features)
+        return self._prepare(history, values)
+
+    def _prepare(self, history: tf.Tensor, values: Mapping) -> tuple:
+        """``prepare_history`` of checked tensors."""
         # One "" column so that even a [B, 0] request can be gathered.
         history = tf.pad(history, [[0, 0], [0, 1]], constant_values="")
         ids = tf.cast(self.item_lookup.lookup(history), tf.int32)
         values = {
-            name: tf.pad(tf.cast(features[name], tf.float32), [[0, 0], [0, 1]])
+            name: tf.pad(values[name], [[0, 0], [0, 1]])
             for name in self.feature_names
         }
         real = ids > 0
@@ -325,8 +429,9 @@ class ServingModule(tf.Module):
         }
         return ids, values
 
-    def _encode(self, history: Any, features: Mapping) -> tuple:
-        ids, values = self.prepare_history(history, features)
+    def _encode(self, history: tf.Tensor, features: Mapping) -> tuple:
+        """Checked raw inputs -> ``(ids, states)`` of the model's encoder."""
+        ids, values = self._prepare(history, features)
         return self.model.encode({"history": ids, **values}, training=False)
 
     # ------------------------------------------------------------- scoring
@@ -342,13 +447,16 @@ class ServingModule(tf.Module):
     def _full_logits(self, ids: tf.Tensor, states: list) -> tf.Tensor:
         """The model's own full-catalogue logits ``[B, N]``."""
         model = self.model
-        table, bias = self._table()
         if model.head is not None:
+            # The model's own last position (0 for an empty history): the
+            # head's default (L - 1 when empty) depends on the batch's
+            # width, i.e. on the other rows of the request.
             return model.head(
                 {
                     "hidden_states": states[-1],
                     "history_ids": ids,
                     "layer_hidden_states": list(states),
+                    "last_positions": model.last_positions(ids),
                 },
                 model.item_embedding.output_embeddings,
                 item_bias=model.item_embedding.output_bias,
@@ -611,6 +719,29 @@ def _first_stage(keys: tf.Tensor, count: int, size: int) -> tf.Tensor:
         history_ascending, history
     )
     return tf.concat([retrieved_rank < size, history_rank < size], axis=1)
+
+
+def _check(condition: tf.Tensor, template: str, *shapes: tf.Tensor) -> Any:
+    """An ``Assert`` op whose message is ``template`` with the ``shapes``.
+
+    It fails with ``tf.errors.InvalidArgumentError`` (TF Serving's
+    INVALID_ARGUMENT) and the message as one sentence. (String data of an
+    ``Assert`` is C-escaped, hence backticks rather than quotes.)
+    """
+    message = tf.strings.format(template, list(shapes), summarize=-1)
+    return tf.debugging.Assert(condition, [message])
+
+
+def _runtime_rank(tensor: tf.Tensor) -> tf.Tensor:
+    """The rank of ``tensor`` as fed at run time, int32 scalar.
+
+    A loaded SavedModel's signature does not enforce the declared
+    ``[None, None]`` of its inputs, while ``tf.rank`` (and grappler, for
+    ``Rank`` and ``Size`` of a shape) fold to that declared rank: the
+    masked shape's length is known only at run time.
+    """
+    shape = tf.shape(tensor)
+    return tf.size(tf.boolean_mask(shape, shape >= 0))
 
 
 def _batch_indices(ids: tf.Tensor) -> tf.Tensor:

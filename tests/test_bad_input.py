@@ -1,0 +1,296 @@
+"""Bad input through the real CLI: a clear message, an exit code, no harm.
+
+Each case sets up a workspace (a finished run, an interrupted run, data
+files, an export folder), runs ``tfrec-tricks`` in a subprocess, and
+asserts the exit code, the message, no traceback, and that every file and
+folder of the workspace is as it was: nothing replaced, mixed or left
+behind. The README's "Bad input" section lists the same cases.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TINY = [
+    "--synthetic-users",
+    "60",
+    "--synthetic-items",
+    "40",
+    "--max-len",
+    "10",
+    "--embedding-dim",
+    "8",
+]
+FINISHED = ["--epochs", "1", "--name", "run"]
+INTERRUPTED = ["--epochs", "3", "--name", "running"]
+
+
+def run_cli(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_tricks.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+
+
+def snapshot(folder) -> dict:
+    """Every file (its SHA-256) and folder below ``folder``."""
+    entries = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            entries[os.path.relpath(os.path.join(root, name), folder)] = "/"
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            entries[os.path.relpath(path, folder)] = digest
+    return entries
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """``runs/run``, finished; ``runs/running``, interrupted after epoch 1."""
+    import tensorflow as tf
+
+    from tfrec_tricks.training import TrainConfig, train
+
+    root = tmp_path_factory.mktemp("bad-input") / "runs"
+    result = run_cli(
+        "train", *TINY, *FINISHED, "--output-dir", str(root), cwd=root.parent
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+
+    class Interrupt(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise KeyboardInterrupt
+
+    # What `train TINY INTERRUPTED` would write before a Ctrl-C.
+    config = TrainConfig(
+        synthetic_users=60,
+        synthetic_items=40,
+        max_len=10,
+        epochs=3,
+        output_dir=str(root),
+        name="running",
+        model={"embedding_dim": 8},
+    )
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt()])
+    return root
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    args: list
+    code: int
+    messages: list
+    setup: Callable | None = None
+
+
+def _write(name, text, encoding="utf-8"):
+    def setup(workspace):
+        (workspace / name).write_bytes(text.encode(encoding))
+
+    return setup
+
+
+def _broken_models_config(workspace):
+    (workspace / "saved_models").mkdir()
+    (workspace / "saved_models" / "models.config").write_text("garbage {{{")
+
+
+def _remove_weights(workspace):
+    (workspace / "runs" / "run" / "model" / "weights.index").unlink()
+
+
+def _other_vocabulary(workspace):
+    path = workspace / "runs" / "run" / "vocabulary.json"
+    vocabulary = json.loads(path.read_text())
+    vocabulary["items"][1:3] = vocabulary["items"][2:0:-1]
+    path.write_text(json.dumps(vocabulary))
+
+
+UDATA_NAN = "1\t10\t3\t100\n1\t11\t4\t200\n1\t12\t5\tnan\n"
+SESSIONS_INF = "SessionId\tItemId\tTime\n1\t10\t100\n1\t11\tinf\n"
+EXPORT = ["export", "runs/run", "--base-path", "saved_models"]
+
+CASES = [
+    # A run directory is one consistent thing.
+    Case(
+        "finished-run-other-options",
+        ["train", *TINY, *FINISHED, "--embedding-dim", "16", "--epochs", "2"],
+        1,
+        ["finished run with other settings", "model.embedding_dim: 8 -> 16"],
+    ),
+    Case(
+        "finished-run-other-seed",
+        ["train", *TINY, *FINISHED, "--seed", "1"],
+        1,
+        ["finished run with other settings", "train.seed: 0 -> 1"],
+    ),
+    Case(
+        "interrupted-run-other-seed",
+        ["train", *TINY, *INTERRUPTED, "--seed", "1"],
+        1,
+        ["interrupted run with other settings", "train.seed: 0 -> 1"],
+    ),
+    Case(
+        "interrupted-run-other-model",
+        ["train", *TINY, *INTERRUPTED, "--encoder", "sasrec"],
+        1,
+        ['model.encoder: "gru4rec" -> "sasrec"'],
+    ),
+    Case(
+        "export-interrupted-run",
+        ["export", "runs/running", "--name", "m"],
+        1,
+        ["has not finished"],
+    ),
+    Case(
+        "export-run-without-weights",
+        [*EXPORT, "--name", "m"],
+        1,
+        ["model/weights.index is missing"],
+        _remove_weights,
+    ),
+    Case(
+        "export-run-with-another-vocabulary",
+        [*EXPORT, "--name", "m"],
+        1,
+        ["vocabulary.json changed after the run finished"],
+        _other_vocabulary,
+    ),
+    Case(
+        "export-not-a-run",
+        ["export", "runs", "--name", "m"],
+        1,
+        ["not a training run directory"],
+    ),
+    # Names are names.
+    Case(
+        "train-name-parent",
+        ["train", *TINY, "--name", "../../x"],
+        2,
+        ["--name", "single folder name", "'../../x'"],
+    ),
+    Case(
+        "train-name-absolute",
+        ["train", *TINY, "--name", "/tmp/x"],
+        2,
+        ["single folder name"],
+    ),
+    Case(
+        "export-name-parent",
+        [*EXPORT, "--name", "../evil"],
+        2,
+        ["--name", "'../evil'"],
+    ),
+    Case("export-name-nested", [*EXPORT, "--name", "a/b"], 2, ["'a/b'"]),
+    Case("export-name-dot", [*EXPORT, "--name", "."], 2, ["'.'"]),
+    # Loaders.
+    Case(
+        "nan-timestamp",
+        ["train", "--data", "file", "--data-path", "u.data"],
+        1,
+        ["u.data:3:", "timestamp 'nan' is not a finite number"],
+        _write("u.data", UDATA_NAN),
+    ),
+    Case(
+        "inf-timestamp",
+        ["train", "--data", "file", "--data-path", "clicks.tsv"],
+        1,
+        ["clicks.tsv:3:", "'inf' is not a finite number"],
+        _write("clicks.tsv", SESSIONS_INF),
+    ),
+    Case(
+        "latin-1-file",
+        ["train", "--data", "file", "--data-path", "u.data"],
+        1,
+        ["u.data:2: not valid UTF-8 at byte offset 16"],
+        _write("u.data", "1\t10\t3\t100\n1\tcafé\t4\t200\n", "latin-1"),
+    ),
+    # Config files get the checks flags get.
+    Case(
+        "config-unknown-model-key",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: unknown model options ['bogus']", "embedding_dim"],
+        _write("c.json", '{"model": {"bogus": 3}}'),
+    ),
+    Case(
+        "config-wrong-type",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: model.embedding_dim must be int", "'big'"],
+        _write("c.json", '{"model": {"embedding_dim": "big"}}'),
+    ),
+    Case(
+        "config-train-model-not-object",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: 'train.model' must be an object"],
+        _write("c.json", '{"train": {"model": 5}}'),
+    ),
+    Case(
+        "config-train-not-object",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: 'train' must be an object"],
+        _write("c.json", '{"train": [1]}'),
+    ),
+    Case(
+        "config-out-of-range",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: epochs must be positive. Received: 0"],
+        _write("c.json", '{"train": {"epochs": 0}}'),
+    ),
+    Case(
+        "config-binary",
+        ["train", "--config", "c.json"],
+        1,
+        ["c.json: not a JSON text file (byte 1 is 0xff"],
+        _write("c.json", "\x00\xff\xfe", "latin-1"),
+    ),
+    # Clear limits.
+    Case(
+        "cpr-reranker-above-catalogue",
+        ["train", *TINY, "--head", "cpr"],
+        1,
+        ["CPR reranker size k must be at most the number of real items"],
+    ),
+    # Serving's model list is read before a version is published.
+    Case(
+        "unreadable-models-config",
+        [*EXPORT, "--name", "m"],
+        1,
+        ["models.config"],
+        _broken_models_config,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_refused_and_harms_nothing(case, runs, tmp_path):
+    shutil.copytree(runs, tmp_path / "runs")
+    if case.setup:
+        case.setup(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_cli(*case.args, cwd=tmp_path)
+    assert result.returncode == case.code, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    for message in case.messages:
+        assert message in result.stderr, result.stderr[-2000:]
+    assert snapshot(tmp_path) == before
