@@ -5,49 +5,41 @@ RecBole's protocol (leave-one-out, every prefix an example, max_len 50,
 full ranking, d=64, Adam 1e-3, batch 128) and writes a markdown table and a
 PNG chart of test NDCG@10 / HR@10 / MRR@10 and seconds per epoch.
 
-    python benchmarks/baseline.py --datasets yoochoose-100k ml-1m
+    python -m benchmarks.baseline --datasets yoochoose-100k ml-1m
 
 Needs the real datasets (``--data-path``, default ../shared/data).
 """
 
 import argparse
-import json
-import os
 import sys
 
 from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+from benchmarks import common  # noqa: E402
+from tfrec_tricks.runs.training import TrainConfig, train  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
     parser.add_argument(
         "--datasets", nargs="+", default=["yoochoose-100k", "ml-1m"]
     )
-    parser.add_argument("--data-path", default=None)
-    parser.add_argument(
-        "--epochs",
-        type=int,
-        default=30,
-        help="maximum epochs per dataset. Default: 30",
+    common.add_data_path_option(parser)
+    common.add_training_options(
+        parser, epochs=30, patience=3, epochs_help="maximum epochs per dataset"
     )
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--output-dir", default="runs/benchmarks")
     parser.add_argument(
         "--name",
         default="baseline",
         help="results file stem. Default: baseline",
     )
-    args = parser.parse_args(argv)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     rows = []
     for dataset in args.datasets:
         result = train(
@@ -62,14 +54,14 @@ def main(argv: list[str] | None = None) -> int:
             verbose=2,
         )
         rows.append((dataset, result.metrics))
-    os.makedirs(RESULTS, exist_ok=True)
     table = format_table(rows)
-    command = "python benchmarks/baseline.py " + " ".join(sys.argv[1:])
-    with open(os.path.join(RESULTS, f"{args.name}.md"), "w") as handle:
-        handle.write(f"Command: `{command.strip()}`\n\n{table}\n")
-    with open(os.path.join(RESULTS, f"{args.name}.json"), "w") as handle:
-        json.dump(dict(rows), handle, indent=2)
-    plot(rows, os.path.join(RESULTS, f"{args.name}.png"))
+    command = common.command_line("baseline", argv)
+    common.write_report(
+        common.report_stem(common.RESULTS, args.name),
+        f"Command: `{command}`\n\n{table}\n",
+        numbers=dict(rows),
+        chart=lambda path: plot(rows, path),
+    )
     print(table)
     return 0
 

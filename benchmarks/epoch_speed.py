@@ -29,7 +29,7 @@ epochs is reported.
 
     python -m venv /tmp/recbole && /tmp/recbole/bin/pip install \
         torch==2.13.0 recbole==1.2.1 "numpy<2" "pandas<2.3" "scipy<1.15"
-    python benchmarks/epoch_speed.py --data-path ../shared/data \
+    python -m benchmarks.epoch_speed --data-path ../shared/data \
         --recbole-python /tmp/recbole/bin/python
 """
 
@@ -49,9 +49,9 @@ use_legacy_keras()
 
 import tensorflow as tf  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -80,7 +80,8 @@ HEADS = {
 #: Encoder layers per encoder: RecBole 1.2.1's defaults, the ablation's.
 ENCODER_LAYERS = {"gru4rec": 1, "sasrec": 2}
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
+#: Runs under RecBole's interpreter, by path (it imports no package).
+RECBOLE_WORKER = os.path.join(os.path.dirname(__file__), "recbole_worker.py")
 
 
 def plain_gru(num_items: int, max_len: int) -> tf.keras.Model:
@@ -94,15 +95,6 @@ def plain_gru(num_items: int, max_len: int) -> tf.keras.Model:
         tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     return model
-
-
-def executable_file(value: str) -> str:
-    """argparse type of ``--recbole-python``: an executable file."""
-    if not (os.path.isfile(value) and os.access(value, os.X_OK)):
-        raise argparse.ArgumentTypeError(
-            f"not an executable file. Received: {value!r}"
-        )
-    return value
 
 
 def keras_epoch(model: tf.keras.Model, dataset) -> Callable[[], float]:
@@ -182,12 +174,11 @@ class RecBoleWorker:
 
     def __init__(self, python: str, interactions, models, workdir: str):
         write_recbole_atomic_file(interactions, workdir, self.DATASET)
-        worker = os.path.join(os.path.dirname(__file__), "recbole_worker.py")
         # RecBole warns a lot on stderr: keep it in a file, shown on failure.
         self.log_path = os.path.join(workdir, "recbole_worker.log")
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(
-                [python, worker, workdir, self.DATASET, *models],
+                [python, RECBOLE_WORKER, workdir, self.DATASET, *models],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -247,36 +238,31 @@ def ours(data, encoder: str, head: dict, steps_per_execution: int):
     return model
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--data", default="yoochoose-100k")
-    parser.add_argument("--data-path", default=None)
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    common.add_data_options(parser, default="yoochoose-100k")
     parser.add_argument(
         "--epochs",
         type=int,
         default=4,
         help="epochs per model, the first not timed (>= 2). Default: 4",
     )
-    parser.add_argument(
-        "--split",
-        choices=tuple(SPLITS),
-        default="recbole",
-        help="leave-one-out split (see tfrec-tricks train --help)",
-    )
-    parser.add_argument(
-        "--report-dir", default=RESULTS, help="where to write the results"
-    )
+    common.add_split_option(parser)
+    common.add_report_dir_option(parser)
     parser.add_argument(
         "--recbole-python",
         default=None,
-        type=executable_file,
+        type=common.executable_file,
         metavar="PYTHON",
         help="an interpreter with RecBole 1.2.1 and PyTorch (see above):\n"
         "RecBole's four models then train in the same run, and the\n"
         "ratios are of that run. Default: divide issue #4's seconds",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.epochs < 2:
         parser.error(f"--epochs must be at least 2. Received: {args.epochs}")
@@ -338,9 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine kind, not of this run (see --recbole-python)."
         )
     lines = [
-        "Command: `"
-        + " ".join(["python benchmarks/epoch_speed.py", *sys.argv[1:]])
-        + "`",
+        f"Command: `{common.command_line('epoch_speed', argv)}`",
         "",
         f"{args.data}, split {args.split}: {len(data.train):,} training "
         "examples per epoch, "
@@ -368,9 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{theirs / timings['every position']:.1f}x |"
             )
     table = "\n".join(lines)
-    os.makedirs(args.report_dir, exist_ok=True)
-    with open(os.path.join(args.report_dir, "epoch_speed.md"), "w") as handle:
-        handle.write(table + "\n")
+    common.write_report(
+        common.report_stem(args.report_dir, "epoch_speed"), table
+    )
     print(table)
     return 0
 

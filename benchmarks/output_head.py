@@ -27,9 +27,9 @@ adds ``use_mi=True`` over 2 layers x 3 positions.
 
 Usage::
 
-    python benchmarks/output_head.py              # full run, ~10 min
-    python benchmarks/output_head.py --quick      # N=3706,40000, 3 repeats
-    python benchmarks/output_head.py --sizes 40000 --repeats 20 --no-memory
+    python -m benchmarks.output_head             # full run, ~10 min
+    python -m benchmarks.output_head --quick     # N=3706,40000, 3 repeats
+    python -m benchmarks.output_head --sizes 40000 --repeats 20 --no-memory
 
 Writes ``benchmarks/results/output_head.md`` and ``output_head.png``.
 """
@@ -37,17 +37,15 @@ Writes ``benchmarks/results/output_head.md`` and ``output_head.png``.
 import argparse
 import json
 import os
-import pathlib
 import resource
 import subprocess
 import sys
 import time
 
+from benchmarks import common
+
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 
 HEADS = [
     "plain",
@@ -77,7 +75,6 @@ def _peak_rss_mb() -> float:
 
 def build_steps(heads, num_items, batch, length, dim, seed=0):
     """Returns ``{head: step}`` and the step's arguments."""
-    sys.path.insert(0, str(ROOT))
     import numpy as np
     import tensorflow as tf
 
@@ -203,8 +200,7 @@ def worker_memory(args) -> dict:
 
 def _worker(mode, heads, num_items, args) -> dict:
     command = [
-        sys.executable,
-        __file__,
+        *common.module_command("output_head"),
         "--worker",
         mode,
         "--num-items",
@@ -222,14 +218,16 @@ def _worker(mode, heads, num_items, args) -> dict:
         "--warmup",
         str(args.warmup),
     ]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=common.ROOT
+    )
     if result.returncode != 0:
         return {"error": result.stderr.strip().splitlines()[-1:]}
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def write_results(rows, args, out_dir: pathlib.Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_results(rows, args, out_dir: str) -> dict:
+    """Writes ``output_head.md`` and ``.png`` to ``out_dir``; their paths."""
     lines = [
         "# Output head: forward + backward step time and memory",
         "",
@@ -240,7 +238,7 @@ def write_results(rows, args, out_dir: pathlib.Path) -> None:
         f"(N >= {LARGE}: 3 runs after 1); ratio to `plain` from the same "
         "process. Peak RSS from a separate process per row; 'step MB' = "
         "peak RSS minus RSS before the first step. Command: "
-        f"`python benchmarks/output_head.py {' '.join(args.argv)}`".rstrip(),
+        f"`{common.command_line('output_head', args.argv)}`",
         "",
         "| N | head | median ms | x plain | peak RSS MB | step MB |",
         "|---:|---|---:|---:|---:|---:|",
@@ -256,8 +254,14 @@ def write_results(rows, args, out_dir: pathlib.Path) -> None:
                 step=_fmt(row.get("step_mb"), 0),
             )
         )
-    (out_dir / "output_head.md").write_text("\n".join(lines) + "\n")
+    return common.write_report(
+        common.report_stem(out_dir, "output_head"),
+        "\n".join(lines),
+        chart=lambda path: plot(rows, args, path),
+    )
 
+
+def plot(rows, args, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -287,7 +291,8 @@ def write_results(rows, args, out_dir: pathlib.Path) -> None:
     )
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out_dir / "output_head.png", dpi=120)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _fmt(value, digits):
@@ -296,7 +301,7 @@ def _fmt(value, digits):
     return f"{value:.{digits}f}"
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -339,14 +344,18 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--out-dir",
-        default=str(RESULTS),
+        default=common.RESULTS,
         help="where to write the table and chart",
     )
     parser.add_argument(
         "--worker", choices=["time", "memory"], help=argparse.SUPPRESS
     )
     parser.add_argument("--num-items", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.heads = [h for h in args.heads.split(";") if h]
     if args.worker:
@@ -376,8 +385,9 @@ def main(argv=None) -> int:
         if "error" in timed:
             print(f"N={n}: timing failed: {timed['error']}", file=sys.stderr)
         print(f"N={n} done in {time.time() - start:.0f}s", flush=True)
-    write_results(rows, args, pathlib.Path(args.out_dir))
-    print((pathlib.Path(args.out_dir) / "output_head.md").read_text())
+    paths = write_results(rows, args, args.out_dir)
+    with open(paths["md"]) as handle:
+        print(handle.read())
     return 0
 
 

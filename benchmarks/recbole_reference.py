@@ -10,7 +10,7 @@ PyTorch. Writes a table of validation and test NDCG@10 / HR@10 / MRR@10.
 
     python -m venv /tmp/recbole && /tmp/recbole/bin/pip install \\
         torch==2.13.0 recbole==1.2.1 "numpy<2" "pandas<2.3" "scipy<1.15"
-    python benchmarks/recbole_reference.py --data-path ../shared/data \\
+    python -m benchmarks.recbole_reference --data-path ../shared/data \\
         --recbole-python /tmp/recbole/bin/python --models GRU4Rec GRU4RecCPR
 """
 
@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-from epoch_speed import RESULTS, executable_file, write_recbole_atomic_file
-
+from benchmarks import common
+from benchmarks.epoch_speed import RECBOLE_WORKER, write_recbole_atomic_file
 from tfrec_tricks.data import load_source
 
 METRICS = ("ndcg@10", "hit@10", "mrr@10")
@@ -31,11 +31,18 @@ DATASET = "interactions"
 
 def fit_recbole(python: str, workdir: str, model: str, epochs: int) -> dict:
     """One ``recbole_worker.py --fit`` run; its reply, or RuntimeError."""
-    worker = os.path.join(os.path.dirname(__file__), "recbole_worker.py")
     log_path = os.path.join(workdir, f"{model}.log")
     with open(log_path, "w") as log:
         done = subprocess.run(
-            [python, worker, "--fit", str(epochs), workdir, DATASET, model],
+            [
+                python,
+                RECBOLE_WORKER,
+                "--fit",
+                str(epochs),
+                workdir,
+                DATASET,
+                model,
+            ],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -70,16 +77,13 @@ def format_table(replies: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--data", default="yoochoose-100k")
-    parser.add_argument("--data-path", default=None)
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    common.add_data_options(parser, default="yoochoose-100k")
     parser.add_argument(
         "--recbole-python",
         required=True,
-        type=executable_file,
+        type=common.executable_file,
         metavar="PYTHON",
         help="an interpreter with RecBole 1.2.1 and PyTorch (see above)",
     )
@@ -95,9 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         default=25,
         help="RecBole's epoch budget (issue #4's runs: 25). Default: 25",
     )
-    parser.add_argument(
-        "--report-dir", default=RESULTS, help="where to write the results"
-    )
+    common.add_report_dir_option(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1. Received: {args.epochs}")
@@ -112,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                 fit_recbole(args.recbole_python, workdir, model, args.epochs)
             )
     table = format_table(replies)
-    command = ["python benchmarks/recbole_reference.py", *sys.argv[1:]]
+    command = common.command_line("recbole_reference", argv)
     report = "\n".join(
         [
-            "Command: `" + " ".join(command) + "`",
+            f"Command: `{command}`",
             "",
             f"{args.data}, RecBole's leave-one-out split, default configs, "
             f"at most {args.epochs} epochs, early stopping on validation "
@@ -124,10 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             table,
         ]
     )
-    os.makedirs(args.report_dir, exist_ok=True)
-    path = os.path.join(args.report_dir, f"recbole_reference-{args.data}.md")
-    with open(path, "w") as handle:
-        handle.write(report + "\n")
+    stem = common.report_stem(args.report_dir, "recbole_reference", args.data)
+    common.write_report(stem, report)
     print(report)
     return 0
 

@@ -3,8 +3,8 @@
 Softmax-CPR's gain on data with repeats comes from deciding, per example,
 how much probability goes to the items of the history. This script trains
 ablation rows (or reuses their finished runs, named as the ablation and
-``seed_spread.py`` name them) and re-ranks each model's validation and
-test logits with the switches of ``tfrec_tricks.repeat_headroom``:
+``benchmarks.seed_spread`` name them) and re-ranks each model's validation and
+test logits with the switches of ``tfrec_tricks.runs.repeat_headroom``:
 
 - constant: the history gets the validation split's repeat share;
 - learned: a logistic regression on the history and the logits predicts
@@ -18,7 +18,7 @@ The order within the history and within the rest is the model's own, so
 the perfect switch's gain is the whole of what a repeat decision can buy,
 and the learned switches show how much of it the history predicts.
 
-    python benchmarks/repeat_headroom.py --data yoochoose-100k \\
+    python -m benchmarks.repeat_headroom --data yoochoose-100k \\
         --data-path ../shared/data --encoder sasrec --num-layers 2 \\
         --every-position --rows Softmax "Softmax + CPR:100 + Mi"
 
@@ -28,27 +28,22 @@ Writes ``benchmarks/results/repeat_headroom-<data>-<encoder>.md`` (with
 """
 
 import argparse
-import json
 import os
-import shlex
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from tfrec_tricks.keras_version import use_legacy_keras  # noqa: E402
+from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-import seed_spread  # noqa: E402
-
+from benchmarks import common, seed_spread  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.repeat_headroom import (  # noqa: E402
+from tfrec_tricks.runs.repeat_headroom import (  # noqa: E402
     cross_fitted_headroom,
     repeat_headroom,
 )
-from tfrec_tricks.training import (  # noqa: E402
+from tfrec_tricks.runs.training import (  # noqa: E402
     EVAL_BATCH_SIZE,
     load_data,
     load_model,
@@ -108,7 +103,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     lines = [
         f"# Repeat / explore headroom on {args.data}, {args.encoder}",
         "",
-        f"Command: `python benchmarks/repeat_headroom.py {command}`",
+        f"Command: `{command}`",
         "",
         f"{args.num_layers or 'default'} layer(s), dropout {args.dropout}, "
         f"head dropout {args.head_dropout}, every position: "
@@ -189,11 +184,9 @@ def plot(results: dict, path: str, data: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+    parser = common.build_parser(__doc__)
     seed_spread.add_run_options(parser)
-    parser.add_argument("--seed", type=int, default=0, help="Default: 0")
+    common.add_seed_option(parser)
     parser.add_argument(
         "--folds",
         type=int,
@@ -210,13 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.folds < 2:
         parser.error(f"--folds must be 2 or more. Received: {args.folds}")
     results = run_rows(args, verbose=2)
-    text = report(results, args, shlex.join(sys.argv[1:]))
-    stem = seed_spread.report_stem(args, "repeat_headroom")
-    with open(stem + ".md", "w") as handle:
-        handle.write(text)
-    with open(stem + ".json", "w") as handle:
-        json.dump(results, handle, indent=2)
-    plot(results, stem + ".png", args.data)
+    text = report(results, args, common.command_line("repeat_headroom", argv))
+    common.write_report(
+        common.report_stem(
+            args.report_dir,
+            "repeat_headroom",
+            args.data,
+            args.encoder,
+            split=args.split,
+        ),
+        text,
+        numbers=results,
+        chart=lambda path: plot(results, path, args.data),
+    )
     print(text)
     return 0
 

@@ -1,13 +1,13 @@
 """Seed-to-seed spread: is a difference between two variants real?
 
-Trains rows of the ablation (``tfrec_tricks.ablation.ROWS``) once per seed
-of ``--seeds``, everything else fixed (data, encoder, dropout, budget), and
-reports each row's test and validation NDCG@10 per seed, their mean and
+Trains rows of the ablation (``tfrec_tricks.runs.ablation.ROWS``) once per
+seed of ``--seeds``, everything else fixed (data, encoder, dropout, budget),
+and reports each row's test and validation NDCG@10 per seed, their mean and
 range, and the change of the mean against the first row. A change smaller
 than the rows' ranges is not one a single run can show. The seed sets the
 initial weights, the shuffling and dropout.
 
-    python benchmarks/seed_spread.py --data yoochoose-100k \\
+    python -m benchmarks.seed_spread --data yoochoose-100k \\
         --data-path ../shared/data --encoder sasrec --num-layers 2 \\
         --every-position --rows Softmax "Softmax + CPR:100 + Mi"
 
@@ -19,8 +19,6 @@ finished runs of the same configuration are reused.
 
 import argparse
 import dataclasses
-import os
-import shlex
 import statistics
 import sys
 
@@ -28,15 +26,13 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.ablation import ROWS, row_slug  # noqa: E402
-from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
-from tfrec_tricks.training import (  # noqa: E402
+from benchmarks import common  # noqa: E402
+from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
+from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
     finished_metrics,
     train,
 )
-
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
 def run_name(prefix: str, row: str, dropout: float, seed: int) -> str:
@@ -86,7 +82,7 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     """The shared config, as ``tfrec-tricks ablation`` builds it.
 
     The same options give the same ``TrainConfig`` as the ablation's, so
-    seed 0 reuses its run (``tfrec_tricks.training.finished_metrics``).
+    seed 0 reuses its run (``tfrec_tricks.runs.training.finished_metrics``).
     """
     return TrainConfig(
         data=args.data,
@@ -109,11 +105,10 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options ``base_config`` reads, and the rows to train.
 
-    Shared with ``benchmarks/repeat_headroom.py``, which trains (or reuses)
+    Shared with ``benchmarks.repeat_headroom``, which trains (or reuses)
     the same runs.
     """
-    parser.add_argument("--data", default="yoochoose-100k")
-    parser.add_argument("--data-path", default=None)
+    common.add_data_options(parser, default="yoochoose-100k")
     parser.add_argument("--encoder", default="sasrec")
     parser.add_argument(
         "--num-layers",
@@ -134,21 +129,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
     parser.add_argument("--every-position", action="store_true")
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--patience", type=int, default=5)
-    parser.add_argument(
-        "--split",
-        choices=tuple(SPLITS),
-        default="recbole",
-        help="leave-one-out split (see tfrec-tricks train --help). "
-        "Default: recbole",
-    )
-    parser.add_argument("--output-dir", default="runs/benchmarks")
-    parser.add_argument(
-        "--report-dir",
-        default=RESULTS,
-        help="where the table and chart go. Default: benchmarks/results",
-    )
+    common.add_training_options(parser, epochs=40, patience=5)
+    common.add_split_option(parser)
+    common.add_report_dir_option(parser)
     parser.add_argument(
         "--name",
         default=None,
@@ -164,22 +147,8 @@ def check_rows(parser: argparse.ArgumentParser, rows: list) -> None:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
 
 
-def report_stem(args: argparse.Namespace, kind: str) -> str:
-    """``<report-dir>/<kind>-<data>-<encoder>[-<split>]``; makes the folder.
-
-    The split is named only when it is not the default, RecBole's.
-    """
-    os.makedirs(args.report_dir, exist_ok=True)
-    split = "" if args.split == "recbole" else f"-{args.split}"
-    return os.path.join(
-        args.report_dir, f"{kind}-{args.data}-{args.encoder}{split}"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+    parser = common.build_parser(__doc__)
     add_run_options(parser)
     parser.add_argument(
         "--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="S"
@@ -193,11 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     check_rows(parser, args.rows)
     base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
-    text = report(results, args, shlex.join(sys.argv[1:]))
-    stem = report_stem(args, "seed_spread")
-    with open(stem + ".md", "w") as handle:
-        handle.write(text)
-    plot(results, args.rows, args.seeds, stem + ".png", args.data)
+    text = report(results, args, common.command_line("seed_spread", argv))
+    common.write_report(
+        common.report_stem(
+            args.report_dir,
+            "seed_spread",
+            args.data,
+            args.encoder,
+            split=args.split,
+        ),
+        text,
+        chart=lambda path: plot(
+            results, args.rows, args.seeds, path, args.data
+        ),
+    )
     print(text)
     return 0
 
@@ -212,7 +190,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     lines = [
         f"# Seed-to-seed spread on {args.data}, {args.encoder}",
         "",
-        f"Command: `python benchmarks/seed_spread.py {command}`",
+        f"Command: `{command}`",
         "",
         f"{args.num_layers or 'default'} layer(s), dropout {args.dropout}, "
         "head dropout "

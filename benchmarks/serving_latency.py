@@ -27,8 +27,8 @@ processes hits all alike. One subprocess per ``N``.
 
 Usage::
 
-    python benchmarks/serving_latency.py            # N=3706,1e6, ~8 min
-    python benchmarks/serving_latency.py --quick    # N=3706, fewer calls
+    python -m benchmarks.serving_latency            # N=3706,1e6, ~8 min
+    python -m benchmarks.serving_latency --quick    # N=3706, fewer calls
 
 Writes ``benchmarks/results/serving_latency.md`` and ``.png``.
 """
@@ -36,17 +36,17 @@ Writes ``benchmarks/results/serving_latency.md`` and ``.png``.
 import argparse
 import json
 import os
-import pathlib
+import re
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchmarks import common
+
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT_SIZES = (3706, 1000000)
 VARIANTS = (
     ("softmax", "full"),
@@ -87,7 +87,6 @@ def requests(items, batch, seed):
 
 def measure(num_items: int, options: dict) -> list:
     """Runs in the subprocess for one ``N``; returns one row per variant."""
-    sys.path.insert(0, str(ROOT))
     import numpy as np
     import tensorflow as tf
 
@@ -102,10 +101,12 @@ def measure(num_items: int, options: dict) -> list:
         for head, scoring in VARIANTS:
             if head not in models:
                 models[head] = build_model(head, num_items)
+            # A TF Serving model name: letters, digits, "_", ".", "-".
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{head}-{scoring}")
             start = time.perf_counter()
             path = export_for_serving(
                 models[head],
-                os.path.join(tmp, f"{head}-{scoring}".replace(":", "_")),
+                os.path.join(tmp, name),
                 items,
                 k=K,
                 scoring=scoring,
@@ -181,13 +182,8 @@ def _ratio_rows(rows: list) -> dict:
     return ratios
 
 
-def write_report(rows: list, options: dict, command: str) -> dict:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def report(rows: list, options: dict, command: str) -> str:
+    """The markdown table and the targets; ``command`` reruns it."""
     ratios = _ratio_rows(rows)
     lines = [
         "# Serving latency of the exported SavedModels",
@@ -240,9 +236,16 @@ def write_report(rows: list, options: dict, command: str) -> dict:
             f"{options['batch']}) the index path's time."
         )
     lines.append("")
-    md = RESULTS / "serving_latency.md"
-    md.write_text("\n".join(lines))
+    return "\n".join(lines)
 
+
+def plot(rows: list, options: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({r["N"] for r in rows})
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     labels = [f"{h}\n{s}" for h, s in VARIANTS]
     width = 0.8 / len(sizes)
@@ -268,12 +271,11 @@ def write_report(rows: list, options: dict, command: str) -> dict:
         axis.set_title(title)
         axis.legend()
     figure.tight_layout()
-    png = RESULTS / "serving_latency.png"
-    figure.savefig(png, dpi=120)
-    return {"md": str(md), "png": str(png)}
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--sizes", type=lambda s: [int(x) for x in s.split(",")]
@@ -284,7 +286,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--options", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.child:
         rows = measure(args.child, json.loads(args.options))
         print("ROWS " + json.dumps(rows))
@@ -304,8 +310,7 @@ def main(argv=None) -> int:
         print(f"N={n} ...", flush=True)
         result = subprocess.run(
             [
-                sys.executable,
-                __file__,
+                *common.module_command("serving_latency"),
                 "--child",
                 str(n),
                 "--options",
@@ -313,6 +318,7 @@ def main(argv=None) -> int:
             ],
             capture_output=True,
             text=True,
+            cwd=common.ROOT,
         )
         found = [
             line for line in result.stdout.splitlines() if line[:5] == "ROWS "
@@ -337,10 +343,12 @@ def main(argv=None) -> int:
     options["batches"] = "/".join(
         str(args.batches or (3 if args.quick or n >= 1e5 else 7)) for n in sizes
     )
-    command = "python benchmarks/serving_latency.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
+    command = common.command_line("serving_latency", argv)
+    paths = common.write_report(
+        common.report_stem(common.RESULTS, "serving_latency"),
+        report(rows, options, command),
+        chart=lambda path: plot(rows, options, path),
     )
-    paths = write_report(rows, options, command.strip())
     print(f"Table: {paths['md']}\nChart: {paths['png']}")
     return 0
 

@@ -7,42 +7,40 @@ and budget for every ``p``, early stopping on validation NDCG@10. Writes a
 table of validation and test NDCG@10 / HR@10 / MRR@10 per ``p``
 (``benchmarks/results/sse_sweep-<data>.md``) and a chart (``.png``).
 
-    python benchmarks/sse_sweep.py --data ml-100k --data-path ../shared/data
+    python -m benchmarks.sse_sweep --data ml-100k --data-path ../shared/data
 
 Runs that already finished with the same configuration are reused.
 """
 
 import argparse
-import os
 import sys
 
 from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.training import (  # noqa: E402
+from benchmarks import common  # noqa: E402
+from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
     finished_metrics,
     train,
 )
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--data", default="ml-100k")
-    parser.add_argument("--data-path", default=None)
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    common.add_data_options(parser, default="ml-100k")
     parser.add_argument(
         "--probabilities",
         default="0,0.05,0.1,0.2",
         help="comma-separated SSE-SE probabilities. Default: 0,0.05,0.1,0.2",
     )
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--output-dir", default="runs/benchmarks")
+    common.add_training_options(parser, epochs=10, patience=3)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     probabilities = [float(p) for p in args.probabilities.split(",")]
     bad = [p for p in probabilities if not 0.0 <= p < 1.0]
@@ -70,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# SSE-SE sweep on {args.data}",
         "",
-        f"Command: `python benchmarks/sse_sweep.py {' '.join(sys.argv[1:])}`",
+        f"Command: `{common.command_line('sse_sweep', argv)}`",
         "",
         "GRU4Rec, softmax head, d=64, dropout 0.2, Adam 1e-3, batch 128, "
         f"at most {args.epochs} epochs, early stopping on validation NDCG@10.",
@@ -90,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     best = max(results, key=lambda p: results[p]["validation"]["ndcg@10"])
     lines += ["", f"Selected on validation NDCG@10: p = {best}."]
     text = "\n".join(lines) + "\n"
-    os.makedirs(RESULTS, exist_ok=True)
-    stem = os.path.join(RESULTS, f"sse_sweep-{args.data}")
-    with open(stem + ".md", "w") as handle:
-        handle.write(text)
-    plot(results, stem + ".png", args.data)
+    common.write_report(
+        common.report_stem(common.RESULTS, "sse_sweep", args.data),
+        text,
+        chart=lambda path: plot(results, path, args.data),
+    )
     print(text)
     return 0
 

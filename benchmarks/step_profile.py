@@ -15,7 +15,7 @@ threads (two cores here), so it can exceed the wall time; what the CPR
 head adds to a step is the difference of the two heads' columns, op type
 by op type.
 
-    python benchmarks/step_profile.py --data-path ../shared/data
+    python -m benchmarks.step_profile --data-path ../shared/data
 
 Writes ``benchmarks/results/step_profile.md`` and ``step_profile.png``.
 """
@@ -23,7 +23,6 @@ Writes ``benchmarks/results/step_profile.md`` and ``step_profile.png``.
 import argparse
 import collections
 import glob
-import os
 import re
 import statistics
 import sys
@@ -33,15 +32,14 @@ import time
 from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tensorflow as tf  # noqa: E402
-from epoch_speed import HEADS, RESULTS, ours  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+from benchmarks.epoch_speed import HEADS, ours  # noqa: E402
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.data.preparation import SPLITS  # noqa: E402
 
 #: Each encoder's faster pipeline in epoch_speed.md: every position?
 EVERY_POSITION = {"gru4rec": False, "sasrec": True}
@@ -208,17 +206,9 @@ def plot(results: dict, path: str, top: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--data", default="yoochoose-100k")
-    parser.add_argument("--data-path", default=None)
-    parser.add_argument(
-        "--split",
-        choices=tuple(SPLITS),
-        default="recbole",
-        help="leave-one-out split (see tfrec-tricks train --help)",
-    )
+    parser = common.build_parser(__doc__)
+    common.add_data_options(parser, default="yoochoose-100k")
+    common.add_split_option(parser)
     parser.add_argument(
         "--steps", type=int, default=40, help="batches per pass. Default: 40"
     )
@@ -231,9 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--top", type=int, default=12, help="op types shown. Default: 12"
     )
-    parser.add_argument(
-        "--report-dir", default=RESULTS, help="where to write the results"
-    )
+    common.add_report_dir_option(parser)
     return parser
 
 
@@ -266,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                 model, batches, args.repeats
             )
             print(encoder, head_name, f"{results[encoder, head_name][0]:.2f}")
-    command = " ".join(["python benchmarks/step_profile.py", *sys.argv[1:]])
+    command = common.command_line("step_profile", argv)
     pipelines = ", ".join(
         f"{encoder} {'every position' if every else 'bucketed batches'}"
         for encoder, every in EVERY_POSITION.items()
@@ -283,10 +271,11 @@ def main(argv: list[str] | None = None) -> int:
             report(results, steps_per_epoch, args.top),
         ]
     )
-    os.makedirs(args.report_dir, exist_ok=True)
-    with open(os.path.join(args.report_dir, "step_profile.md"), "w") as f:
-        f.write(text + "\n")
-    plot(results, os.path.join(args.report_dir, "step_profile.png"), args.top)
+    common.write_report(
+        common.report_stem(args.report_dir, "step_profile"),
+        text,
+        chart=lambda path: plot(results, path, args.top),
+    )
     print(text)
     return 0
 

@@ -12,7 +12,7 @@ Writes ``benchmarks/results/tuning_search.md`` (best configuration, test
 NDCG@10 / HR@10 / MRR@10 of both, wall times) and a copy of the search's
 score-per-trial plot ``tuning_search.png``.
 
-    python benchmarks/tuning_search.py --data ml-100k --max-trials 20
+    python -m benchmarks.tuning_search --data ml-100k --max-trials 20
 
 Needs the real datasets (``--data-path``, default ../shared/data). On two
 CPU cores expect about 20 trials x 5 epochs x 10-30 s on ml-100k.
@@ -30,22 +30,18 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.training import TrainConfig, train  # noqa: E402
+from benchmarks import common  # noqa: E402
+from tfrec_tricks.runs.training import TrainConfig, train  # noqa: E402
 from tfrec_tricks.tuning.search import run_search  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(__file__), "results")
 METRICS = ("ndcg@10", "hr@10", "mrr@10")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    common.add_data_options(
+        parser, default="ml-100k", data_help="ml-100k or yoochoose-100k"
     )
-    parser.add_argument(
-        "--data", default="ml-100k", help="ml-100k or yoochoose-100k"
-    )
-    parser.add_argument("--data-path", default=None)
     parser.add_argument(
         "--tuner", default="random", choices=("random", "bayesian", "hyperband")
     )
@@ -56,21 +52,23 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="maximum epochs per trial. Default: 5",
     )
-    parser.add_argument(
-        "--epochs",
-        type=int,
-        default=30,
-        help="maximum epochs of the two final runs. Default: 30",
+    common.add_training_options(
+        parser,
+        epochs=30,
+        patience=3,
+        epochs_help="maximum epochs of the two final runs",
     )
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir", default="runs/benchmarks")
+    common.add_seed_option(parser)
     parser.add_argument(
         "--fixed",
         default="{}",
         help='JSON of fixed values, e.g. \'{"encoder": "sasrec"}\'',
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     base = TrainConfig(
         data=args.data,
         data_path=args.data_path,
@@ -114,28 +112,30 @@ def main(argv: list[str] | None = None) -> int:
     best = train(TrainConfig(**best_train), verbose=2)
     best_seconds = time.perf_counter() - start
 
-    os.makedirs(RESULTS, exist_ok=True)
-    shutil.copy(
-        os.path.join(search.output_dir, "trials.png"),
-        os.path.join(RESULTS, "tuning_search.png"),
-    )
     text = report(
         args,
         search,
         defaults.metrics,
         best.metrics,
         (default_seconds, search_seconds, best_seconds),
+        common.command_line("tuning_search", argv),
     )
-    path = os.path.join(RESULTS, "tuning_search.md")
-    with open(path, "w") as handle:
-        handle.write(text)
+    paths = common.write_report(
+        common.report_stem(common.RESULTS, "tuning_search"),
+        text,
+        chart=lambda path: shutil.copy(
+            os.path.join(search.output_dir, "trials.png"), path
+        ),
+    )
     print(text)
-    print(f"Wrote {path}")
+    print(f"Wrote {paths['md']}")
     return 0
 
 
-def report(args, search, default_metrics, best_metrics, seconds) -> str:
-    """The markdown report."""
+def report(
+    args, search, default_metrics, best_metrics, seconds, command
+) -> str:
+    """The markdown report; ``command`` reruns it."""
     default_seconds, search_seconds, best_seconds = seconds
     completed = sum(r["status"] == "COMPLETED" for r in search.trials)
     scores = [r["score"] for r in search.trials if r["score"] is not None]
@@ -144,7 +144,7 @@ def report(args, search, default_metrics, best_metrics, seconds) -> str:
     lines = [
         f"# KerasTuner search on {args.data}",
         "",
-        f"`python benchmarks/tuning_search.py {' '.join(sys.argv[1:])}`",
+        f"`{command}`",
         "",
         f"{args.tuner} search, {len(search.trials)} trials ({completed} "
         f"completed), at most {args.trial_epochs} epochs each, objective "

@@ -4,7 +4,7 @@ Each case sets up a workspace (a finished run, an interrupted run, data
 files, an export folder), runs ``tfrec-tricks`` in a subprocess, and
 asserts the exit code, the message, no traceback, and that every file and
 folder of the workspace is as it was: nothing replaced, mixed or left
-behind. The README's "Bad input" section lists the same cases.
+behind. docs/run-directories.md ("Bad input") lists the same cases.
 """
 
 import dataclasses
@@ -63,7 +63,7 @@ def runs(tmp_path_factory):
     """``runs/run``, finished; ``runs/running``, interrupted after epoch 1."""
     import tensorflow as tf
 
-    from tfrec_tricks.training import TrainConfig, train
+    from tfrec_tricks.runs.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("bad-input") / "runs"
     result = run_cli(
@@ -254,7 +254,7 @@ CASES = [
         "config-out-of-range",
         ["train", "--config", "c.json"],
         1,
-        ["c.json: epochs must be positive. Received: 0"],
+        ["c.json: epochs must be positive. Received: epochs=0"],
         _write("c.json", '{"train": {"epochs": 0}}'),
     ),
     Case(

@@ -1,5 +1,6 @@
 """The command line: help, a real training run, and bad input."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import pytest
 
 from tfrec_tricks import cli
+from tfrec_tricks.cli import parser as cli_parser
 
 TINY = [
     "--synthetic-users",
@@ -202,8 +204,8 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
             }
         )
     )
-    parser = cli.build_parser()
-    args = cli._parse(
+    parser = cli_parser.build_parser()
+    args = cli_parser.parse(
         parser,
         [
             "train",
@@ -227,7 +229,7 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
     assert args.bucket_by_length is True  # the default
     assert args.every_position is False  # the default
     assert args.split == "recbole"  # the default
-    args = cli._parse(
+    args = cli_parser.parse(
         parser,
         [
             "train",
@@ -240,8 +242,8 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
         ],
     )
     assert args.bucket_by_length is False
-    assert cli._train_config(args).every_position is True
-    assert cli._train_config(args).split == "every-user"
+    assert cli_parser.train_config(args).every_position is True
+    assert cli_parser.train_config(args).split == "every-user"
 
 
 @pytest.mark.slow
@@ -295,3 +297,46 @@ def test_bad_model_switch_values_exit_2(capsys):
         cli.main(["train", "--cpr-rerankers", "20,x"])
     assert exit_info.value.code == 2
     assert "comma-separated integers, got '20,x'" in capsys.readouterr().err
+
+
+def test_help_prints_no_tensorflow_log_line():
+    result = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert "--overwrite" in result.stdout and "tensorboard" in result.stdout
+
+
+def test_verbose_lets_tensorflow_speak():
+    quiet = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    loud = run_cli(
+        "train", "--help", "--verbose", env={"TF_CPP_MIN_LOG_LEVEL": "0"}
+    )
+    assert loud.returncode == 0
+    assert loud.stdout == quiet.stdout
+    # What TensorFlow prints while it loads depends on the machine (CUDA
+    # stubs, oneDNN); --verbose hides none of it.
+    assert len(loud.stderr) >= len(quiet.stderr)
+
+
+def test_flags_are_generated_from_the_config_fields(capsys):
+    from tfrec_tricks.models.config import ModelConfig
+    from tfrec_tricks.runs.train_config import TrainConfig
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for cls in (TrainConfig, ModelConfig):
+        for field in dataclasses.fields(cls):
+            if not field.metadata.get("cli"):
+                continue
+            settings = field.metadata["flag"]
+            flag = settings.get("flag", "--" + field.name.replace("_", "-"))
+            assert flag in text, field.name
+            help_text = " ".join(
+                settings.get("switch_help", field.metadata["help"]).split()
+            )
+            assert help_text[:40] in text, field.name
+    # Each default is the dataclass's, written once.
+    assert "history length. Default: 50" in text
+    assert "item embedding size d. Default: 64" in text
+    assert "CPR reranker sizes k" in text and "Default: 100" in text

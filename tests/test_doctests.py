@@ -13,7 +13,8 @@ LAYER_MODULES = [
     "tfrec_tricks.layers.softmax_cpr",
     "tfrec_tricks.layers.mixture_of_softmax",
     "tfrec_tricks.metrics",
-    "tfrec_tricks.repeat_headroom",
+    "tfrec_tricks.runs.repeat_headroom",
+    "tfrec_tricks.runs.run_directory",
 ]
 # These need tf-keras (TFRS); they are doctested in the tf-keras run only.
 PIPELINE_MODULES = [
@@ -28,7 +29,10 @@ PIPELINE_MODULES = [
     "tfrec_tricks.export.export_for_serving",
     "tfrec_tricks.export.warmup",
     "tfrec_tricks.export.models_config",
-    "tfrec_tricks.resumable_early_stopping",
+    "tfrec_tricks.callbacks.resumable_early_stopping",
+    "tfrec_tricks.callbacks.epoch_timer",
+    "tfrec_tricks.models.config",
+    "tfrec_tricks.runs.train_config",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

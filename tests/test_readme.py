@@ -1,17 +1,23 @@
-"""The README's Python examples run as written."""
+"""The Python examples of the README and of docs/*.md run as written."""
 
 import pathlib
 import re
 import subprocess
 import sys
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
 
 
-def test_readme_python_blocks_run(tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks, "README has no python example"
-    for number, code in enumerate(blocks):
+def python_blocks(path: pathlib.Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+
+
+def run_blocks(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    for number, code in enumerate(python_blocks(path)):
         script = tmp_path / f"block_{number}.py"
         script.write_text(code)
         result = subprocess.run(
@@ -21,8 +27,23 @@ def test_readme_python_blocks_run(tmp_path):
             cwd=tmp_path,
         )
         assert result.returncode == 0, (
-            f"README python block {number} failed:\n{result.stderr[-3000:]}"
+            f"{path.relative_to(ROOT)} python block {number} failed:\n"
+            f"{result.stderr[-3000:]}"
         )
+
+
+def test_readme_python_blocks_run(tmp_path):
+    assert python_blocks(README), "README has no python example"
+    run_blocks(README, tmp_path)
+
+
+def test_docs_exist():
+    assert DOCS, "docs/ has no pages"
+
+
+@pytest.mark.parametrize("page", DOCS, ids=[page.name for page in DOCS])
+def test_docs_python_blocks_run(page, tmp_path):
+    run_blocks(page, tmp_path)
 
 
 def test_readme_first_section_has_the_two_commands():
@@ -34,3 +55,10 @@ def test_readme_first_section_has_the_two_commands():
         'pip install ".[test]" && pytest && TF_USE_LEGACY_KERAS=0 pytest '
         "tests/layers tests/test_doctests.py",
     ]
+
+
+def test_readme_layer_example_is_on_the_first_screen():
+    lines = README.read_text().splitlines()
+    first_python = lines.index("```python")
+    assert first_python < 60, f"first python block at line {first_python + 1}"
+    assert len(lines) <= 300, f"README has {len(lines)} lines"

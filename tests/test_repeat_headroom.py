@@ -1,10 +1,10 @@
-"""tfrec_tricks.repeat_headroom: the repeat / explore switches on logits."""
+"""runs.repeat_headroom: the repeat / explore switches on logits."""
 
 import numpy as np
 import pytest
 
 from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
-from tfrec_tricks.repeat_headroom import (
+from tfrec_tricks.runs.repeat_headroom import (
     CERTAIN,
     FEATURE_NAMES,
     cross_fitted_headroom,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tfrec_tricks.resumable_early_stopping import (
+from tfrec_tricks.callbacks.resumable_early_stopping import (
     ResumableEarlyStopping,
     monitor_history,
 )

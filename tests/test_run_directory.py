@@ -7,16 +7,16 @@ import os
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks import run_directory
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.run_directory import (
+from tfrec_tricks.runs import run_directory
+from tfrec_tricks.runs.run_directory import (
     check_finished_run,
     check_run_name,
     differences,
     open_run,
     publish_model,
 )
-from tfrec_tricks.training import TrainConfig, finished_metrics, train
+from tfrec_tricks.runs.training import TrainConfig, finished_metrics, train
 
 
 def tiny_config(tmp_path, **overrides):

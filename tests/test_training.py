@@ -1,13 +1,14 @@
 """Training runs: the run directory, and resuming an interrupted run."""
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.training import TrainConfig, train
+from tfrec_tricks.runs.training import TrainConfig, train
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +109,7 @@ def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
     # The test metrics (from the per-example ranks) are what the model's
     # own metrics give.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.training import load_data
+    from tfrec_tricks.runs.training import load_data
 
     _, data = load_data(tiny_config(tmp_path, epochs=1))
     evaluated = result.model.evaluate(
@@ -134,7 +135,7 @@ def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
     # The encoders are causal and the batch is cut to its longest history,
     # so how examples are grouped into batches cannot change any score.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.training import load_data
+    from tfrec_tricks.runs.training import load_data
 
     config = tiny_config(
         tmp_path,
@@ -190,11 +191,13 @@ def test_training_every_position_in_one_pass(tmp_path):
 
 def test_bad_budget_is_rejected():
     with pytest.raises(
-        ValueError, match="epochs must be positive. Received: 0"
+        ValueError, match="epochs must be positive. Received: epochs=0"
     ):
         TrainConfig(epochs=0)
     with pytest.raises(
-        ValueError, match="steps_per_execution must be positive. Received: 0"
+        ValueError,
+        match="steps_per_execution must be positive. "
+        "Received: steps_per_execution=0",
     ):
         TrainConfig(steps_per_execution=0)
     with pytest.raises(ValueError, match="Received: split='last'"):
@@ -223,7 +226,7 @@ def test_rerun_after_completion_reuses_the_run(tmp_path, monkeypatch):
 
 def test_run_directory_model_reloads_with_equal_outputs(tmp_path):
     from tfrec_tricks.data import load_source, prepare
-    from tfrec_tricks.training import load_model
+    from tfrec_tricks.runs.training import load_model
 
     config = tiny_config(
         tmp_path,
@@ -257,7 +260,34 @@ def test_run_directory_model_reloads_with_equal_outputs(tmp_path):
 
 
 def test_load_model_from_an_unfinished_run_says_so(tmp_path):
-    from tfrec_tricks.training import load_model
+    from tfrec_tricks.runs.training import load_model
 
     with pytest.raises(FileNotFoundError, match="No trained model"):
         load_model(str(tmp_path))
+
+
+def test_run_writes_tensorboard_scalars_and_hparams(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator
+
+    model = {"embedding_dim": 8, "head": "cpr", "cpr_reranker_ks": [5]}
+    config = dataclasses.replace(tiny_config(tmp_path, epochs=2), model=model)
+    train(config, verbose=0)
+    logs = tmp_path / "run" / "tensorboard"
+    scalars = event_accumulator.EventAccumulator(
+        str(logs / "validation"), size_guidance={"tensors": 0}
+    )
+    scalars.Reload()
+    tags = scalars.Tags()["tensors"]
+    assert "epoch_ndcg@10" in tags and "epoch_loss" in tags
+    assert len(scalars.Tensors("epoch_ndcg@10")) == 2  # one per epoch
+    hparams = event_accumulator.EventAccumulator(str(logs))
+    hparams.Reload()
+    plugin = hparams.PluginTagToContent("hparams")
+    session = next(iter(plugin.values()))
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    data = plugin_data_pb2.HParamsPluginData.FromString(session)
+    values = data.session_start_info.hparams
+    assert values["model.head"].string_value == "cpr"
+    assert values["model.cpr_reranker_ks"].string_value == "5"
+    assert values["train.seed"].number_value == 0

@@ -62,7 +62,7 @@ def reference_top_k(model, items, history, features, k):
 @pytest.fixture(scope="session")
 def trained_runs(tmp_path_factory):
     """Two trained run directories: plain softmax, and CPR:5+Mi+time_gap."""
-    from tfrec_tricks.training import TrainConfig, train
+    from tfrec_tricks.runs.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("runs")
     common = dict(

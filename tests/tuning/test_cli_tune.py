@@ -2,7 +2,7 @@
 
 import pytest
 
-from tfrec_tricks.cli import build_parser
+from tfrec_tricks.cli.parser import build_parser
 from tfrec_tricks.tuning.search import parse_choices
 
 

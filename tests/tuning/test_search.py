@@ -8,8 +8,9 @@ import pytest
 import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED, search_data
 
-from tfrec_tricks.cli import load_config_file, main
-from tfrec_tricks.training import TrainConfig
+from tfrec_tricks.cli import main
+from tfrec_tricks.cli.config_file import load_config_file
+from tfrec_tricks.runs.training import TrainConfig
 from tfrec_tricks.tuning import import_keras_tuner
 from tfrec_tricks.tuning.search import build_tuner, run_search
 

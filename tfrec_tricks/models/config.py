@@ -3,7 +3,12 @@
 import dataclasses
 import json
 
-from tfrec_tricks.typed_fields import check_field_types
+from tfrec_tricks.config_fields import (
+    check_field_types,
+    check_fields,
+    document_fields,
+    option,
+)
 
 ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
@@ -14,6 +19,7 @@ CPR_MERGES = ("replace", "add")
 LOG1P_FEATURES = ("time_gap",)
 
 
+@document_fields
 @dataclasses.dataclass
 class ModelConfig:
     """What to build; JSON round-trips through ``to_dict`` / ``from_dict``.
@@ -21,113 +27,221 @@ class ModelConfig:
     Every technique is a switch here; arrays the model needs (the item
     graph of SSE-Graph, the item frequencies of the logQ correction, the
     statistics of standardised features) are constructor arguments of
-    ``SequentialRetrievalModel`` instead, and travel in its weights.
+    ``SequentialRetrievalModel`` instead, and travel in its weights. The
+    fields with a flag are ``tfrec-tricks train``'s model options.
 
-    Attributes:
-        num_items: int. N, the item vocabulary size including padding id 0.
-        max_len: int. History length the model reads (SASRec's positional
-            table has ``max_len`` rows).
-        embedding_dim: int. d, the item embedding size.
-        embedding_init_stddev: float. The item table starts N(0, s^2).
-            Keras' default, uniform in +-0.05, leaves a full-softmax model
-            on a loss plateau for its first epochs (on YOOCHOOSE validation
-            NDCG@10 after 10 epochs: 0.26 with it, 0.37 with s = 0.1).
-        encoder: str. Sequence encoder: ``"gru4rec"`` or ``"sasrec"``.
-        hidden_dim: int or None. Encoder state size (projected back to d
-            when it differs, as the output logits are scored against the
-            d-sized item table). Defaults to d.
-        num_layers: int. Stacked encoder layers (GRUs or transformer
-            blocks).
-        num_heads: int. SASRec attention heads; must divide the encoder
-            width.
-        dropout: float. Dropout on item embeddings and encoder outputs
-            (SASRec: also inside the blocks, "hidden dropout").
-        attention_dropout: float. SASRec dropout on attention weights.
-        ffn_dim: int or None. SASRec feed-forward inner size; None means
-            the hidden size (the SASRec paper's; RecBole's default is 256).
-        head_dropout: float. Dropout on the query projections of the
-            ``"cpr"`` and ``"mos"`` heads (``SoftmaxCPR`` /
-            ``MixtureOfSoftmax`` ``dropout``); the plain softmax head has
-            no projection to drop.
-        tie_embeddings: bool. One item table for inputs and outputs
-            (``TiedItemEmbedding(tie=True)``); False adds a separate
-            ``[N, d]`` output table.
-        output_bias: bool. Per-item output bias ``b`` in ``h E^T + b``.
-        sse_item_probability: float. SSE-SE replacement probability of the
-            history ids (training only); 0 disables it.
-        sse_label_probability: float. SSE-SE replacement probability of
-            the target ids (training only; acts like label smoothing with
-            epsilon about p); 0 disables it.
-        sse_graph_rho: float. SSE-Graph neighbour ratio rho (>= 1), used
-            when the model is given an item graph.
-        sse_seed: int or None. Seed of the SSE replacements.
-        features: tuple of str. Per-position float features of the batch
-            (e.g. ``("time_gap",)``), each soft one-hot encoded and added to
-            the item embeddings.
-        soft_one_hot_buckets: int. Buckets P of each feature's encoding.
-        head: str. Output head: ``"softmax"`` (tied logits), ``"cpr"``
-            (Softmax-CPR), ``"mos"`` (Mixture of Softmax) or
-            ``"softmax_no_dup"`` (softmax, history items removed at
-            inference).
-        cpr_context: bool. CPR context partition C.
-        cpr_pointer: bool. CPR pointer term P.
-        cpr_reranker_ks: tuple of int. CPR reranker sizes k (each < N).
-        cpr_mi: bool. CPR multiple input hidden states (reads the last
-            ``min(2, num_layers)`` encoder layers).
-        cpr_merge: str. ``"replace"`` (the reference) or ``"add"``.
-        cpr_start_as_softmax: bool. Initialise the CPR head so that its
-            first logits equal the tied softmax's (``SoftmaxCPR``
-            ``start_as_softmax``); False gives the reference's random
-            projections. On yoochoose-100k it lifts SASRec + CPR from test
-            NDCG@10 0.395 to 0.410 (README, Results).
-        mos_components: int. Mixture components K of the ``"mos"`` head.
-        objective: str. ``"full"``: softmax cross-entropy over the whole
-            catalogue; ``"sampled"``: in-batch sampled softmax with
-            ``tfrs.tasks.Retrieval`` semantics.
-        num_hard_negatives: int or None. Sampled objective: keep only the
-            hardest negatives per query; None keeps all.
-        remove_accidental_hits: bool. Sampled objective: in-batch
-            negatives equal to the query's target are left out.
-        logq_correction: bool. Sampled objective: subtract
-            ``log p(candidate)`` (popularity of training targets).
-        learning_rate: float. Adam's learning rate.
-        metric_ks: tuple of cut-offs reported by the model's metrics.
+    Example:
+
+    >>> config = ModelConfig(num_items=100, head="cpr", cpr_reranker_ks=[20])
+    >>> again = ModelConfig.from_json(config.to_json())
+    >>> config.cpr_reranker_ks, again == config
+    ((20,), True)
     """
 
-    num_items: int
-    max_len: int = 50
-    embedding_dim: int = 64
-    embedding_init_stddev: float = 0.1
-    encoder: str = "gru4rec"
-    hidden_dim: int | None = None
-    num_layers: int = 1
-    num_heads: int = 2
-    dropout: float = 0.2
-    attention_dropout: float = 0.2
-    ffn_dim: int | None = None
-    head_dropout: float = 0.0
-    tie_embeddings: bool = True
-    output_bias: bool = True
-    sse_item_probability: float = 0.0
-    sse_label_probability: float = 0.0
-    sse_graph_rho: float = 10.0
-    sse_seed: int | None = None
-    features: tuple[str, ...] = ()
-    soft_one_hot_buckets: int = 10
-    head: str = "softmax"
-    cpr_context: bool = True
-    cpr_pointer: bool = True
-    cpr_reranker_ks: tuple[int, ...] = (100,)
-    cpr_mi: bool = False
-    cpr_merge: str = "replace"
-    cpr_start_as_softmax: bool = True
-    mos_components: int = 4
-    objective: str = "full"
-    num_hard_negatives: int | None = None
-    remove_accidental_hits: bool = True
-    logq_correction: bool = True
-    learning_rate: float = 1e-3
-    metric_ks: tuple[int, ...] = (10,)
+    num_items: int = option(
+        help="N, the item vocabulary size including padding id 0.",
+        cli=False,
+    )
+    max_len: int = option(
+        50,
+        "history length the model reads (SASRec's positional table has "
+        "max_len rows).",
+        check="positive",
+        cli=False,
+    )
+    embedding_dim: int = option(64, "item embedding size d.", check="positive")
+    embedding_init_stddev: float = option(
+        0.1,
+        "the item table starts N(0, s^2); Keras' default, uniform in "
+        "+-0.05, leaves a full-softmax model on a loss plateau for its "
+        "first epochs.",
+        check="positive",
+        cli=False,
+    )
+    encoder: str = option("gru4rec", "sequence encoder.", choices=ENCODERS)
+    hidden_dim: int | None = option(
+        None,
+        "encoder state size (projected back to d when it differs, as the "
+        "logits are scored against the d-sized item table); None means d.",
+        check="positive",
+        cli=False,
+    )
+    num_layers: int = option(
+        1,
+        "stacked encoder layers (GRUs or transformer blocks).",
+        check="positive",
+    )
+    num_heads: int = option(
+        2,
+        "SASRec attention heads; must divide the encoder width.",
+        check="positive",
+    )
+    dropout: float = option(
+        0.2,
+        "dropout on item embeddings and encoder outputs (SASRec: also "
+        "inside the blocks).",
+        check="probability",
+    )
+    attention_dropout: float = option(
+        0.2, "SASRec dropout on attention weights.", check="probability"
+    )
+    ffn_dim: int | None = option(
+        None,
+        "SASRec feed-forward inner size; None means the hidden size (the "
+        "SASRec paper's; RecBole's default is 256).",
+        check="positive",
+        metavar="N",
+        default_text="the hidden size",
+    )
+    head_dropout: float = option(
+        0.0,
+        "dropout on the query projections of the cpr and mos heads.",
+        check="probability",
+    )
+    tie_embeddings: bool = option(
+        True,
+        "one item table for inputs and outputs; False adds a separate "
+        "[N, d] output table.",
+        flag="--untied",
+        switch_help="a separate [N, d] output item table",
+        const=False,
+    )
+    output_bias: bool = option(
+        True,
+        "per-item output bias b in h E^T + b.",
+        flag="--no-output-bias",
+        switch_help="no per-item output bias",
+        const=False,
+    )
+    sse_item_probability: float = option(
+        0.0,
+        "SSE on input item ids (SSE-Graph when the data has an item "
+        "graph), training only; 0 disables it.",
+        check="probability",
+        metavar="P",
+    )
+    sse_label_probability: float = option(
+        0.0,
+        "SSE on target ids, training only; like label smoothing with "
+        "epsilon about p. 0 disables it.",
+        check="probability",
+        metavar="P",
+    )
+    sse_graph_rho: float = option(
+        10.0,
+        "SSE-Graph neighbour : other ratio rho.",
+        check="at_least_one",
+        metavar="RHO",
+    )
+    sse_seed: int | None = option(
+        None, "seed of the SSE replacements.", cli=False
+    )
+    features: tuple[str, ...] = option(
+        (),
+        "per-position float features of the batch (e.g. time_gap rating), "
+        "each soft one-hot encoded and added to the item embeddings.",
+        metavar="NAME",
+        nargs="*",
+    )
+    soft_one_hot_buckets: int = option(
+        10,
+        "soft one-hot buckets P of each feature.",
+        check="positive",
+        metavar="P",
+    )
+    head: str = option(
+        "softmax",
+        "output head: softmax (tied logits), cpr (Softmax-CPR), mos "
+        "(Mixture of Softmax) or softmax_no_dup (softmax, history items "
+        "removed at inference).",
+        choices=HEADS,
+    )
+    cpr_context: bool = option(
+        True,
+        "CPR context partition C.",
+        flag="--cpr-no-context",
+        switch_help="CPR without the context partition",
+        const=False,
+    )
+    cpr_pointer: bool = option(
+        True,
+        "CPR pointer partition P.",
+        flag="--cpr-no-pointer",
+        switch_help="CPR without the pointer partition",
+        const=False,
+    )
+    cpr_reranker_ks: tuple[int, ...] = option(
+        (100,),
+        "CPR reranker sizes k, e.g. 20,100,500; 'none' for no reranker "
+        "(each k at most the number of items).",
+        check="positive",
+        flag="--cpr-rerankers",
+        metavar="K,K,...",
+    )
+    cpr_mi: bool = option(
+        False,
+        "CPR with multiple input hidden states (Mi: the last min(2, "
+        "num_layers) encoder layers).",
+        const=True,
+        switch_help="CPR with multiple input hidden states (Mi)",
+    )
+    cpr_merge: str = option(
+        "replace",
+        "CPR partition logits replace (the reference) or add to the base "
+        "logit.",
+        choices=CPR_MERGES,
+    )
+    cpr_start_as_softmax: bool = option(
+        True,
+        "start the CPR head as the tied softmax it extends (identity base "
+        "projection, pointer at zero); False gives the reference's random "
+        "projections.",
+        flag="--cpr-random-init",
+        switch_help="initialise the CPR projections at random, as the "
+        "reference does",
+        const=False,
+    )
+    mos_components: int = option(
+        4,
+        "mixture of softmax components K.",
+        check="positive",
+        metavar="K",
+    )
+    objective: str = option(
+        "full",
+        "full: softmax cross-entropy over the whole catalogue; sampled: "
+        "in-batch sampled softmax (TFRS Retrieval semantics).",
+        choices=OBJECTIVES,
+    )
+    num_hard_negatives: int | None = option(
+        None,
+        "sampled objective: keep only the N hardest negatives per query; "
+        "None keeps all.",
+        check="positive",
+        metavar="N",
+        default_text="all",
+    )
+    remove_accidental_hits: bool = option(
+        True,
+        "sampled objective: in-batch negatives equal to the query's target "
+        "are left out.",
+        cli=False,
+    )
+    logq_correction: bool = option(
+        True,
+        "sampled objective: subtract log p(candidate) (popularity of "
+        "training targets).",
+        cli=False,
+    )
+    learning_rate: float = option(
+        1e-3, "Adam's learning rate.", check="positive", cli=False
+    )
+    metric_ks: tuple[int, ...] = option(
+        (10,),
+        "cut-offs reported by the model's metrics.",
+        check="positive",
+        cli=False,
+    )
 
     def __post_init__(self):
         if isinstance(self.features, str):
@@ -138,77 +252,37 @@ class ModelConfig:
         self.features = tuple(str(f) for f in self.features)
         self.metric_ks = tuple(int(k) for k in self.metric_ks)
         self.cpr_reranker_ks = tuple(int(k) for k in self.cpr_reranker_ks)
+        try:
+            check_fields(self)
+        except ValueError as error:
+            raise ValueError(f"Invalid model config: {error}") from None
+        if self.num_items < 2:
+            raise ValueError(
+                "Invalid model config: num_items must be at least 2 (padding "
+                f"and one item). Received: num_items={self.num_items}"
+            )
         width = self.hidden_dim or self.embedding_dim
         # name: (holds, the rule a reader needs to fix it)
         checks = {
-            "num_items": (self.num_items >= 2, "must be at least 2"),
-            "max_len": (self.max_len > 0, "must be positive"),
-            "embedding_dim": (self.embedding_dim > 0, "must be positive"),
-            "embedding_init_stddev": (
-                self.embedding_init_stddev > 0,
-                "must be positive",
-            ),
-            "num_layers": (self.num_layers > 0, "must be positive"),
             "num_heads": (
-                self.num_heads > 0
-                and (self.encoder != "sasrec" or width % self.num_heads == 0),
-                f"must be positive and divide the encoder width {width}",
+                self.encoder != "sasrec" or width % self.num_heads == 0,
+                f"must divide the encoder width {width}",
             ),
-            "learning_rate": (self.learning_rate > 0, "must be positive"),
-            "dropout": (0.0 <= self.dropout < 1.0, "must be in [0, 1)"),
-            "attention_dropout": (
-                0.0 <= self.attention_dropout < 1.0,
-                "must be in [0, 1)",
-            ),
-            "ffn_dim": (
-                self.ffn_dim is None or self.ffn_dim > 0,
-                "must be positive or null",
-            ),
-            "head_dropout": (
-                0.0 <= self.head_dropout < 1.0,
-                "must be in [0, 1)",
-            ),
-            "hidden_dim": (
-                self.hidden_dim is None or self.hidden_dim > 0,
-                "must be positive or null",
-            ),
-            "metric_ks": (
-                bool(self.metric_ks) and all(k > 0 for k in self.metric_ks),
-                "must be positive cut-offs",
-            ),
-            "sse_item_probability": (
-                0.0 <= self.sse_item_probability < 1.0,
-                "must be in [0, 1)",
-            ),
-            "sse_label_probability": (
-                0.0 <= self.sse_label_probability < 1.0,
-                "must be in [0, 1)",
-            ),
-            "sse_graph_rho": (self.sse_graph_rho >= 1.0, "must be >= 1"),
-            "soft_one_hot_buckets": (
-                self.soft_one_hot_buckets > 0,
-                "must be positive",
-            ),
+            "metric_ks": (bool(self.metric_ks), "must not be empty"),
             "features": (
                 len(set(self.features)) == len(self.features)
                 and all(self.features),
                 "must be distinct, non-empty names",
             ),
             "cpr_reranker_ks": (
-                len(set(self.cpr_reranker_ks)) == len(self.cpr_reranker_ks)
-                and all(k > 0 for k in self.cpr_reranker_ks),
-                "must be distinct positive sizes",
-            ),
-            "mos_components": (self.mos_components > 0, "must be positive"),
-            "num_hard_negatives": (
-                self.num_hard_negatives is None or self.num_hard_negatives > 0,
-                "must be positive or null",
+                len(set(self.cpr_reranker_ks)) == len(self.cpr_reranker_ks),
+                "must be distinct sizes",
             ),
         }
         for name, (holds, rule) in checks.items():
             if not holds:
                 raise ValueError(
-                    f"Invalid model config: `{name}` {rule}. Received: "
+                    f"Invalid model config: {name} {rule}. Received: "
                     f"{name}={getattr(self, name)!r}"
                 )
         # Checked only when the CPR head is used: the default (100,) is

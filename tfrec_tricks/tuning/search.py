@@ -35,7 +35,11 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
-from tfrec_tricks.training import TrainConfig, load_data  # noqa: E402
+from tfrec_tricks.runs.train_config import (  # noqa: E402
+    DERIVED_MODEL_FIELDS,
+    TrainConfig,
+)
+from tfrec_tricks.runs.training import load_data  # noqa: E402
 from tfrec_tricks.tuning.sequential_retrieval_hypermodel import (  # noqa: E402
     SequentialRetrievalHyperModel,
 )
@@ -43,7 +47,6 @@ from tfrec_tricks.tuning.sequential_retrieval_hypermodel import (  # noqa: E402
 TUNERS = ("random", "bayesian", "hyperband")
 PROJECT = "search"
 # ModelConfig fields that a run's TrainConfig sets (see training.train).
-DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
 
 
 @dataclasses.dataclass

@@ -1,29 +1,18 @@
-"""benchmarks/seed_spread.py: one run per (row, seed), reuse, report."""
+"""benchmarks.seed_spread: one run per (row, seed), reuse, report."""
 
 import argparse
-import importlib.util
-import pathlib
 
 import pytest
 
-from tfrec_tricks import ablation
-from tfrec_tricks.ablation import run_ablation
+from benchmarks import common, seed_spread
+from tfrec_tricks.runs import ablation
+from tfrec_tricks.runs.ablation import run_ablation
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = pathlib.Path(__file__).parents[1] / "benchmarks" / "seed_spread.py"
-
-
-@pytest.fixture(scope="module")
-def seed_spread():
-    spec = importlib.util.spec_from_file_location("seed_spread", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_seeds_reuse_the_ablation_run_and_differ(
-    tmp_path, monkeypatch, seed_spread, tiny_ablation_base
+    tmp_path, monkeypatch, tiny_ablation_base
 ):
     base = tiny_ablation_base
     (row,) = run_ablation(base, ["Softmax"], dropouts=(0.2,))
@@ -43,7 +32,7 @@ def test_seeds_reuse_the_ablation_run_and_differ(
     assert results["Softmax", 1]["test"] != row.test
 
 
-def test_report_gives_mean_range_and_change(seed_spread):
+def test_report_gives_mean_range_and_change():
     def metrics(test, validation):
         return {
             "test": {"ndcg@10": test},
@@ -69,12 +58,14 @@ def test_report_gives_mean_range_and_change(seed_spread):
         rows=["Softmax", "MoS"],
         seeds=[0, 1],
     )
-    text = seed_spread.report(results, args, "--rows Softmax MoS")
+    command = "python -m benchmarks.seed_spread --rows Softmax MoS"
+    text = seed_spread.report(results, args, command)
     assert "| Softmax | 0.4000 / 0.4200 | 0.4100 | 0.0200 | +0.0% |" in text
     # MoS: mean 0.43, range 0.04, +4.9% over 0.41.
     assert "| MoS | 0.4100 / 0.4500 | 0.4300 | 0.0400 | +4.9% |" in text
     assert "0.3200 / 0.3300" in text
     assert "split recbole" in text
+    assert f"Command: `{command}`" in text
 
 
 @pytest.mark.parametrize(
@@ -85,9 +76,9 @@ def test_report_gives_mean_range_and_change(seed_spread):
         ["--encoder", "gru4rec", "--split", "every-user"],
     ],
 )
-def test_base_config_is_the_ablations(seed_spread, options):
+def test_base_config_is_the_ablations(options):
     # Seed 0 reuses the ablation's run only if the configs are equal.
-    from tfrec_tricks import cli
+    from tfrec_tricks.cli import parser as cli_parser
 
     shared = [
         "--data", "yoochoose-100k", "--data-path", "data", "--epochs", "40",
@@ -95,26 +86,33 @@ def test_base_config_is_the_ablations(seed_spread, options):
         "--name", "yc",
     ]  # fmt: skip
     args = seed_spread.build_parser().parse_args([*shared, *options])
-    parser = cli.build_parser()
-    expected = cli._train_config(
-        cli._parse(parser, ["ablation", *shared, *options])
+    parser = cli_parser.build_parser()
+    expected = cli_parser.train_config(
+        cli_parser.parse(parser, ["ablation", *shared, *options])
     )
     assert seed_spread.base_config(args) == expected
 
 
-def test_report_stem_names_only_a_non_default_split(seed_spread, tmp_path):
+def test_report_stem_names_only_a_non_default_split(tmp_path):
+    # The stems of seed_spread's and repeat_headroom's reports.
     args = argparse.Namespace(
         report_dir=str(tmp_path / "reports"),
         data="yoochoose-100k",
         encoder="sasrec",
         split="recbole",
     )
-    stem = seed_spread.report_stem(args, "repeat_headroom")
+
+    def report_stem(args, kind):
+        return common.report_stem(
+            args.report_dir, kind, args.data, args.encoder, split=args.split
+        )
+
+    stem = report_stem(args, "repeat_headroom")
     assert stem == str(
         tmp_path / "reports" / "repeat_headroom-yoochoose-100k-sasrec"
     )
     assert (tmp_path / "reports").is_dir()
     args.split = "every-user"
-    assert seed_spread.report_stem(args, "seed_spread").endswith(
+    assert report_stem(args, "seed_spread").endswith(
         "seed_spread-yoochoose-100k-sasrec-every-user"
     )

@@ -1,13 +1,11 @@
-"""benchmarks/recbole_reference.py: RecBole's models as the peer."""
+"""benchmarks.recbole_reference: RecBole's models as the peer."""
 
-import importlib.util
 import json
-import pathlib
 import sys
 
 import pytest
 
-BENCHMARKS = pathlib.Path(__file__).parents[1] / "benchmarks"
+from benchmarks import recbole_reference, recbole_worker
 
 # Stands in for RecBole's interpreter running recbole_worker.py --fit:
 # argv is (this file, worker, --fit, epochs, data_dir, dataset, model).
@@ -27,17 +25,6 @@ print(json.dumps({"model": model, "best_valid": metrics, "test": metrics}))
 
 
 @pytest.fixture
-def recbole_reference(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # it imports epoch_speed
-    spec = importlib.util.spec_from_file_location(
-        "recbole_reference", BENCHMARKS / "recbole_reference.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
 def fake_recbole_python(fake_interpreter):
     return fake_interpreter(FAKE_RECBOLE)
 
@@ -45,9 +32,7 @@ def fake_recbole_python(fake_interpreter):
 SYNTHETIC = ["--data", "synthetic", "--epochs", "3"]
 
 
-def test_table_of_each_models_metrics(
-    recbole_reference, fake_recbole_python, tmp_path
-):
+def test_table_of_each_models_metrics(fake_recbole_python, tmp_path):
     args = [*SYNTHETIC, "--recbole-python", fake_recbole_python]
     assert (
         recbole_reference.main(
@@ -62,9 +47,7 @@ def test_table_of_each_models_metrics(
     assert "at most 3 epochs" in report
 
 
-def test_a_failed_model_names_itself_and_its_log(
-    recbole_reference, fake_recbole_python, tmp_path
-):
+def test_a_failed_model_names_itself_and_its_log(fake_recbole_python, tmp_path):
     with pytest.raises(RuntimeError) as raised:
         recbole_reference.main(
             [*SYNTHETIC, "--recbole-python", fake_recbole_python]
@@ -83,9 +66,7 @@ def test_a_failed_model_names_itself_and_its_log(
         (["--recbole-python", sys.executable, "--epochs", "0"], "Received: 0"),
     ],
 )
-def test_bad_arguments_are_usage_errors(
-    recbole_reference, args, message, capsys
-):
+def test_bad_arguments_are_usage_errors(args, message, capsys):
     with pytest.raises(SystemExit) as raised:
         recbole_reference.main(args)
     assert raised.value.code == 2
@@ -93,11 +74,6 @@ def test_bad_arguments_are_usage_errors(
 
 
 def test_worker_fit_mode_checks_its_arguments(capsys):
-    spec = importlib.util.spec_from_file_location(
-        "recbole_worker", BENCHMARKS / "recbole_worker.py"
-    )
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
-    assert worker.main(["--fit", "25", "data"]) == 2
+    assert recbole_worker.main(["--fit", "25", "data"]) == 2
     reply = json.loads(capsys.readouterr().out)
     assert reply["error"].startswith("usage: --fit EPOCHS")

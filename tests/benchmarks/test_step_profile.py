@@ -1,25 +1,14 @@
-"""benchmarks/step_profile.py: op time by type from a profiler trace."""
+"""benchmarks.step_profile: op time by type from a profiler trace."""
 
 import collections
-import importlib.util
-import pathlib
 
 import pytest
 
+from benchmarks import step_profile
 from tfrec_tricks.data import load_source, prepare
 from tfrec_tricks.data.pipeline import make_dataset
 
 pytestmark = pytest.mark.slow
-
-SCRIPT = pathlib.Path(__file__).parents[1] / "benchmarks" / "step_profile.py"
-
-
-@pytest.fixture(scope="module")
-def step_profile():
-    spec = importlib.util.spec_from_file_location("step_profile", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +18,7 @@ def tiny_data():
     return prepare(source.interactions)
 
 
-def test_profile_reads_the_kernels_of_the_step(step_profile, tiny_data):
+def test_profile_reads_the_kernels_of_the_step(tiny_data):
     batches = list(make_dataset(tiny_data.train, 16).take(3))
     head = step_profile.HEADS["CPR:100 + Mi"]
     model = step_profile.ours(
@@ -45,7 +34,7 @@ def test_profile_reads_the_kernels_of_the_step(step_profile, tiny_data):
     assert sum(op_ms.values()) > op_ms["TopKV2"]
 
 
-def test_report_gives_cpr_extra_per_op_type(step_profile):
+def test_report_gives_cpr_extra_per_op_type():
     results = {
         ("sasrec", "Softmax"): (
             10.0,
@@ -74,7 +63,7 @@ def test_report_gives_cpr_extra_per_op_type(step_profile):
     assert "sasrec: CPR extra" in table
 
 
-def test_main_writes_the_table_and_the_plot(step_profile, tmp_path):
+def test_main_writes_the_table_and_the_plot(tmp_path):
     argv = ["--data", "synthetic", "--steps", "2", "--repeats", "1"]
     assert step_profile.main([*argv, "--report-dir", str(tmp_path)]) == 0
     table = (tmp_path / "step_profile.md").read_text()
@@ -82,6 +71,6 @@ def test_main_writes_the_table_and_the_plot(step_profile, tmp_path):
     assert (tmp_path / "step_profile.png").stat().st_size > 0
 
 
-def test_main_rejects_zero_steps(step_profile):
+def test_main_rejects_zero_steps():
     with pytest.raises(SystemExit, match="--steps must be at least 1"):
         step_profile.main(["--steps", "0"])

@@ -1,28 +1,16 @@
-"""benchmarks/repeat_headroom.py: a run's switches, its report and chart."""
+"""benchmarks.repeat_headroom: a run's switches, its report and chart."""
 
 import argparse
-import importlib.util
 import json
-import pathlib
 
 import pytest
 
+from benchmarks import repeat_headroom as headroom_script
+
 pytestmark = pytest.mark.slow
 
-SCRIPT = pathlib.Path(__file__).parents[1] / "benchmarks" / "repeat_headroom.py"
 
-
-@pytest.fixture(scope="module")
-def headroom_script():
-    spec = importlib.util.spec_from_file_location("repeat_headroom", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_a_trained_run_and_its_report(
-    tmp_path, headroom_script, tiny_ablation_base
-):
+def test_a_trained_run_and_its_report(tmp_path, tiny_ablation_base):
     spread = headroom_script.seed_spread
     base = tiny_ablation_base
     metrics = spread.run_seeds(base, ["Softmax"], [0], 0.2)["Softmax", 0]
@@ -51,7 +39,8 @@ def test_a_trained_run_and_its_report(
         epochs=1,
         patience=3,
     )
-    text = headroom_script.report({"Softmax": result}, args, "--rows Softmax")
+    command = "python -m benchmarks.repeat_headroom --rows Softmax"
+    text = headroom_script.report({"Softmax": result}, args, command)
     model_ndcg = switched["model"]["ndcg@10"]
     assert f"| Softmax | model | {model_ndcg:.4f} | +0.0% |" in text
     assert "| Softmax | perfect switch |" in text
@@ -68,9 +57,7 @@ def test_a_trained_run_and_its_report(
         (["--folds", "1"], "--folds must be 2 or more. Received: 1"),
     ],
 )
-def test_bad_options_exit_with_a_usage_error(
-    headroom_script, capsys, options, message
-):
+def test_bad_options_exit_with_a_usage_error(capsys, options, message):
     with pytest.raises(SystemExit) as stop:
         headroom_script.main(options)
     assert stop.value.code == 2

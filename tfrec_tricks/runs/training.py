@@ -1,13 +1,16 @@
 """Training runs: data -> model.fit -> metrics, all saved in a run directory.
 
-A run directory holds ``config.json`` (everything needed to repeat the
-run), ``vocabulary.json`` (contiguous id -> raw id), ``history.csv`` (per
-epoch), ``metrics.json`` (validation and test metrics, timings),
-``checkpoints/best`` (weights of the best epoch by validation NDCG@10),
-``model/`` (the final model: config and weights, see ``load_model``) and,
-while a run is in progress, ``backup/``: an interrupted run resumes from it
-when the same command runs again, its early stopping and best checkpoint
-continuing from the epochs already in ``history.csv``.
+A run directory holds ``run.json`` (the run's fingerprint, then its
+manifest: see ``tfrec_tricks.runs.run_directory``), ``config.json``
+(everything needed to repeat the run), ``vocabulary.json`` (contiguous id
+-> raw id), ``history.csv`` (per epoch), ``metrics.json`` (validation and
+test metrics, timings), ``checkpoints/best`` (weights of the best epoch by
+validation NDCG@10), ``model/`` (the final model: config and weights, see
+``load_model``), ``tensorboard/`` (per-epoch scalars and the run's settings
+as HParams) and, while a run is in progress, ``backup/``: an interrupted
+run resumes from it when the same command runs again, its early stopping
+and best checkpoint continuing from the epochs already in
+``history.csv``.
 """
 
 import csv
@@ -16,40 +19,31 @@ import json
 import os
 import statistics
 import sys
-import time
 
-from tfrec_tricks.keras_version import require_legacy_keras
+import numpy as np
+import tensorflow as tf
 
-require_legacy_keras("tfrec_tricks.training")
-
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from tfrec_tricks.data import (  # noqa: E402
+from tfrec_tricks.data import (
     PreparedData,
     Source,
     load_source,
     prepare,
 )
-from tfrec_tricks.data.datasets import source_files  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.data.preparation import check_split  # noqa: E402
-from tfrec_tricks.metrics import (  # noqa: E402
+from tfrec_tricks.data.datasets import source_files
+from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.metrics import (
     metrics_by_target_kind,
     metrics_from_ranks,
     target_ranks,
 )
-from tfrec_tricks.models import (  # noqa: E402
-    ModelConfig,
-    SequentialRetrievalModel,
-)
-from tfrec_tricks.resumable_early_stopping import (  # noqa: E402
+from tfrec_tricks.callbacks import (
+    EpochTimer,
     ResumableEarlyStopping,
     monitor_history,
 )
-from tfrec_tricks.run_directory import (  # noqa: E402
+from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.runs.run_directory import (
     check_finished_run,
-    check_run_name,
     differences,
     finish_run,
     make_fingerprint,
@@ -58,77 +52,10 @@ from tfrec_tricks.run_directory import (  # noqa: E402
     read_run_file,
     start_run,
 )
-from tfrec_tricks.typed_fields import check_field_types  # noqa: E402
+from tfrec_tricks.runs.train_config import TrainConfig
 
 EVAL_BATCH_SIZE = 512
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """A training run's data, budget and model settings (JSON-serialisable)."""
-
-    data: str = "synthetic"
-    data_path: str | None = None
-    file_format: str = "auto"
-    tfds_data_dir: str | None = None
-    tfds_manual_dir: str | None = None
-    synthetic_users: int = 1000
-    synthetic_items: int = 1000
-    min_user_interactions: int = 1
-    min_item_interactions: int = 0
-    split: str = "recbole"
-    max_len: int = 50
-    epochs: int = 20
-    batch_size: int = 128
-    learning_rate: float = 1e-3
-    patience: int = 3
-    bucket_by_length: bool = True
-    every_position: bool = False
-    steps_per_execution: int = 16
-    seed: int = 0
-    output_dir: str = "runs"
-    name: str | None = None
-    model: dict = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self):
-        check_field_types(self)
-        if self.name is not None:
-            check_run_name(self.name)
-        positive = {
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "max_len": self.max_len,
-            "patience": self.patience,
-            "steps_per_execution": self.steps_per_execution,
-            "synthetic_users": self.synthetic_users,
-            "synthetic_items": self.synthetic_items,
-        }
-        for name, value in positive.items():
-            if value <= 0:
-                raise ValueError(f"{name} must be positive. Received: {value}")
-        if self.learning_rate <= 0:
-            raise ValueError(
-                "learning_rate must be positive. Received: "
-                f"{self.learning_rate}"
-            )
-        check_split(self.split)
-
-    @property
-    def run_name(self) -> str:
-        return self.name or self.data.replace(":", "-").replace("/", "-")
-
-    def model_config(self, num_items: int) -> ModelConfig:
-        """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.
-
-        ``model`` overrides the defaults; ``max_len`` and ``learning_rate``
-        come from the training options, ``num_items`` from the data.
-        """
-        return ModelConfig(
-            num_items=num_items,
-            max_len=self.max_len,
-            learning_rate=self.learning_rate,
-            **self.model,
-        )
+TENSORBOARD_DIR = "tensorboard"
 
 
 @dataclasses.dataclass
@@ -139,19 +66,6 @@ class RunResult:
     metrics: dict
     history: dict
     model: tf.keras.Model
-
-
-class EpochTimer(tf.keras.callbacks.Callback):
-    """Wall time of each epoch (training and validation)."""
-
-    def on_train_begin(self, logs=None):
-        self.seconds = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self._start)
 
 
 def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
@@ -186,7 +100,7 @@ def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
 def fingerprint(config: TrainConfig, num_items: int) -> dict:
     """What determines ``config``'s run on a catalogue of ``num_items``.
 
-    See ``tfrec_tricks.run_directory``: the training options, the resolved
+    See ``tfrec_tricks.runs.run_directory``: the training options, the resolved
     model config, the data files' hashes and the package version.
     """
     return make_fingerprint(
@@ -235,7 +149,7 @@ def train(
     """Runs one training run and writes its run directory.
 
     The run directory is one consistent thing (``run.json`` holds its
-    fingerprint, see ``tfrec_tricks.run_directory``):
+    fingerprint, see ``tfrec_tricks.runs.run_directory``):
 
     - a new run writes ``run.json`` first, then trains;
     - the same configuration after an interruption resumes from the last
@@ -296,6 +210,12 @@ def train(
         },
     )
 
+    if action == "new":
+        write_hparams(
+            os.path.join(run_dir, TENSORBOARD_DIR),
+            config.run_name,
+            {"train": dataclasses.asdict(config), "model": model_config.to_dict()},
+        )
     model = SequentialRetrievalModel.from_data(
         model_config, data, item_graph=source.item_graph
     )
@@ -358,6 +278,12 @@ def train(
         ),
         # A resumed run continues its history; a new one starts it afresh.
         tf.keras.callbacks.CSVLogger(history_path, append=resuming),
+        # Per-epoch scalars; `tensorboard --logdir <run_dir>/tensorboard`.
+        tf.keras.callbacks.TensorBoard(
+            os.path.join(run_dir, TENSORBOARD_DIR),
+            write_graph=False,
+            profile_batch=0,
+        ),
         timer,
         *(callbacks or []),
     ]
@@ -503,6 +429,32 @@ def _test_metrics(
         ranks, np.concatenate(histories), np.concatenate(targets), ks
     )
     return metrics_from_ranks(ranks, ks), by_kind
+
+
+def hparams_values(settings: dict) -> dict:
+    """Flat ``"model.head"`` -> value pairs TensorBoard's HParams accepts.
+
+    Tuples and lists become comma-joined strings, None ``"none"``.
+    """
+    values = {}
+    for part, options in settings.items():
+        for name, value in options.items():
+            if isinstance(value, dict):
+                continue  # ``train.model``: its resolved form is ``model``
+            if isinstance(value, (tuple, list)):
+                value = ",".join(map(str, value)) or "none"
+            elif value is None:
+                value = "none"
+            values[f"{part}.{name}"] = value
+    return values
+
+
+def write_hparams(log_dir: str, run_name: str, settings: dict) -> None:
+    """Writes the run's settings to TensorBoard's HParams dashboard."""
+    from tensorboard.plugins.hparams import api as hparams
+
+    with tf.summary.create_file_writer(log_dir).as_default():
+        hparams.hparams(hparams_values(settings), trial_id=run_name)
 
 
 def _log(verbose: int, message: str) -> None:

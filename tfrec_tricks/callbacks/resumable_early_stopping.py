@@ -4,12 +4,8 @@ import csv
 import os
 from collections.abc import Sequence
 
-from tfrec_tricks.keras_version import require_legacy_keras
-
-require_legacy_keras("tfrec_tricks.resumable_early_stopping")
-
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
 # best_weights while the best epoch is one from before the interruption:
 # its weights are in the best-epoch checkpoint, not in memory.
@@ -72,7 +68,7 @@ class ResumableEarlyStopping(tf.keras.callbacks.EarlyStopping):
     Example:
 
     >>> import tensorflow as tf
-    >>> from tfrec_tricks.resumable_early_stopping import (
+    >>> from tfrec_tricks.callbacks.resumable_early_stopping import (
     ...     ResumableEarlyStopping)
     >>> stopping = ResumableEarlyStopping(
     ...     [0.30, 0.35, 0.34], "best", monitor="val_ndcg@10", mode="max",

@@ -10,11 +10,7 @@ import dataclasses
 import json
 import os
 
-from tfrec_tricks.keras_version import require_legacy_keras
-
-require_legacy_keras("tfrec_tricks.ablation")
-
-from tfrec_tricks.training import (  # noqa: E402
+from tfrec_tricks.runs.training import (
     TrainConfig,
     finished_metrics,
     train,

@@ -1,25 +1,14 @@
-"""benchmarks/epoch_speed.py: epochs timed in turns across the models."""
+"""benchmarks.epoch_speed: epochs timed in turns across the models."""
 
-import importlib.util
 import io
 import json
-import pathlib
 import sys
 
 import numpy as np
 import pytest
 
+from benchmarks import epoch_speed, recbole_worker
 from tfrec_tricks.data import Interactions, load_source, prepare
-
-SCRIPT = pathlib.Path(__file__).parents[1] / "benchmarks" / "epoch_speed.py"
-
-
-@pytest.fixture(scope="module")
-def epoch_speed():
-    spec = importlib.util.spec_from_file_location("epoch_speed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class FakeModel:
@@ -35,9 +24,7 @@ class FakeModel:
         self.clock[0] += self.durations.pop(0)
 
 
-def test_models_take_turns_and_the_first_epoch_is_not_timed(
-    epoch_speed, monkeypatch
-):
+def test_models_take_turns_and_the_first_epoch_is_not_timed(monkeypatch):
     clock, calls = [0.0], []
     monkeypatch.setattr(epoch_speed.time, "perf_counter", lambda: clock[0])
     jobs = {
@@ -53,7 +40,7 @@ def test_models_take_turns_and_the_first_epoch_is_not_timed(
     assert seconds == {"a": 2, "b": 7}  # medians of (1, 5, 2), (7, 3, 9)
 
 
-def test_a_job_reports_its_own_seconds(epoch_speed):
+def test_a_job_reports_its_own_seconds():
     # RecBole's jobs return the worker's own epoch time, not the wall
     # time of the call.
     reported = iter([50.0, 3.0, 1.0, 2.0])
@@ -63,7 +50,7 @@ def test_a_job_reports_its_own_seconds(epoch_speed):
     assert seconds == {"recbole": 2.0}
 
 
-def test_one_epoch_is_rejected(epoch_speed):
+def test_one_epoch_is_rejected():
     with pytest.raises(ValueError, match="Received: epochs=1"):
         epoch_speed.interleaved_epoch_seconds({}, epochs=1)
     with pytest.raises(SystemExit) as raised:
@@ -71,7 +58,7 @@ def test_one_epoch_is_rejected(epoch_speed):
     assert raised.value.code == 2
 
 
-def test_models_have_recboles_layers(epoch_speed):
+def test_models_have_recboles_layers():
     # RecBole's defaults (GRU4Rec 1 layer, SASRec 2), which its measured
     # seconds are for; runs A-F of the README timed a 1-layer SASRec.
     source = load_source("synthetic", synthetic_options={"num_items": 60})
@@ -83,7 +70,7 @@ def test_models_have_recboles_layers(epoch_speed):
         assert model.config.encoder == encoder
 
 
-def test_recbole_atomic_file(epoch_speed, tmp_path):
+def test_recbole_atomic_file(tmp_path):
     interactions = Interactions(
         users=np.array(["s1", "s1", "s2"]),
         items=np.array(["10", "11", "10"]),
@@ -99,7 +86,7 @@ def test_recbole_atomic_file(epoch_speed, tmp_path):
     ]
 
 
-def test_recbole_atomic_file_needs_timestamps(epoch_speed, tmp_path):
+def test_recbole_atomic_file_needs_timestamps(tmp_path):
     interactions = Interactions(
         users=np.array(["u"]), items=np.array(["i"]), source="ratings.txt"
     )
@@ -131,7 +118,7 @@ def fake_recbole_python(fake_interpreter):
     return fake_interpreter(FAKE_RECBOLE)
 
 
-def test_recbole_worker_protocol(epoch_speed, fake_recbole_python, tmp_path):
+def test_recbole_worker_protocol(fake_recbole_python, tmp_path):
     source = load_source("synthetic", synthetic_options={"num_items": 60})
     worker = epoch_speed.RecBoleWorker(
         fake_recbole_python,
@@ -146,9 +133,7 @@ def test_recbole_worker_protocol(epoch_speed, fake_recbole_python, tmp_path):
     assert worker.process.returncode == 0
 
 
-def test_recbole_worker_error_is_raised(
-    epoch_speed, fake_recbole_python, tmp_path
-):
+def test_recbole_worker_error_is_raised(fake_recbole_python, tmp_path):
     source = load_source("synthetic", synthetic_options={"num_items": 60})
     with pytest.raises(RuntimeError, match="no module named recbole"):
         epoch_speed.RecBoleWorker(
@@ -159,9 +144,7 @@ def test_recbole_worker_error_is_raised(
         )
 
 
-def test_recbole_worker_crash_shows_its_log(
-    epoch_speed, fake_recbole_python, tmp_path
-):
+def test_recbole_worker_crash_shows_its_log(fake_recbole_python, tmp_path):
     source = load_source("synthetic", synthetic_options={"num_items": 60})
     with pytest.raises(RuntimeError) as raised:
         epoch_speed.RecBoleWorker(
@@ -174,7 +157,7 @@ def test_recbole_worker_crash_shows_its_log(
     assert "Segmentation fault in torch" in str(raised.value)
 
 
-def test_bad_recbole_python_is_a_usage_error(epoch_speed, tmp_path, capsys):
+def test_bad_recbole_python_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as raised:
         epoch_speed.main(["--recbole-python", str(tmp_path / "nope")])
     assert raised.value.code == 2
@@ -185,11 +168,6 @@ def test_bad_recbole_python_is_a_usage_error(epoch_speed, tmp_path, capsys):
 
 def test_the_recbole_worker_answers_each_model(monkeypatch, capsys):
     # recbole_worker.py's protocol, with RecBole's models stood in for.
-    spec = importlib.util.spec_from_file_location(
-        "recbole_worker", SCRIPT.parent / "recbole_worker.py"
-    )
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
     epochs_seen = []
 
     class Trainer:
@@ -201,10 +179,10 @@ def test_the_recbole_worker_answers_each_model(monkeypatch, capsys):
         dataset = [0] * 7  # RecBole's training examples
 
     monkeypatch.setattr(
-        worker, "build", lambda name, settings: (Trainer(), TrainData())
+        recbole_worker, "build", lambda name, settings: (Trainer(), TrainData())
     )
     monkeypatch.setattr(sys, "stdin", io.StringIO("A\nB\nA\n"))
-    assert worker.main(["data", "yc", "A", "B"]) == 0
+    assert recbole_worker.main(["data", "yc", "A", "B"]) == 0
     replies = [
         json.loads(line) for line in capsys.readouterr().out.splitlines()
     ]
@@ -213,5 +191,5 @@ def test_the_recbole_worker_answers_each_model(monkeypatch, capsys):
     assert all(r["loss"] == 12.5 for r in replies[1:])
     assert epochs_seen == [0, 0, 1]
     monkeypatch.setattr(sys, "stdin", io.StringIO("C\n"))
-    assert worker.main(["data", "yc", "A"]) == 2
+    assert recbole_worker.main(["data", "yc", "A"]) == 2
     assert "unknown model 'C'" in capsys.readouterr().out

@@ -1,0 +1,217 @@
+"""What the benchmark scripts share: options, run naming, report files.
+
+- Options: ``build_parser`` and the ``add_*`` functions add the options
+  several scripts take (data, split, training budget and runs folder,
+  seed, report folder), with the same names, types and defaults in each.
+- Run naming: ``command_line`` is the command a report quotes to rerun
+  it; ``module_command`` starts a script as a child process;
+  ``report_stem`` names a report's files.
+- Report writing: ``write_report`` writes a report's markdown, its numbers
+  (JSON) and its chart (PNG) next to each other.
+
+Imports no TensorFlow: a script calls ``use_legacy_keras()`` before it
+imports TensorFlow, and may import this module before or after.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable
+
+from tfrec_tricks.data.preparation import SPLITS
+
+#: The repository root, the working folder of ``module_command``'s child.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Where the reports go by default: ``benchmarks/results``.
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+#: Where the training scripts' runs go by default (from the working
+#: folder, as ``tfrec-tricks train --output-dir``).
+OUTPUT_DIR = "runs/benchmarks"
+#: The split a report's name leaves out (``report_stem``).
+DEFAULT_SPLIT = "recbole"
+
+
+def build_parser(description: str) -> argparse.ArgumentParser:
+    """A script's parser; ``description`` (its docstring) keeps its lines."""
+    return argparse.ArgumentParser(
+        description=description,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+
+
+def add_data_path_option(parser: argparse.ArgumentParser) -> None:
+    """``--data-path``: the folder of the real datasets."""
+    parser.add_argument(
+        "--data-path",
+        default=None,
+        help="real datasets' folder. Default: $TFREC_TRICKS_DATA or "
+        "../shared/data",
+    )
+
+
+def add_data_options(
+    parser: argparse.ArgumentParser, default: str, data_help: str = ""
+) -> None:
+    """``--data`` (a data source, ``default`` by default), ``--data-path``."""
+    parser.add_argument(
+        "--data",
+        default=default,
+        help=data_help
+        or f"data source (see tfrec-tricks train --help). Default: {default}",
+    )
+    add_data_path_option(parser)
+
+
+def add_split_option(parser: argparse.ArgumentParser) -> None:
+    """``--split``: the leave-one-out split, RecBole's by default."""
+    parser.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default=DEFAULT_SPLIT,
+        help="leave-one-out split (see tfrec-tricks train --help). "
+        f"Default: {DEFAULT_SPLIT}",
+    )
+
+
+def add_training_options(
+    parser: argparse.ArgumentParser,
+    epochs: int,
+    patience: int,
+    epochs_help: str = "maximum epochs per run",
+) -> None:
+    """A training script's budget and runs folder.
+
+    ``--epochs`` (default ``epochs``), ``--patience`` (epochs without a
+    better validation NDCG@10 before early stopping, default ``patience``)
+    and ``--output-dir`` (default ``OUTPUT_DIR``).
+    """
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=epochs,
+        help=f"{epochs_help}. Default: {epochs}",
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=patience,
+        help=f"early-stopping patience, in epochs. Default: {patience}",
+    )
+    parser.add_argument(
+        "--output-dir",
+        default=OUTPUT_DIR,
+        help=f"where the runs go. Default: {OUTPUT_DIR}",
+    )
+
+
+def add_seed_option(parser: argparse.ArgumentParser) -> None:
+    """``--seed``: a run's seed (initial weights, shuffling, dropout)."""
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of weights, shuffling and dropout. Default: 0",
+    )
+
+
+def add_report_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--report-dir``: where the report goes, ``RESULTS`` by default."""
+    parser.add_argument(
+        "--report-dir",
+        default=RESULTS,
+        help="where the report (table, chart) goes. "
+        "Default: benchmarks/results",
+    )
+
+
+def executable_file(value: str) -> str:
+    """argparse type of an interpreter option: an executable file."""
+    if not (os.path.isfile(value) and os.access(value, os.X_OK)):
+        raise argparse.ArgumentTypeError(
+            f"not an executable file. Received: {value!r}"
+        )
+    return value
+
+
+def command_line(script: str, argv: list[str] | None = None) -> str:
+    """The command that reruns a script, as its report quotes it.
+
+    Args:
+        script: the script's module name in ``benchmarks``, e.g.
+            ``"seed_spread"``.
+        argv: the arguments ``main`` was given; ``None`` (the command
+            line's) reads ``sys.argv[1:]``.
+
+    Returns:
+        ``python -m benchmarks.<script> ARGS``, each argument quoted for
+        a POSIX shell where it needs to be.
+    """
+    arguments = sys.argv[1:] if argv is None else argv
+    return shlex.join(["python", "-m", f"benchmarks.{script}", *arguments])
+
+
+def module_command(script: str) -> list[str]:
+    """The argv that starts ``benchmarks.<script>`` in a child process.
+
+    The child runs this interpreter; start it in ``ROOT`` (``cwd=ROOT``)
+    so that ``benchmarks`` is importable whatever the parent's folder.
+    """
+    return [sys.executable, "-m", f"benchmarks.{script}"]
+
+
+def report_stem(
+    directory: str, kind: str, *parts: str, split: str = DEFAULT_SPLIT
+) -> str:
+    """A report's path without its suffix; makes the folder.
+
+    Args:
+        directory: the report folder (e.g. ``--report-dir``).
+        kind: the report's kind, the script's name, e.g. ``"seed_spread"``.
+        *parts: what the report is of, e.g. the data and the encoder.
+        split: the run's split, named last only when it is not the
+            default (RecBole's), so that default runs keep short names.
+
+    Returns:
+        ``<directory>/<kind>[-<part>...][-<split>]``.
+    """
+    os.makedirs(directory, exist_ok=True)
+    if split != DEFAULT_SPLIT:
+        parts = (*parts, split)
+    return os.path.join(directory, "-".join([kind, *parts]))
+
+
+def write_report(
+    stem: str,
+    text: str,
+    numbers: object = None,
+    chart: Callable[[str], object] | None = None,
+) -> dict[str, str]:
+    """Writes a report's files, ``<stem>.md``, ``.json`` and ``.png``.
+
+    Args:
+        stem: the path without a suffix (``report_stem``); its folder is
+            made if needed.
+        text: the markdown report, written ending in one newline.
+        numbers: the results behind the report, written as JSON (indent
+            2) when not ``None``.
+        chart: draws the chart to the path it is given (``<stem>.png``);
+            none when ``None``.
+
+    Returns:
+        ``{"md": path}``, with ``"json"`` and ``"png"`` for the files
+        written.
+    """
+    os.makedirs(os.path.dirname(stem) or ".", exist_ok=True)
+    paths = {"md": stem + ".md"}
+    with open(paths["md"], "w") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+    if numbers is not None:
+        paths["json"] = stem + ".json"
+        with open(paths["json"], "w") as handle:
+            json.dump(numbers, handle, indent=2)
+    if chart is not None:
+        paths["png"] = stem + ".png"
+        chart(paths["png"])
+    return paths

@@ -1,0 +1,262 @@
+"""Every benchmark script: a package module with its options and reports."""
+
+import argparse
+import importlib
+import json
+import pathlib
+import sys
+import types
+
+import pytest
+
+from benchmarks import (
+    baseline,
+    common,
+    output_head,
+    serving_latency,
+    sse_sweep,
+    tuning_search,
+)
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
+
+TRAINING_RUNS = {
+    "data": "yoochoose-100k",
+    "data_path": None,
+    "encoder": "sasrec",
+    "num_layers": None,
+    "rows": ["Softmax", "Softmax + CPR:100 + Mi"],
+    "dropout": 0.2,
+    "head_dropout": 0.3,
+    "every_position": False,
+    "epochs": 40,
+    "patience": 5,
+    "split": "recbole",
+    "output_dir": "runs/benchmarks",
+    "report_dir": common.RESULTS,
+    "name": None,
+}
+
+#: Each script's options parsed from (its required arguments only): the
+#: defaults the scripts had before they shared ``benchmarks.common``.
+DEFAULTS = {
+    "baseline": ([], {
+        "datasets": ["yoochoose-100k", "ml-1m"], "data_path": None,
+        "epochs": 30, "patience": 3, "output_dir": "runs/benchmarks",
+        "name": "baseline",
+    }),
+    "epoch_speed": ([], {
+        "data": "yoochoose-100k", "data_path": None, "epochs": 4,
+        "split": "recbole", "report_dir": common.RESULTS,
+        "recbole_python": None,
+    }),
+    "output_head": ([], {
+        "sizes": "3706,40000,1000000", "repeats": 7, "warmup": 2,
+        "quick": False,
+        "heads": "plain;tied;CP;CPR:100;CPR:100+Mi;CPR:20,100,500+Mi;"
+        "MoS(K=4)",
+        "batch": 128, "length": 50, "dim": 64, "no_memory": False,
+        "out_dir": common.RESULTS, "worker": None, "num_items": None,
+    }),
+    "recbole_reference": (["--recbole-python", sys.executable], {
+        "data": "yoochoose-100k", "data_path": None,
+        "recbole_python": sys.executable,
+        "models": ["GRU4Rec", "GRU4RecCPR"], "epochs": 25,
+        "report_dir": common.RESULTS,
+    }),
+    "repeat_headroom": ([], {**TRAINING_RUNS, "seed": 0, "folds": 2}),
+    "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
+    "serving_latency": ([], {
+        "sizes": None, "requests": None, "batches": None, "batch": 256,
+        "quick": False, "child": None, "options": None,
+    }),
+    "sse_sweep": ([], {
+        "data": "ml-100k", "data_path": None,
+        "probabilities": "0,0.05,0.1,0.2", "epochs": 10, "patience": 3,
+        "output_dir": "runs/benchmarks",
+    }),
+    "step_profile": ([], {
+        "data": "yoochoose-100k", "data_path": None, "split": "recbole",
+        "steps": 40, "repeats": 5, "top": 12, "report_dir": common.RESULTS,
+    }),
+    "tuning_search": ([], {
+        "data": "ml-100k", "data_path": None, "tuner": "random",
+        "max_trials": 20, "trial_epochs": 5, "epochs": 30, "patience": 3,
+        "seed": 0, "output_dir": "runs/benchmarks", "fixed": "{}",
+    }),
+}  # fmt: skip
+
+SCRIPTS = sorted(
+    path.stem
+    for path in BENCHMARKS.glob("*.py")
+    if path.stem not in ("__init__", "common")
+)
+
+
+def test_every_script_has_its_defaults_pinned():
+    assert sorted([*DEFAULTS, "recbole_worker"]) == SCRIPTS
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_a_script_keeps_its_options_and_defaults(name):
+    module = importlib.import_module(f"benchmarks.{name}")
+    argv, expected = DEFAULTS[name]
+    assert vars(module.build_parser().parse_args(argv)) == expected
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_scripts_are_package_modules_without_sys_path_edits(name):
+    module = importlib.import_module(f"benchmarks.{name}")
+    assert module.__name__ == f"benchmarks.{name}"
+    source = (BENCHMARKS / f"{name}.py").read_text()
+    assert "sys.path" not in source
+    assert "spec_from_file_location" not in source
+
+
+def fake_metrics(ndcg: float, epochs: int = 3) -> dict:
+    return {
+        "num_train_examples": 1234,
+        "epochs_run": epochs,
+        "seconds_per_epoch_median": 2.5,
+        "test": {"ndcg@10": ndcg, "hr@10": 0.5, "mrr@10": 0.2},
+        "validation": {"ndcg@10": ndcg - 0.1},
+    }
+
+
+def test_baseline_writes_its_table_numbers_and_chart(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train(config, verbose=0):
+        trained.append(config.name)
+        return types.SimpleNamespace(metrics=fake_metrics(0.3))
+
+    monkeypatch.setattr(baseline, "train", fake_train)
+    monkeypatch.setattr(common, "RESULTS", str(tmp_path))
+    argv = ["--datasets", "ml-1m", "--name", "base"]
+    assert baseline.main(argv) == 0
+    assert trained == ["baseline-ml-1m"]
+    text = (tmp_path / "base.md").read_text()
+    assert text.startswith(
+        "Command: `python -m benchmarks.baseline --datasets ml-1m "
+        "--name base`\n\n| dataset |"
+    )
+    assert "| ml-1m | 1,234 | 3 | 2.5 | 0.3000 |" in text
+    assert json.loads((tmp_path / "base.json").read_text()) == {
+        "ml-1m": fake_metrics(0.3)
+    }
+    assert (tmp_path / "base.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sse_sweep_writes_its_table_and_chart(tmp_path, monkeypatch):
+    scores = {0.0: 0.30, 0.1: 0.33}
+    monkeypatch.setattr(sse_sweep, "finished_metrics", lambda config: None)
+
+    def fake_train(config, verbose=0):
+        p = config.model["sse_item_probability"]
+        assert config.name == f"sse-sweep-ml-100k-p{p}"
+        return types.SimpleNamespace(metrics=fake_metrics(scores[p]))
+
+    monkeypatch.setattr(sse_sweep, "train", fake_train)
+    monkeypatch.setattr(common, "RESULTS", str(tmp_path))
+    assert sse_sweep.main(["--probabilities", "0,0.1"]) == 0
+    text = (tmp_path / "sse_sweep-ml-100k.md").read_text()
+    assert (
+        "Command: `python -m benchmarks.sse_sweep --probabilities 0,0.1`"
+        in text
+    )
+    assert "| 0.1 | 0.2300 | 0.3300 | +10.0% |" in text
+    assert text.endswith("Selected on validation NDCG@10: p = 0.1.\n")
+    assert (tmp_path / "sse_sweep-ml-100k.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
+    tmp_path, monkeypatch
+):
+    search_dir = tmp_path / "search"
+    search_dir.mkdir()
+    (search_dir / "trials.png").write_bytes(b"\x89PNG trials")
+    trained = []
+
+    def fake_train(config, verbose=0):
+        trained.append((config.name, config.batch_size))
+        ndcg = 0.3 if config.name.startswith("tuning-defaults") else 0.33
+        return types.SimpleNamespace(metrics=fake_metrics(ndcg))
+
+    def fake_search(base, **options):
+        assert (base.epochs, options["max_trials"]) == (2, 3)
+        return types.SimpleNamespace(
+            best_config={
+                "train": {"data": "ml-100k", "batch_size": 64,
+                          "learning_rate": 0.002},
+                "model": {"encoder": "sasrec", "num_items": 9},
+            },
+            trials=[{"status": "COMPLETED", "score": 0.25}],
+            output_dir=str(search_dir),
+        )  # fmt: skip
+
+    monkeypatch.setattr(tuning_search, "train", fake_train)
+    monkeypatch.setattr(tuning_search, "run_search", fake_search)
+    monkeypatch.setattr(common, "RESULTS", str(tmp_path / "results"))
+    argv = ["--max-trials", "3", "--trial-epochs", "2"]
+    assert tuning_search.main([*argv, "--output-dir", "out"]) == 0
+    assert trained == [
+        ("tuning-defaults-ml-100k", 128),
+        ("tuning-best-ml-100k", 64),
+    ]
+    text = (tmp_path / "results" / "tuning_search.md").read_text()
+    assert (
+        "`python -m benchmarks.tuning_search --max-trials 3 --trial-epochs 2 "
+        "--output-dir out`" in text
+    )
+    assert "Test NDCG@10 change: +10.0%." in text
+    assert "batch_size=64, learning_rate=0.002, encoder=sasrec" in text
+    assert text.endswith("![score per trial](tuning_search.png)\n")
+    assert (tmp_path / "results" / "tuning_search.png").read_bytes() == (
+        b"\x89PNG trials"
+    )
+
+
+def test_output_head_writes_its_table_and_chart(tmp_path):
+    rows = [
+        {"n": 100, "head": "plain", "median_ms": 2.0, "ratio": 1.0},
+        {"n": 100, "head": "tied", "median_ms": 3.0, "ratio": 1.5},
+    ]
+    args = argparse.Namespace(
+        batch=8, length=5, dim=4, repeats=3, warmup=1,
+        heads=["plain", "tied"], argv=["--sizes", "100"],
+    )  # fmt: skip
+    paths = output_head.write_results(rows, args, str(tmp_path))
+    assert paths == {
+        "md": str(tmp_path / "output_head.md"),
+        "png": str(tmp_path / "output_head.png"),
+    }
+    text = (tmp_path / "output_head.md").read_text()
+    assert "Command: `python -m benchmarks.output_head --sizes 100`" in text
+    assert "| 100 | tied | 3.0 | 1.50 | n/a | n/a |" in text
+    assert (tmp_path / "output_head.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_serving_latency_report_and_chart(tmp_path):
+    rows = [
+        {
+            "N": 100, "head": head, "scoring": scoring,
+            "p50_ms": 1.0 + i, "p99_ms": 2.0 + i, "batch_ms": 10.0 + i,
+            "throughput": 100.0, "export_s": 1.0,
+        }
+        for i, (head, scoring) in enumerate(serving_latency.VARIANTS)
+    ]  # fmt: skip
+    options = {
+        "requests": "30", "batches": "3", "batch": 256,
+        "load_before": "1.0", "load_after": "1.5",
+    }  # fmt: skip
+    command = common.command_line("serving_latency", ["--quick"])
+    paths = common.write_report(
+        str(tmp_path / "serving_latency"),
+        serving_latency.report(rows, options, command),
+        chart=lambda path: serving_latency.plot(rows, options, path),
+    )
+    text = (tmp_path / "serving_latency.md").read_text()
+    assert "Command: `python -m benchmarks.serving_latency --quick`" in text
+    assert "| 100 | softmax | index | 2.00 | 3.00 | 1.00 |" in text
+    assert "- N=100: CPR:100+Mi through the index is 2.00x" in text
+    assert pathlib.Path(paths["png"]).read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,99 @@
+"""``tfrec-tricks export``: a finished run as a SavedModel for TF Serving."""
+
+import argparse
+import os
+
+from tfrec_tricks.cli.options import positive_int
+
+HELP = "export a trained run for TF Serving"
+USES_CONFIG = False
+DESCRIPTION = """\
+Export a trained run as a SavedModel for TF Serving: BASE_PATH/NAME/VERSION/
+(written to a temporary folder and renamed, so a running server never sees
+half a version), with signatures `serving_default` (raw item ids of the
+history -> top-K raw item ids and scores) and `score_candidates`, TF Serving
+warmup requests, the model's entry in BASE_PATH/models.config and a REST
+request example BASE_PATH/NAME.request.json.
+
+examples:
+  tfrec-tricks export runs/synthetic --name recommender
+  tfrec-tricks export runs/ml-1m --name ml1m --version 3 --k 20
+"""
+
+
+def _model_name(text: str) -> str:
+    from tfrec_tricks.export.models_config import check_model_name
+
+    try:
+        return check_model_name(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a finished training run"
+    )
+    parser.add_argument(
+        "--name",
+        required=True,
+        type=_model_name,
+        help="model name: TF Serving's URL name and the folder of its "
+        "versions in BASE_PATH (a letter or digit, then letters, digits, "
+        "'_', '.' or '-')",
+    )
+    parser.add_argument(
+        "--version",
+        type=positive_int,
+        metavar="N",
+        help="version number. Default: the next free one",
+    )
+    parser.add_argument(
+        "--k",
+        type=positive_int,
+        default=10,
+        help="items returned per request. Default: 10",
+    )
+    parser.add_argument(
+        "--base-path",
+        default="saved_models",
+        metavar="DIR",
+        help="folder of the served models. Default: saved_models",
+    )
+    parser.add_argument(
+        "--scoring",
+        choices=("auto", "index", "full"),
+        default="auto",
+        help="top-k index (+ CPR re-scoring) or full-catalogue logits. "
+        "Default: auto (index, except for MoS)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from tfrec_tricks.runs.run_directory import check_finished_run
+
+    # The run must be finished and whole before anything is loaded.
+    check_finished_run(args.run_dir)
+
+    from tfrec_tricks.export import export_for_serving
+    from tfrec_tricks.runs.training import load_model
+
+    vocabulary = os.path.join(args.run_dir, "vocabulary.json")
+    model = load_model(args.run_dir)
+    path = export_for_serving(
+        model,
+        os.path.join(args.base_path, args.name),
+        vocabulary,
+        version=args.version,
+        k=args.k,
+        scoring=args.scoring,
+    )
+    root = os.path.abspath(args.base_path)
+    print(
+        f"Exported {path}\nServe it:\n  docker run -p 8501:8501 "
+        f"-v {root}:/models tensorflow/serving "
+        "--model_config_file=/models/models.config\n"
+        f"  curl -d @{args.base_path}/{args.name}.request.json "
+        f"http://localhost:8501/v1/models/{args.name}:predict"
+    )
+    return 0

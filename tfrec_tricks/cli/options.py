@@ -1,0 +1,161 @@
+"""Flags generated from the config dataclasses' fields.
+
+Each field of ``TrainConfig`` and ``ModelConfig`` is declared once with
+``tfrec_tricks.config_fields.option`` (default, help, range); this module
+turns the declarations into argparse arguments, so a default or a help text
+is never written twice.
+"""
+
+import argparse
+import dataclasses
+import types
+import typing
+from typing import Any
+
+from tfrec_tricks.config_fields import CHECKS, field_default
+
+GROUP_TITLES = {
+    "data": "data",
+    "training": "training",
+    "output": "output",
+    "model": "model (unset options keep the defaults shown, or --config's "
+    "values)",
+}
+
+
+def _number(kind: type, check: str | None):
+    """An argparse type: ``kind`` (int or float) within ``CHECKS[check]``."""
+    word = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {word}, got {text!r}"
+            ) from None
+        if check is not None:
+            holds, rule = CHECKS[check]
+            if not holds(value):
+                rule = rule.replace("must be ", "")
+                raise argparse.ArgumentTypeError(f"must be {rule}, got {value}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _validated(validate):
+    """An argparse type from a function that raises ValueError."""
+
+    def parse(text: str):
+        try:
+            return validate(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = validate.__name__
+    return parse
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``"20,100"`` -> ``(20, 100)``; ``"none"`` or ``""`` -> ``()``."""
+    if text.strip().lower() in ("none", ""):
+        return ()
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return values
+
+
+def _scalar_type(annotation: Any) -> Any:
+    """``int | None`` -> ``int``; other annotations unchanged."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return annotation
+    return next(a for a in typing.get_args(annotation) if a is not type(None))
+
+
+def _help(field: dataclasses.Field, default: Any, settings: dict) -> str:
+    """The field's help and its default, or a switch's own help."""
+    if "const" in settings:
+        return (
+            f"{settings.pop('switch_help')} (sets {field.name}="
+            f"{settings['const']!r})"
+        )
+    shown = settings.pop("default_text", None)
+    if shown is None and default is None:
+        return field.metadata["help"]
+    if shown is None:
+        if isinstance(default, bool):
+            shown = "on" if default else "off"
+        elif isinstance(default, tuple):
+            shown = ",".join(map(str, default)) or "none"
+        else:
+            shown = default
+    return f"{field.metadata['help']} Default: {shown}".strip()
+
+
+def add_field_arguments(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    groups: dict,
+    unset_defaults: bool = False,
+) -> list[str]:
+    """Adds a flag for every field of ``cls`` declared with ``cli=True``.
+
+    Args:
+        parser: the command's parser.
+        cls: ``TrainConfig`` or ``ModelConfig``.
+        groups: group name -> argparse argument group, filled as needed.
+        unset_defaults: leave each flag's default None (the field's default
+            then shows only in the help), so that a ``--config`` file's
+            values survive unset flags.
+
+    Returns:
+        The names of the fields that got a flag (each flag's ``dest``).
+    """
+    names = []
+    for field in dataclasses.fields(cls):
+        if not field.metadata.get("cli"):
+            continue
+        settings = dict(field.metadata["flag"])
+        group_name = settings.pop("group", "model")
+        if group_name not in groups:
+            groups[group_name] = parser.add_argument_group(
+                GROUP_TITLES[group_name]
+            )
+        default = field_default(cls, field.name)
+        flag = settings.pop("flag", "--" + field.name.replace("_", "-"))
+        kwargs = {
+            "dest": field.name,
+            "help": _help(field, default, settings),
+            "default": None if unset_defaults else default,
+        }
+        kind = _scalar_type(field.type)
+        check = field.metadata.get("check")
+        validate = settings.pop("validate", None)
+        if validate is not None:
+            kwargs["type"] = _validated(validate)
+        elif "const" in settings:
+            kwargs.update(action="store_const", const=settings.pop("const"))
+        elif kind is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(kind) is tuple:
+            item = typing.get_args(kind)[0]
+            if item is int:
+                kwargs["type"] = int_list
+        elif kind in (int, float):
+            kwargs["type"] = _number(kind, check)
+        kwargs.update(settings)
+        groups[group_name].add_argument(flag, **kwargs)
+        names.append(field.name)
+    return names
+
+
+positive_int = _number(int, "positive")
+probability = _number(float, "probability")

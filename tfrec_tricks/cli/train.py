@@ -1,0 +1,70 @@
+"""``tfrec-tricks train``: one training run into a run directory."""
+
+import argparse
+
+from tfrec_tricks.data.datasets import DATA_ENV
+
+HELP = "train and evaluate a model (start here)"
+USES_CONFIG = True
+DESCRIPTION = f"""\
+Train a sequential retrieval model (GRU4Rec, full softmax over the catalogue)
+and evaluate it with full ranking: leave-one-out by time (last item test,
+second-to-last validation), NDCG@10 / HR@10 / MRR@10 over all items.
+
+Everything lands in OUTPUT_DIR/NAME: run.json (the run's fingerprint),
+config.json, vocabulary.json, history.csv, metrics.json, checkpoints/,
+model/ and tensorboard/. The same command again resumes an interrupted run
+(Ctrl-C, crash, lost machine) from its backup/, or reuses a finished one;
+other settings or data on the same NAME are refused, naming the differences
+(--overwrite replaces the old run).
+
+Watch a run (loss and ranking metrics per epoch, and its settings under
+HPARAMS): tensorboard --logdir OUTPUT_DIR/NAME/tensorboard
+
+data sources:
+  synthetic          built-in generator (default; sizes: --synthetic-*)
+  ml-1m              MovieLens-1M sequences (no timestamps)
+  ml-1m-timed        MovieLens-1M ratings of users 1..2999 (time, rating)
+  ml-100k            MovieLens-100k u.data (time, rating)
+  yoochoose-100k     YOOCHOOSE clicks sample (sessions, many repeat items)
+  tfds:movielens/1m-ratings, tfds:movielens/100k-ratings
+                     through TensorFlow Datasets (offline: --tfds-data-dir
+                     or --tfds-manual-dir)
+  file               one interaction file: --data-path FILE [--format F]
+Real datasets are read from --data-path DIR (default: ${DATA_ENV}, else
+../shared/data), laid out as <dir>/ml-1m/, <dir>/ml-100k/, ...
+
+examples:
+  tfrec-tricks train
+  tfrec-tricks train --data yoochoose-100k --epochs 30
+  tfrec-tricks train --data file --data-path u.data --min-item-interactions 5
+"""
+
+
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard what OUTPUT_DIR/NAME holds (a finished run, or a run "
+        "with other settings) and train afresh. Without it, the same "
+        "settings resume an interrupted run or reuse a finished one, and "
+        "other settings are refused",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_overwrite_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tfrec_tricks.cli.parser import train_config
+    from tfrec_tricks.runs.training import format_results, train
+
+    result = train(
+        train_config(args),
+        verbose=0 if args.quiet else None,
+        overwrite=args.overwrite,
+    )
+    if args.quiet:
+        print(format_results(result.metrics, result.run_dir))
+    return 0

@@ -1,0 +1,181 @@
+"""``TrainConfig``: a training run's data, budget and output settings."""
+
+import dataclasses
+
+from tfrec_tricks.config_fields import check_fields, document_fields, option
+from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
+from tfrec_tricks.data.loaders import FORMATS
+from tfrec_tricks.data.preparation import SPLITS, check_split
+from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.runs.run_directory import check_run_name
+
+# ModelConfig fields that come from the data or the training options.
+DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
+
+
+@document_fields
+@dataclasses.dataclass
+class TrainConfig:
+    """A training run's data, budget and model settings (JSON-serialisable).
+
+    Every field is also a flag of ``tfrec-tricks train`` (``data_path`` is
+    ``--data-path``); ``model`` holds ``ModelConfig`` overrides, the rest
+    of the model keeps ``ModelConfig``'s defaults.
+
+    Example:
+
+    >>> config = TrainConfig(epochs=5, model={"head": "cpr"})
+    >>> config.run_name, config.model_config(num_items=500).head
+    ('synthetic', 'cpr')
+    """
+
+    data: str = option(
+        "synthetic",
+        "data source: synthetic, ml-1m, ml-1m-timed, ml-100k, "
+        "yoochoose-100k, tfds:movielens/1m-ratings, "
+        "tfds:movielens/100k-ratings or file (see above).",
+        group="data",
+        choices=SOURCES,
+        metavar="SOURCE",
+    )
+    data_path: str | None = option(
+        None,
+        "folder of the real datasets (default: $" + DATA_ENV + ", else "
+        "../shared/data), or the file for --data file.",
+        group="data",
+        metavar="PATH",
+    )
+    file_format: str = option(
+        "auto",
+        "format of --data file; auto guesses it from the first line.",
+        group="data",
+        flag="--format",
+        choices=("auto", *FORMATS),
+    )
+    tfds_data_dir: str | None = option(
+        None,
+        "TFDS data_dir holding the prepared dataset.",
+        group="data",
+        metavar="DIR",
+    )
+    tfds_manual_dir: str | None = option(
+        None,
+        "folder with GroupLens' ml-1m.zip / ml-100k.zip.",
+        group="data",
+        metavar="DIR",
+    )
+    synthetic_users: int = option(
+        1000, "synthetic users.", check="positive", group="data", metavar="N"
+    )
+    synthetic_items: int = option(
+        1000, "synthetic items.", check="positive", group="data", metavar="N"
+    )
+    min_user_interactions: int = option(
+        1,
+        "drop users/sessions with fewer interactions (--split every-user "
+        "raises it to 3); 1 keeps all, as RecBole.",
+        check="positive",
+        group="data",
+        metavar="N",
+    )
+    min_item_interactions: int = option(
+        0,
+        "drop items with fewer interactions.",
+        check="non_negative",
+        group="data",
+        metavar="N",
+    )
+    split: str = option(
+        "recbole",
+        "leave-one-out split. recbole: each user's last example is the "
+        "test example (users with 3+ interactions), the one before it the "
+        "validation example (4+), the rest train, as RecBole 1.2.1. "
+        "every-user: users with 3+ interactions only, each giving a "
+        "validation and a test example.",
+        group="data",
+        choices=tuple(SPLITS),
+    )
+    max_len: int = option(
+        50, "history length.", check="positive", group="data", metavar="L"
+    )
+    epochs: int = option(
+        20,
+        "maximum epochs (early stopping on validation NDCG@10 may stop "
+        "sooner).",
+        check="positive",
+        group="training",
+    )
+    batch_size: int = option(128, "", check="positive", group="training")
+    learning_rate: float = option(
+        1e-3, "Adam's learning rate.", check="positive", group="training"
+    )
+    patience: int = option(
+        3,
+        "epochs without a better validation NDCG@10 before stopping.",
+        check="positive",
+        group="training",
+    )
+    bucket_by_length: bool = option(
+        True,
+        "batch histories of similar length together, so that short "
+        "sessions skip the padding columns (same examples per epoch, "
+        "faster).",
+        group="training",
+    )
+    every_position: bool = option(
+        False,
+        "train each session's prefixes in one row with a target per "
+        "position: the encoder runs once per session instead of once per "
+        "prefix (the same examples, losses and gradients; only the random "
+        "draws of dropout and SSE differ; --batch-size then counts target "
+        "positions). Pays off for SASRec on sessions longer than two "
+        "items; GRU4Rec's loop costs per time step.",
+        group="training",
+    )
+    steps_per_execution: int = option(
+        16,
+        "training steps per compiled call (Keras' compile option; the "
+        "progress bar moves S steps at a time).",
+        check="positive",
+        group="training",
+        metavar="S",
+    )
+    seed: int = option(0, "", group="training")
+    output_dir: str = option(
+        "runs", "parent folder of run directories.", group="output"
+    )
+    name: str | None = option(
+        None,
+        "run directory name, one folder name inside OUTPUT_DIR (no '/' "
+        "or '..').",
+        group="output",
+        default_text="the data source name",
+        validate=check_run_name,
+    )
+    model: dict = option(
+        {}, "ModelConfig overrides (the model flags set them).", cli=False
+    )
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.name is not None:
+            check_run_name(self.name)
+        check_split(self.split)
+
+    @property
+    def run_name(self) -> str:
+        """``name``, or one made from the data source's name."""
+        return self.name or self.data.replace(":", "-").replace("/", "-")
+
+    def model_config(self, num_items: int) -> ModelConfig:
+        """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.
+
+        ``model`` overrides the defaults; ``max_len`` and ``learning_rate``
+        come from the training options, ``num_items`` from the data.
+        """
+        return ModelConfig(
+            num_items=num_items,
+            max_len=self.max_len,
+            learning_rate=self.learning_rate,
+            **self.model,
+        )
