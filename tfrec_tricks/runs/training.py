@@ -23,6 +23,11 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.callbacks import (
+    EpochTimer,
+    ResumableEarlyStopping,
+    monitor_history,
+)
 from tfrec_tricks.data import (
     PreparedData,
     Source,
@@ -35,11 +40,6 @@ from tfrec_tricks.metrics import (
     metrics_by_target_kind,
     metrics_from_ranks,
     target_ranks,
-)
-from tfrec_tricks.callbacks import (
-    EpochTimer,
-    ResumableEarlyStopping,
-    monitor_history,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.runs.run_directory import (
@@ -214,7 +214,10 @@ def train(
         write_hparams(
             os.path.join(run_dir, TENSORBOARD_DIR),
             config.run_name,
-            {"train": dataclasses.asdict(config), "model": model_config.to_dict()},
+            {
+                "train": dataclasses.asdict(config),
+                "model": model_config.to_dict(),
+            },
         )
     model = SequentialRetrievalModel.from_data(
         model_config, data, item_graph=source.item_graph

@@ -7,8 +7,8 @@ from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
 
 keras_tuner = import_keras_tuner()
 
-import tensorflow as tf  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
 from tfrec_tricks.data.prefix_merging import merge_prefixes  # noqa: E402
