@@ -47,5 +47,8 @@ def load_tensorflow(verbose: bool) -> None:
         import tensorflow as tf
 
         import tfrec_tricks.models  # noqa: F401  (tf-keras and TFRS)
+
+        # Device discovery logs a CUDA error on machines without a GPU.
+        tf.config.list_physical_devices()
     if not verbose:
         tf.get_logger().setLevel(logging.ERROR)
