@@ -12,6 +12,8 @@ LAYER_MODULES = [
     "tfrec_tricks.layers.stochastic_shared_embedding",
     "tfrec_tricks.layers.softmax_cpr",
     "tfrec_tricks.layers.mixture_of_softmax",
+    "tfrec_tricks.layers.top_k",
+    "tfrec_tricks.layers.common",
     "tfrec_tricks.metrics",
     "tfrec_tricks.runs.repeat_headroom",
     "tfrec_tricks.runs.run_directory",

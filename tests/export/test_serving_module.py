@@ -1,9 +1,13 @@
 """ServingModule: raw-id preparation, exact index scoring, determinism."""
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import tfrec_tricks.export
 from tests.export.conftest import (
     UNKNOWN,
     random_requests,
@@ -277,18 +281,16 @@ def test_history_items_in_the_first_reranker_set_feed_the_next_stage():
     assert expected_ids[0][0] == ITEMS[ranking[3]]
 
 
-def test_top_k_positions_breaks_ties_to_the_lower_item_id():
-    from tfrec_tricks.export.serving_module import top_k_positions
-
-    rng = np.random.default_rng(0)
-    row = np.round(rng.normal(size=(5, 40))).astype("float32")  # many ties
-    row[:, 3] = -0.0  # equal to 0.0, as in top_k
-    row[:, 7] = float("-inf")
-    expected = tf.math.top_k(row, k=12).indices.numpy()
-    # The same items in another order per row, addressed by id.
-    order = np.argsort(rng.random(row.shape), axis=1)
-    shuffled = np.take_along_axis(row, order, axis=1)
-    position = top_k_positions(tf.constant(shuffled), tf.constant(order), 12)
-    np.testing.assert_array_equal(
-        np.take_along_axis(order, position.numpy(), axis=1), expected
+def test_export_reads_no_head_internals():
+    # Serving goes through the model's public inference API
+    # (top_k_candidates, score_candidates, logits); the CPR cascade and
+    # the exact top-k live in tfrec_tricks.layers only.
+    internals = re.compile(
+        r"base_projection|reranker_projections|context_projection|"
+        r"pointer_projection|key_projection|\.merge\b|history_logits|"
+        r"\.projection\b|model\.head\b|\._query\b|item_embedding"
     )
+    folder = pathlib.Path(tfrec_tricks.export.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        found = internals.findall(path.read_text())
+        assert not found, f"{path.name} reads {found}"

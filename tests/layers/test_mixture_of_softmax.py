@@ -59,7 +59,8 @@ def reference(layer, data, use_bias=True):
     out = np.zeros((3, N))
     for i, ids in enumerate(data["ids"]):
         real = [t for t in range(L) if ids[t] != 0]
-        h = data["hidden"][i, real[-1] if real else L - 1].astype("float64")
+        # An empty row reads position 0 (common.last_positions).
+        h = data["hidden"][i, real[-1] if real else 0].astype("float64")
         prior = np.exp(_proj(layer.prior_projection, h))
         prior /= prior.sum()
         queries = np.tanh(_proj(layer.component_projection, h))
@@ -118,10 +119,38 @@ def test_candidate_scores_equal_full_log_probs():
     )
 
 
+def test_score_candidates_equal_full_log_probs():
+    data = _data(seed=3)
+    layer = MixtureOfSoftmax(K, dropout=0.2)
+    # A direct first use builds the layer.
+    per_example = np.array([[1, 2, 2], [3, 0, 10], [10, 9, 4]], "int32")
+    scores = layer.score_candidates(
+        _inputs(data),
+        tf.constant(data["table"]),
+        per_example,
+        item_bias=tf.constant(data["bias"]),
+    ).numpy()
+    full = _call(layer, data).numpy()
+    np.testing.assert_array_equal(
+        scores, np.take_along_axis(full, per_example, axis=1)
+    )
+    shared = layer.score_candidates(
+        _inputs(data), tf.constant(data["table"]), tf.constant([0, 3, 7])
+    )
+    np.testing.assert_array_equal(
+        shared.numpy(), _call(layer, data, use_bias=False).numpy()[:, [0, 3, 7]]
+    )
+
+
 def test_same_call_api_as_softmax_cpr():
     data = _data(seed=4)
     for head in (MixtureOfSoftmax(2), SoftmaxCPR(reranker_ks=(3,))):
         assert _call(head, data).shape == (3, N)
+        every_item = tf.range(N)
+        scores = head.score_candidates(
+            _inputs(data), tf.constant(data["table"]), every_item
+        )
+        assert scores.shape == (3, N)
 
 
 def test_gradients_reach_prior_and_components_and_table():

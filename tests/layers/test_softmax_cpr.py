@@ -9,6 +9,7 @@ import tensorflow as tf
 import tfrec_tricks.layers
 from tfrec_tricks import testing
 from tfrec_tricks.layers import SoftmaxCPR
+from tfrec_tricks.layers.top_k import top_k_positions
 
 NEG = -1e9
 N, D, L = 14, 4, 6
@@ -74,7 +75,7 @@ def reference(layer, data, use_bias=True, layers=None, training=False):
     out = np.zeros((ids.shape[0], N))
     for i in range(ids.shape[0]):
         real = [t for t in range(L) if ids[i, t] != 0]
-        last = real[-1] if real else L - 1
+        last = real[-1] if real else 0  # an empty row reads position 0
         q = hidden[i, last]
         if layer.use_mi:
             sources = layers if layers is not None else [hidden]
@@ -352,6 +353,260 @@ def test_candidate_scores_equal_full_logits(name):
     np.testing.assert_allclose(scores, expected, rtol=1e-6, atol=1e-6)
     # The partition is exact: masked candidates are masked in both.
     np.testing.assert_array_equal(scores == NEG, expected == NEG)
+
+
+# ----------------------------------------------------------- candidate sets
+
+
+def _tables(data):
+    return tf.constant(data["table"]), tf.constant(data["bias"])
+
+
+def _extra_ids(seed):
+    """Per-row ids to score: random, plus each row's history (padding
+    and repeats included)."""
+    extra = np.random.default_rng(seed).integers(0, N, (4, 9)).astype("int32")
+    extra[:, :L] = HISTORY
+    return extra
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_score_candidates_of_the_index_set_equal_full_logits(name):
+    config = CONFIGS[name]
+    data = _data(seed=17)
+    layer = SoftmaxCPR(**config)
+    inputs = _inputs(data, mi_layers=config.get("mi_layers", 0) == 2)
+    table, bias = _tables(data)
+    full = layer(inputs, table, item_bias=bias).numpy()
+    for k in (0, 1, 5):
+        candidates, base = layer.top_k_candidates(
+            inputs, table, k, item_bias=bias, extra_ids=_extra_ids(k)
+        )
+        count = min(sum(layer.reranker_ks) + k, N - layer.mask_padding)
+        if count == 0:  # no reranker, k=0: nothing to retrieve
+            assert candidates.shape == (4, 9)
+        else:
+            assert candidates.shape == (4, count + L + 9)
+        expected = np.take_along_axis(full, candidates.numpy(), axis=1)
+        for given in (base, None):
+            scores = layer.score_candidates(
+                inputs, table, candidates, item_bias=bias, base_logits=given
+            ).numpy()
+            np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(scores == NEG, expected == NEG)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("k", [1, 4, N - 1])
+def test_ranked_index_candidates_are_the_full_top_k(name, k):
+    config = CONFIGS[name]
+    data = _data(seed=23)
+    layer = SoftmaxCPR(**config)
+    inputs = _inputs(data, mi_layers=config.get("mi_layers", 0) == 2)
+    table, bias = _tables(data)
+    full = layer(inputs, table, item_bias=bias).numpy()
+    candidates, base = layer.top_k_candidates(inputs, table, k, item_bias=bias)
+    scores = layer.score_candidates(
+        inputs, table, candidates, item_bias=bias, base_logits=base
+    )
+    scores = tf.where(candidates > 0, scores, float("-inf"))
+    position = top_k_positions(scores, candidates, k)
+    served = tf.gather(candidates, position, batch_dims=1).numpy()
+    # Id 0 is left out (with mask_padding=False it is an item too, but
+    # the set's ranking leaves the fillers out). Ties (the -1e9 of
+    # excluded history items) go to the lower id in both.
+    expected = np.argsort(-full[:, 1:], axis=1, kind="stable")[:, :k] + 1
+    np.testing.assert_array_equal(served, expected)
+
+
+def test_score_candidates_count_a_repeated_id_once():
+    # The index set twice over, shuffled: a cascade that counted both
+    # copies of an item would take k/2 items.
+    data = _data(seed=29)
+    layer = SoftmaxCPR(reranker_ks=(3, 6), merge="add")
+    inputs = _inputs(data)
+    table, bias = _tables(data)
+    full = layer(inputs, table, item_bias=bias).numpy()
+    candidates, _ = layer.top_k_candidates(inputs, table, 2, item_bias=bias)
+    doubled = tf.concat([candidates, candidates], axis=1).numpy()
+    doubled = np.take_along_axis(
+        doubled, np.argsort(np.random.default_rng(0).random(doubled.shape)), 1
+    )
+    scores = layer.score_candidates(inputs, table, doubled, item_bias=bias)
+    np.testing.assert_allclose(
+        scores.numpy(),
+        np.take_along_axis(full, doubled, axis=1),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("name", ["CPR_multi", "add_CPR_multi", "exclude"])
+def test_assume_unique_skips_the_repeat_search_of_a_unique_set(name):
+    data = _data(seed=41)
+    layer = SoftmaxCPR(**CONFIGS[name])
+    inputs = _inputs(data)
+    table, bias = _tables(data)
+    candidates, base = layer.top_k_candidates(inputs, table, 3, item_bias=bias)
+    given = dict(item_bias=bias, base_logits=base)
+    np.testing.assert_array_equal(
+        layer.score_candidates(inputs, table, candidates, **given),
+        layer.score_candidates(
+            inputs, table, candidates, assume_unique=True, **given
+        ),
+    )
+    doubled = tf.concat([candidates, candidates[:, :1]], axis=1)
+    with pytest.raises(ValueError, match="row 0 repeats"):
+        layer.score_candidates(inputs, table, doubled, assume_unique=True)
+
+
+def test_score_candidates_break_ties_at_the_top_k_boundary_as_call():
+    table = np.array(
+        [[0, 0], [9, 9], [5, 4], [3, 1], [0, 1], [1, 0], [2, 2], [4, 4]],
+        "float32",
+    )
+    every_item = np.array([[6, 3, 0, 7, 2, 5, 1, 4]], "int32")
+    for ks in ((3,), (4,), (1, 3)):
+        layer, inputs = _integer_layer(ks)
+        if ks == (1, 3):
+            layer.reranker_projections[0].set_weights(
+                [np.zeros((2, 2), "float32"), np.full(2, -1.0, "float32")]
+            )
+        full = layer(inputs, table).numpy()
+        scores = layer.score_candidates(inputs, table, every_item).numpy()
+        np.testing.assert_array_equal(scores, full[:, every_item[0]])
+
+
+def test_score_candidates_shared_by_the_batch():
+    data = _data(seed=31)
+    layer = SoftmaxCPR(reranker_ks=(4,))
+    inputs = _inputs(data)
+    table, bias = _tables(data)
+    full = layer(inputs, table, item_bias=bias).numpy()
+    every_item = np.arange(N - 1, -1, -1, dtype="int32")
+    scores = layer.score_candidates(inputs, table, every_item, item_bias=bias)
+    np.testing.assert_allclose(
+        scores.numpy(), full[:, every_item], rtol=1e-5, atol=1e-5
+    )
+
+
+def test_candidate_methods_check_what_they_can():
+    data = _data(seed=37)
+    inputs = _inputs(data)
+    table, bias = _tables(data)
+    layer = SoftmaxCPR(reranker_ks=(3,))
+    # Rerankers: the history must be among the candidates (eager check).
+    with pytest.raises(ValueError, match="row 0 lacks its history item 3"):
+        layer.score_candidates(inputs, table, tf.constant([1, 2]))
+    # Without rerankers any ids are fine.
+    SoftmaxCPR(reranker_ks=()).score_candidates(
+        inputs, table, tf.constant([1, 2])
+    )
+    candidates, base = layer.top_k_candidates(inputs, table, 2)
+    with pytest.raises(ValueError, match=r"base_logits.shape=\(4, 3\)"):
+        layer.score_candidates(
+            inputs, table, candidates, base_logits=base[:, :3]
+        )
+    with pytest.raises(ValueError, match="candidate_ids containing 14"):
+        layer.score_candidates(inputs, table, tf.fill([4, 1], 14))
+    with pytest.raises(ValueError, match="Received: k=-1"):
+        layer.top_k_candidates(inputs, table, -1)
+    with pytest.raises(ValueError, match=r"extra_ids.shape=\(2,\)"):
+        layer.top_k_candidates(inputs, table, 1, extra_ids=[1, 2])
+
+
+def test_candidate_methods_in_graph_mode_match_eager():
+    data = _data(seed=13)
+    layer = SoftmaxCPR(reranker_ks=(2, 6), use_mi=True, mi_layers=2)
+    inputs = _inputs(data, mi_layers=True)
+    table, bias = _tables(data)
+    full = layer(inputs, table, item_bias=bias).numpy()
+
+    @tf.function(
+        input_signature=[
+            {
+                "hidden_states": tf.TensorSpec([None, None, D]),
+                "history_ids": tf.TensorSpec([None, None], tf.int32),
+                "layer_hidden_states": [tf.TensorSpec([None, None, D])] * 2,
+            },
+            tf.TensorSpec([None, D]),
+        ]
+    )
+    def run(x, t):  # unknown N and L
+        candidates, base = layer.top_k_candidates(x, t, 3, item_bias=bias)
+        scores = layer.score_candidates(
+            x, t, candidates, item_bias=bias, base_logits=base
+        )
+        return candidates, scores
+
+    candidates, scores = run(inputs, table)
+    np.testing.assert_allclose(
+        scores.numpy(),
+        np.take_along_axis(full, candidates.numpy(), axis=1),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_add_merge_history_item_in_a_reranker_set_gets_no_reranker_term():
+    # merge="add": a history item inside a reranker's top-k gets exactly
+    # base + context + pointer, no reranker term (the authors' RecBole
+    # code, partition_merging_mode="add", would add f_R . e_x too).
+    data = _data(seed=3)
+    data["bias"][5] = 100.0  # item 5 (in row 0's history) tops f_V
+    layer = SoftmaxCPR(reranker_ks=(3,), merge="add")
+    logits = _call(layer, data).numpy()
+    q = data["hidden"][0, 3].astype("float64")
+    e = data["table"][5].astype("float64")
+    base = e @ _proj(layer.base_projection, q) + 100.0
+    assert base > np.max(data["table"] @ _proj(layer.base_projection, q))
+    context = e @ _proj(layer.context_projection, q)
+    key = _proj(layer.key_projection, data["hidden"][0, 1])  # 5 is at t=1
+    pointer = _proj(layer.pointer_projection, q) @ key
+    rerank = e @ _proj(layer.reranker_projections[0], q)
+    np.testing.assert_allclose(logits[0, 5], base + context + pointer, 1e-5)
+    assert abs(rerank) > 0.01  # so the difference would show
+    table, bias = _tables(data)
+    candidates, base_logits = layer.top_k_candidates(
+        _inputs(data), table, 0, item_bias=bias
+    )
+    assert 5 in candidates.numpy()[0]
+    scores = layer.score_candidates(
+        _inputs(data),
+        table,
+        candidates,
+        item_bias=bias,
+        base_logits=base_logits,
+    ).numpy()
+    np.testing.assert_allclose(
+        scores[0, list(candidates.numpy()[0]).index(5)], logits[0, 5], 1e-6
+    )
+
+
+def test_add_differs_from_replace_only_by_the_base_logit():
+    # One reranker: each item gets the terms of exactly one partition in
+    # both modes, so add = replace + f_V . e_x on the C/P and R items and
+    # add = replace on the others.
+    data = _data(seed=19)
+    replace = SoftmaxCPR(reranker_ks=(4,))
+    add = SoftmaxCPR(reranker_ks=(4,), merge="add")
+    expected = _call(replace, data).numpy()
+    _call(add, data)
+    add.set_weights(replace.get_weights())
+    logits = _call(add, data).numpy()
+    for row, ids in enumerate(HISTORY):
+        real = [t for t in range(L) if ids[t] != 0]
+        q = data["hidden"][row, real[-1] if real else 0].astype("float64")
+        base = data["table"] @ _proj(replace.base_projection, q)
+        ranked = base + data["bias"]
+        ranked[0] = -np.inf
+        top = set(np.argsort(-ranked, kind="stable")[:4].tolist())
+        partitioned = top | (set(ids.tolist()) - {0})
+        for x in range(1, N):
+            shift = base[x] if x in partitioned else 0.0
+            np.testing.assert_allclose(
+                logits[row, x] - expected[row, x], shift, atol=1e-4
+            )
 
 
 # ---------------------------------------------------------------- gradients
@@ -655,7 +910,7 @@ def test_start_as_softmax_starts_at_the_tied_softmax(merge, use_mi):
         start_as_softmax=True,
     )
     logits = _call(layer, data).numpy()
-    last = [3, 5, 5, 5]  # true last positions of HISTORY's rows
+    last = [3, 5, 0, 5]  # true last positions of HISTORY's rows (0: empty)
     h = data["hidden"][np.arange(4), last]
     softmax = h @ data["table"].T + data["bias"]
     np.testing.assert_allclose(logits[:, 1:], softmax[:, 1:], atol=1e-5)
@@ -688,7 +943,7 @@ def test_start_as_softmax_differs_from_the_default_start():
     data = _data(seed=5)
     layer = SoftmaxCPR(reranker_ks=(5,), use_mi=True, mi_layers=1)
     logits = _call(layer, data).numpy()
-    h = data["hidden"][np.arange(4), [3, 5, 5, 5]]
+    h = data["hidden"][np.arange(4), [3, 5, 0, 5]]
     softmax = h @ data["table"].T + data["bias"]
     assert np.abs(logits[:, 1:] - softmax[:, 1:]).max() > 0.1
     # The Mi projection keeps its own (random) initializer.
@@ -771,22 +1026,6 @@ def test_bad_call_arguments():
         SoftmaxCPR(reranker_ks=())(_inputs(data), data["table"][:, :3])
 
 
-@pytest.mark.parametrize(
-    "n, k, two_stage",
-    [(700, 3, True), (999, 4, True), (4000, 20, True), (499, 7, False)],
-)
-def test_top_k_ids_is_exact_with_ties(n, k, two_stage):
-    from tfrec_tricks.layers.softmax_cpr import TWO_STAGE_MIN_RATIO, top_k_ids
-
-    assert (n >= TWO_STAGE_MIN_RATIO * k) == two_stage
-
-    rng = np.random.default_rng(n)
-    values = np.round(rng.normal(size=(6, n)) * 2).astype("float32")
-    values[0] = 1.0  # a row of ties only
-    expected = tf.math.top_k(values, k=k).indices.numpy()
-    np.testing.assert_array_equal(top_k_ids(tf.constant(values), k), expected)
-
-
 def test_table_gradient_matches_plain_autodiff():
     # The layer adds the gathered rows' gradient into the matmul's table
     # gradient by hand; compare with TF's own autodiff of the same logits
@@ -802,7 +1041,7 @@ def test_table_gradient_matches_plain_autodiff():
         rows = []
         for i, ids in enumerate(HISTORY):
             real = [t for t in range(L) if ids[t] != 0]
-            q = data["hidden"][i, real[-1] if real else L - 1]
+            q = data["hidden"][i, real[-1] if real else 0]
             f = {
                 name: tf.constant(_proj(dense, q), tf.float32)
                 for name, dense in (

@@ -7,11 +7,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.layers.softmax_cpr import top_k_ids
-
-# Score of padding, unknown and other never-recommended ids: the model's
-# padding logit.
-PADDING_LOGIT = -1e9
+# PADDING_LOGIT: the score of padding, unknown and other never-recommended
+# ids (the model's padding logit).
+from tfrec_tricks.layers.common import PADDING_LOGIT
+from tfrec_tricks.layers.top_k import top_k_positions
 
 SCORING_MODES = ("auto", "index", "full")
 HEADS_WITH_INDEX = ("softmax", "softmax_no_dup", "cpr")
@@ -81,16 +80,18 @@ class ServingModule(tf.Module):
 
     Scoring (``scoring``):
 
-    - ``"index"``: a top-k index over the item table (an exact in-graph
-      index: ``f_V E^T + b`` over the model's own table variable with an
-      exact top-k, the computation of TFRS ``BruteForce`` without a copy
-      of the table), then per head: ``softmax``: its top-K;
-      ``softmax_no_dup``: the top-K with the history's ids masked in the
-      index; ``cpr``: the ``f_V`` top-(sum(reranker_ks) + K) outside the
-      history, united with the history, re-scored with the partitions
-      (rerankers, context, pointer). The re-scored top-K equals the
-      full-catalogue CPR top-K (see ``cpr_candidates``; items with exactly
-      equal logits may come in another order).
+    - ``"index"``: the model's own index path
+      (``SequentialRetrievalModel.top_k_candidates``): one ``[B, N]``
+      product of the head's base query with the model's table variable
+      and an exact in-graph top-k (the computation of TFRS ``BruteForce``
+      without a copy of the table), then per head: ``softmax``: its
+      top-K; ``softmax_no_dup``: the top-K with the history's ids masked
+      in the index; ``cpr``: the ``f_V`` top-(sum(reranker_ks) + K)
+      outside the history, united with the history, re-scored by
+      ``SoftmaxCPR.score_candidates`` (rerankers, context, pointer). The
+      candidates' exact logits (``score_candidates``) are ranked with
+      ties to the lower id (``tfrec_tricks.layers.top_k``), so the
+      served top-K equals the full-catalogue top-K.
     - ``"full"``: the model's logits over the whole catalogue, then top-K.
     - ``"auto"``: ``"index"`` when the head supports it (all but
       ``"mos"``), else ``"full"``.
@@ -179,9 +180,6 @@ class ServingModule(tf.Module):
         self.max_len = config.max_len
         self.num_items = config.num_items
         self.feature_names = tuple(config.features)
-        self.reranker_ks = ()
-        if config.head == "cpr":
-            self.reranker_ks = tuple(sorted(model.head.reranker_ks)[::-1])
         self.item_lookup = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(items[1:], tf.string),
@@ -238,10 +236,16 @@ class ServingModule(tf.Module):
         history, features, _ = self.check_request(history, features)
         ids, states = self._encode(history, features)
         if self.scoring == "full":
-            logits = self._full_logits(ids, states)
-            scores, top = tf.math.top_k(logits, k=self.k)
+            scores, top = tf.math.top_k(
+                self.model.logits(ids, states), k=self.k
+            )
         else:
-            candidates, logits = self._index_candidates(ids, states, self.k)
+            candidates, base = self.model.top_k_candidates(ids, states, self.k)
+            logits = self.model.score_candidates(
+                ids, states, candidates, base_logits=base, assume_unique=True
+            )
+            # Id 0 fills the index's slots when fewer items are left.
+            logits = tf.where(candidates > 0, logits, float("-inf"))
             position = top_k_positions(logits, candidates, self.k)
             scores = tf.gather(logits, position, batch_dims=1)
             top = tf.gather(candidates, position, batch_dims=1)
@@ -276,26 +280,18 @@ class ServingModule(tf.Module):
         ids, states = self._encode(history, features)
         wanted = tf.cast(self.item_lookup.lookup(candidate_ids), tf.int32)
         if self.scoring == "full":
-            logits = self._full_logits(ids, states)
+            logits = self.model.logits(ids, states)
             scores = tf.gather(logits, wanted, batch_dims=1)
-        elif self.head_kind == "cpr":
-            parts = self._cpr_parts(ids, states)
-            candidates, logits = self.cpr_candidates(ids, states, 0, parts)
-            scores = self._base_logits(parts["f_base"], wanted)
-            # Re-scored items (history, reranked) take their re-scored
-            # logit; the others keep f_V . e_x + b_x.
-            same = tf.equal(wanted[:, :, None], candidates[:, None, :]) & (
-                candidates[:, None, :] > 0
-            )
-            found = tf.reduce_any(same, axis=-1)
-            where = tf.argmax(tf.cast(same, tf.int32), -1, tf.int32)
-            scores = tf.where(
-                found, tf.gather(logits, where, batch_dims=1), scores
-            )
         else:
-            scores = self._base_logits(self._softmax_query(ids, states), wanted)
-            if self.head_kind == "softmax_no_dup":
-                scores = tf.where(_in_rows(wanted, ids), PADDING_LOGIT, scores)
+            # The wanted ids join the set CPR's cascade needs (the softmax
+            # heads need none: no index runs for them with k=0).
+            candidates, base = self.model.top_k_candidates(
+                ids, states, 0, extra_ids=wanted
+            )
+            scores = self.model.score_candidates(
+                ids, states, candidates, base_logits=base
+            )
+            scores = scores[:, tf.shape(candidates)[1] - tf.shape(wanted)[1] :]
         scores = tf.where(wanted > 0, scores, PADDING_LOGIT)
         return {"scores": scores}
 
@@ -434,292 +430,6 @@ class ServingModule(tf.Module):
         ids, values = self._prepare(history, features)
         return self.model.encode({"history": ids, **values}, training=False)
 
-    # ------------------------------------------------------------- scoring
-
-    def _table(self) -> tuple:
-        embedding = self.model.item_embedding
-        table = tf.cast(embedding.output_embeddings, tf.float32)
-        bias = embedding.output_bias
-        if bias is not None:
-            bias = tf.cast(bias, tf.float32)
-        return table, bias
-
-    def _full_logits(self, ids: tf.Tensor, states: list) -> tf.Tensor:
-        """The model's own full-catalogue logits ``[B, N]``."""
-        model = self.model
-        if model.head is not None:
-            # The model's own last position (0 for an empty history): the
-            # head's default (L - 1 when empty) depends on the batch's
-            # width, i.e. on the other rows of the request.
-            return model.head(
-                {
-                    "hidden_states": states[-1],
-                    "history_ids": ids,
-                    "layer_hidden_states": list(states),
-                    "last_positions": model.last_positions(ids),
-                },
-                model.item_embedding.output_embeddings,
-                item_bias=model.item_embedding.output_bias,
-                training=False,
-            )
-        logits = model.item_embedding.logits(self._softmax_query(ids, states))
-        logits = tf.cast(logits, tf.float32)
-        if self.head_kind == "softmax_no_dup":
-            logits = tf.tensor_scatter_nd_update(
-                logits,
-                _batch_indices(ids),
-                tf.fill(tf.shape(ids), PADDING_LOGIT),
-            )
-        return logits
-
-    def _softmax_query(self, ids: tf.Tensor, states: list) -> tf.Tensor:
-        h = tf.gather(states[-1], self.model.last_positions(ids), batch_dims=1)
-        if self.model.projection is not None:
-            h = self.model.projection(h)
-        return tf.cast(h, tf.float32)
-
-    def _base_logits(self, query: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
-        """``query . e_x + b_x`` for per-row ids ``[B, M]``."""
-        table, bias = self._table()
-        logits = tf.einsum("bd,bmd->bm", query, tf.gather(table, ids))
-        if bias is not None:
-            logits += tf.gather(bias, ids)
-        return logits
-
-    def _retrieve(
-        self, query: tf.Tensor, count: int, exclude: tf.Tensor | None = None
-    ) -> tuple:
-        """The index: exact top-``count`` of ``query E^T + b``.
-
-        Padding and the ids of ``exclude`` (int ``[B, M]``, per row)
-        excluded: they get -inf, and come last if fewer than ``count``
-        items are left. Ties go to the lower id. The logits come from
-        the same ``[B, N]`` product as the full-catalogue computation's,
-        so they are bitwise equal to it and near-ties at the edge of a
-        reranker's top-k break the same way.
-
-        Returns:
-            ``(ids, logits, excluded)``: int32 and float32 ``[B, count]``,
-            and float32 ``[B, M]``, the logits of the ``exclude`` ids
-            before they were masked (None without ``exclude``).
-        """
-        table, bias = self._table()
-        logits = tf.matmul(query, table, transpose_b=True)
-        if bias is not None:
-            logits += bias
-        excluded = None
-        # Padding (id 0) and the excluded ids in one scatter.
-        masked = tf.zeros([tf.shape(logits)[0], 1], tf.int32)
-        if exclude is not None:
-            exclude = tf.cast(exclude, tf.int32)
-            excluded = tf.gather(logits, exclude, batch_dims=1)
-            masked = tf.concat([masked, exclude], 1)
-        logits = tf.tensor_scatter_nd_update(
-            logits,
-            _batch_indices(masked),
-            tf.fill(tf.shape(masked), float("-inf")),
-        )
-        top = top_k_ids(logits, count)
-        return top, tf.gather(logits, top, batch_dims=1), excluded
-
-    def _index_candidates(self, ids: tf.Tensor, states: list, k: int) -> tuple:
-        """Candidate ids ``[B, C]`` and their exact logits ``[B, C]``.
-
-        The candidates contain the model's full-catalogue top-``k``;
-        entries that must not be recommended have logit -inf.
-        """
-        if self.head_kind == "cpr":
-            return self.cpr_candidates(ids, states, k)
-        query = self._softmax_query(ids, states)
-        exclude = ids if self.head_kind == "softmax_no_dup" else None
-        top, logits, _ = self._retrieve(
-            query, min(k, self.num_items - 1), exclude
-        )
-        return top, logits
-
-    # ----------------------------------------------------------------- CPR
-
-    def _cpr_parts(self, ids: tf.Tensor, states: list) -> dict:
-        """The CPR head's query ``q``, ``f_V`` and hidden states."""
-        head = self.model.head
-        hidden = states[-1]
-        last = self.model.last_positions(ids)
-        query = head.query(hidden, ids, [*states[:-1], hidden], last)
-        return {
-            "query": query,
-            "hidden": hidden,
-            "f_base": self._project(head.base_projection, query),
-        }
-
-    @staticmethod
-    def _project(layer: Any, query: tf.Tensor) -> tf.Tensor:
-        return tf.cast(layer(query), tf.float32)
-
-    def cpr_candidates(
-        self,
-        ids: tf.Tensor,
-        states: list,
-        k: int,
-        parts: dict | None = None,
-    ) -> tuple:
-        """Softmax-CPR re-scoring of the index's candidates.
-
-        An item outside the history and outside every reranker set keeps
-        its ``f_V`` logit (both merge modes). The index retrieves the
-        ``f_V`` top-(``sum(reranker_ks) + K``) among the items *outside*
-        the history (the history's ids are masked first), and the history
-        joins them: ``U``, with no item twice. ``U`` holds every re-scored
-        item and the full-catalogue top-``K``: the reranker cascade
-        (largest ``k`` first) selects at stage ``j`` the best items left by
-        the running logits, so the non-history items it selects are the
-        best ``sum(reranker_ks)`` non-history ``f_V`` items at most, and
-        the rest of the top-``K`` are the next ``K`` of them. (Retrieving
-        over the whole catalogue would need ``max_len`` more, for history
-        items sitting just below the reranked ones.)
-
-        The first stage merges the index's ranking with the history's by
-        binary search (``_first_stage``), later stages run ``top_k`` over
-        ``U``; both break ties to the lower item id (``sort_keys``), as
-        the layer's ``top_k`` over the whole catalogue does.
-
-        Args:
-            ids: int32 ``[B, L]`` prepared history.
-            states: the encoder's per-layer states.
-            k: int. Number of top items the candidates must contain; 0
-                for the re-scored items only.
-            parts: dict or None. ``_cpr_parts(ids, states)`` if computed.
-
-        Returns:
-            ``(candidates, logits)``: int32 ``[B, C]`` ids, the retrieved
-            ones (best ``f_V`` first) then the history (0 for padding and
-            repeated history items), and float32 ``[B, C]`` exact CPR
-            logits (-inf at those 0 ids).
-        """
-        head = self.model.head
-        table, bias = self._table()
-        if parts is None:
-            parts = self._cpr_parts(ids, states)
-        f_base = parts["f_base"]
-        history_vectors = tf.gather(table, ids)  # shared with C and P
-        equal = tf.equal(ids[:, :, None], ids[:, None, :])
-        first = tf.argmax(tf.cast(equal, tf.int32), -1, tf.int32)
-        history_usable = (ids > 0) & tf.equal(first, tf.range(tf.shape(ids)[1]))
-        count = min(sum(self.reranker_ks) + k, self.num_items - 1)
-        if count > 0:
-            # The history's f_V logits come from the index's own [B, N]
-            # product, bitwise equal to the layer's, so near-ties between
-            # history and retrieved items rank as in the layer.
-            top, top_logits, history_logits = self._retrieve(
-                f_base, count, exclude=ids
-            )
-            # Fewer non-history items than `count`: -inf fills the rest.
-            top_usable = top_logits > float("-inf")
-            candidates = tf.concat([top, ids], axis=1)
-            running = tf.concat([top_logits, history_logits], axis=1)
-            usable = tf.concat([top_usable, history_usable], axis=1)
-        else:
-            history_logits = self._base_logits(f_base, ids)
-            candidates, running, usable = ids, history_logits, history_usable
-        candidates = tf.where(usable, candidates, 0)
-        running = tf.where(usable, running, float("-inf"))
-        # (Unusable entries are never selected: their rows do not matter.)
-        vectors = history_vectors
-        if count > 0:
-            vectors = tf.concat([tf.gather(table, top), vectors], axis=1)
-        candidate_bias = 0.0 if bias is None else tf.gather(bias, candidates)
-        projections = dict(zip(head.reranker_ks, head.reranker_projections))
-        for stage, size in enumerate(self.reranker_ks):
-            # The cascade's stage: the top-k of the running logits over
-            # the whole catalogue (ties to the lower id, as the layer).
-            if stage == 0:
-                selected = usable & _first_stage(
-                    sort_keys(running, candidates), count, size
-                )
-            else:
-                position = top_k_positions(running, candidates, size)
-                selected = usable & (
-                    tf.scatter_nd(
-                        _batch_indices(position),
-                        tf.ones(tf.shape(position), tf.int32),
-                        tf.shape(running),
-                    )
-                    > 0
-                )
-            f_rerank = self._project(projections[size], parts["query"])
-            scores = tf.einsum("bd,bcd->bc", f_rerank, vectors)
-            if head.merge == "replace":
-                running = tf.where(selected, scores + candidate_bias, running)
-            else:
-                running = tf.where(selected, running + scores, running)
-        values = self.model.head.history_logits(
-            parts["query"],
-            f_base,
-            parts["hidden"],
-            ids,
-            ids > 0,
-            equal,
-            table,
-            bias,
-            training=False,
-            vectors=history_vectors,
-        )
-        # The history is U's last L columns (the index excluded it).
-        values = tf.where(history_usable, values, float("-inf"))
-        logits = tf.concat([running[:, : -tf.shape(ids)[1]], values], axis=1)
-        return candidates, logits
-
-
-def sort_keys(logits: tf.Tensor, item_ids: tf.Tensor) -> tf.Tensor:
-    """int64 keys ordered as ``logits``, ties ordered by lower item id.
-
-    The float's order-preserving bits above the complemented id: a larger
-    key is a larger logit or, for equal logits, a lower id, which is how
-    ``tf.math.top_k`` over a whole-catalogue row ranks items.
-    """
-    bits = tf.bitcast(logits + 0.0, tf.int32)  # + 0.0: -0.0 becomes 0.0
-    ordered = tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, 0x7FFFFFFF), bits)
-    return tf.bitwise.left_shift(tf.cast(ordered, tf.int64), 32) + (
-        0xFFFFFFFF - tf.cast(item_ids, tf.int64)
-    )
-
-
-def top_k_positions(
-    logits: tf.Tensor, item_ids: tf.Tensor, k: int
-) -> tf.Tensor:
-    """Positions ``[B, k]`` of the ``k`` largest ``logits`` per row.
-
-    Ties go to the lower item id (``item_ids``, same shape as
-    ``logits``), as ``tf.math.top_k`` over a whole-catalogue row does, in
-    whatever order the candidates come (see ``sort_keys``).
-    """
-    return tf.math.top_k(sort_keys(logits, item_ids), k=k).indices
-
-
-def _first_stage(keys: tf.Tensor, count: int, size: int) -> tf.Tensor:
-    """Whether each of ``U``'s items is in the whole-catalogue top-``size``.
-
-    ``keys``: ``sort_keys`` of ``U`` = the index's ``count`` items, in
-    descending order, then the history (unsorted). A merge of the two
-    rankings by binary search instead of a ``top_k`` over ``U``: the
-    ``r``-th retrieved item's rank is ``r`` plus the history items above
-    it; a history item's rank counts the items of both parts above it.
-    """
-    retrieved, history = keys[:, :count], keys[:, count:]
-    length = tf.shape(history)[1]
-    history_ascending = tf.reverse(tf.math.top_k(history, length).values, [1])
-    retrieved_ascending = tf.reverse(retrieved, [1])
-
-    def above(ascending: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
-        # How many keys of `ascending` exceed each value.
-        below = tf.searchsorted(ascending, values, side="right")
-        return tf.shape(ascending)[1] - below
-
-    retrieved_rank = tf.range(count) + above(history_ascending, retrieved)
-    history_rank = above(retrieved_ascending, history) + above(
-        history_ascending, history
-    )
-    return tf.concat([retrieved_rank < size, history_rank < size], axis=1)
-
 
 def _check(condition: tf.Tensor, template: str, *shapes: tf.Tensor) -> Any:
     """An ``Assert`` op whose message is ``template`` with the ``shapes``.
@@ -742,15 +452,3 @@ def _runtime_rank(tensor: tf.Tensor) -> tf.Tensor:
     """
     shape = tf.shape(tensor)
     return tf.size(tf.boolean_mask(shape, shape >= 0))
-
-
-def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
-    """``[B, K]`` column ids -> ``[B, K, 2]`` (row, column) indices."""
-    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
-    return tf.stack([rows, ids], axis=-1)
-
-
-def _in_rows(ids: tf.Tensor, history: tf.Tensor) -> tf.Tensor:
-    """``[B, M]``: whether each id is a real item of its row's history."""
-    same = tf.equal(ids[:, :, None], history[:, None, :])
-    return tf.reduce_any(same & (history > 0)[:, None, :], axis=-1)

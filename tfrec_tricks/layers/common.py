@@ -1,8 +1,16 @@
-"""Small pieces the layers share."""
+"""Small pieces the layers share: constants, checks, the heads' inputs.
+
+The output heads (`SoftmaxCPR`, `MixtureOfSoftmax`) read the same inputs
+(a dict of the encoder's states and the history ids, an item table and an
+optional bias) and follow one rule for the position whose state scores the
+next item (`last_positions`); `SequentialRetrievalModel` follows it too.
+"""
 
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 
 # Logit given to ids that must never win (padding id 0; history items of
@@ -71,3 +79,246 @@ def check_head_arguments(dropout: Any, output_dim: Any) -> None:
             "`output_dim` must be a positive int or None. "
             f"Received: output_dim={output_dim!r}"
         )
+
+
+def is_training(training: Any) -> bool:
+    """Python bool of a ``training`` argument (None or unknown: inference)."""
+    if training is None:
+        return False
+    value = tf.get_static_value(training)
+    return bool(value) if value is not None else False
+
+
+def batch_indices(ids: tf.Tensor) -> tf.Tensor:
+    """``[B, K]`` column ids -> ``[B, K, 2]`` (row, column) scatter indices."""
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
+    return tf.stack([rows, ids], axis=-1)
+
+
+def last_positions(history_ids: tf.Tensor) -> tf.Tensor:
+    """Position of each row's last real id; 0 for a row without one.
+
+    The one rule of the package for the position whose state ``h`` scores
+    the next item: the output heads' default and
+    ``SequentialRetrievalModel``'s. Rows may be left- or right-padded
+    (padding id 0); the last non-padding id is found either way.
+
+    An empty row (all padding) reads position 0: for a causal encoder the
+    state after one padding step, which is the same whatever the width
+    ``L`` of the batch. Position ``L - 1`` would hold the state after
+    ``L`` padding steps, and ``L`` is set by the batch's longest history
+    (or a request's width), so an empty row's answer would depend on the
+    other rows it is batched with.
+
+    Args:
+        history_ids: int ``[B, L]``, padding 0.
+
+    Returns:
+        int32 ``[B]``.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.layers.common import last_positions
+    >>> ids = tf.constant([[3, 5, 0, 0], [0, 0, 2, 9], [0, 0, 0, 0]])
+    >>> last_positions(ids).numpy().tolist()
+    [1, 3, 0]
+    """
+    valid = tf.not_equal(history_ids, 0)
+    length = tf.shape(history_ids)[1]
+    from_end = tf.argmax(
+        tf.reverse(tf.cast(valid, tf.int32), axis=[1]),
+        axis=1,
+        output_type=tf.int32,
+    )
+    return tf.where(tf.reduce_any(valid, axis=1), length - 1 - from_end, 0)
+
+
+def unpack_head_inputs(inputs: Any) -> tuple:
+    """Checks the ``inputs`` dict of an output head; returns its parts.
+
+    Args:
+        inputs: dict with ``"hidden_states"`` float ``[B, L, d]``,
+            ``"history_ids"`` int ``[B, L]`` and optionally
+            ``"layer_hidden_states"`` (list of ``[B, L, d]``) and
+            ``"last_positions"`` (int ``[B]``).
+
+    Returns:
+        ``(hidden_states, history_ids, layer_hidden_states or None,
+        last_positions)``, with ``history_ids`` cast to int32 and
+        ``last_positions`` int32 ``[B]``: the given ``"last_positions"``
+        or, when absent, `last_positions` of the history.
+
+    Raises:
+        ValueError: a key is missing or unknown, or a shape or dtype is
+            wrong (the message says what was received).
+    """
+    keys = {"hidden_states", "history_ids"}
+    optional = {"layer_hidden_states", "last_positions"}
+    if not isinstance(inputs, Mapping):
+        raise ValueError(
+            "`inputs` must be a dict with keys 'hidden_states' [B, L, d] and "
+            "'history_ids' [B, L] (and optionally 'layer_hidden_states', "
+            f"'last_positions'). Received: inputs={type(inputs).__name__}"
+        )
+    if not keys <= set(inputs) or not set(inputs) <= keys | optional:
+        raise ValueError(
+            "`inputs` needs keys 'hidden_states' and 'history_ids' and may "
+            "have 'layer_hidden_states' and 'last_positions'. "
+            f"Received: keys={sorted(inputs)}"
+        )
+    hidden = tf.convert_to_tensor(inputs["hidden_states"])
+    ids = tf.convert_to_tensor(inputs["history_ids"])
+    if hidden.shape.rank != 3 or ids.shape.rank != 2:
+        raise ValueError(
+            "`hidden_states` must be [B, L, d] and `history_ids` [B, L]. "
+            f"Received: hidden_states.shape={hidden.shape}, "
+            f"history_ids.shape={ids.shape}"
+        )
+    if not ids.dtype.is_integer:
+        raise ValueError(
+            "`history_ids` must be integers. "
+            f"Received: history_ids.dtype={ids.dtype.name}"
+        )
+    layers = inputs.get("layer_hidden_states")
+    if layers is not None:
+        layers = [tf.convert_to_tensor(x) for x in layers]
+    ids = tf.cast(ids, tf.int32)
+    last = inputs.get("last_positions")
+    if last is None:
+        last = last_positions(ids)
+    else:
+        last = tf.convert_to_tensor(last)
+        if last.shape.rank != 1 or not last.dtype.is_integer:
+            raise ValueError(
+                "`last_positions` must be integers [B]. Received: "
+                f"shape={last.shape}, dtype={last.dtype.name}"
+            )
+        last = tf.cast(last, tf.int32)
+    return hidden, ids, layers, last
+
+
+def as_item_table(
+    item_embeddings: Any,
+    item_bias: Any,
+    units: Any = None,
+    dense: bool = True,
+) -> tuple:
+    """The item table ``[N, d]`` and bias ``[N]`` (or None) as float32.
+
+    Args:
+        item_embeddings: float ``[N, d]``.
+        item_bias: float ``[N]`` or None.
+        units: int or None. The row size the head needs, checked when
+            both it and ``d`` are known.
+        dense: bool. Read a variable table whole, as a tensor (a
+            full-catalogue matmul reads it anyway). ``False`` keeps a
+            float32 variable as it is, so that gathers from it read only
+            their rows: once a variable has been gathered from (the input
+            lookup of a tied table), TensorFlow copies all of it on every
+            dense read. Defaults to ``True``.
+
+    Raises:
+        ValueError: a rank or the row size is wrong.
+    """
+    if dense:
+        item_embeddings = tf.convert_to_tensor(item_embeddings)
+    table = tf.cast(item_embeddings, tf.float32)
+    if table.shape.rank != 2:
+        raise ValueError(
+            "`item_embeddings` must be the item table [N, d]. "
+            f"Received: item_embeddings.shape={table.shape}"
+        )
+    if units is not None and table.shape[-1] not in (None, units):
+        raise ValueError(
+            f"The item table rows must have size {units} (output_dim, "
+            "or the hidden size when output_dim is None). "
+            f"Received: item_embeddings.shape={table.shape}"
+        )
+    bias = None
+    if item_bias is not None:
+        if dense:
+            item_bias = tf.convert_to_tensor(item_bias)
+        bias = tf.cast(item_bias, tf.float32)
+        if bias.shape.rank != 1:
+            raise ValueError(
+                "`item_bias` must be a vector [N]. "
+                f"Received: item_bias.shape={bias.shape}"
+            )
+    return table, bias
+
+
+def num_rows(table: Any) -> Any:
+    """``N`` of an item table: a Python int when static, else a tensor.
+
+    (``tf.shape`` of a variable would add a read of the whole table.)
+    """
+    static = table.shape[0]
+    return int(static) if static is not None else tf.shape(table)[0]
+
+
+def check_ids_in_range(name: str, ids: tf.Tensor, num_items: Any) -> None:
+    """Raises ValueError (eager only) when an id is outside ``[0, N)``."""
+    if not tf.executing_eagerly() or not hasattr(ids, "numpy"):
+        return
+    values = np.asarray(ids.numpy())
+    n = int(num_items)
+    bad = values[(values < 0) | (values >= n)]
+    if bad.size:
+        raise ValueError(
+            f"`{name}` must be item ids in [0, {n}) (the item table has "
+            f"{n} rows). Received: {name} containing {int(bad.flat[0])}"
+        )
+
+
+def candidate_ids_tensor(
+    candidate_ids: Any, num_items: Any, name: str = "candidate_ids"
+) -> tf.Tensor:
+    """``candidate_ids`` as int32 ``[M]`` or ``[B, M]``, checked.
+
+    Raises:
+        ValueError: another rank, or (eager) an id outside ``[0, N)``; the
+            message names the argument ``name``.
+    """
+    candidate_ids = tf.cast(tf.convert_to_tensor(candidate_ids), tf.int32)
+    if candidate_ids.shape.rank not in (1, 2):
+        raise ValueError(
+            f"`{name}` must have shape [M] or [B, M]. "
+            f"Received: {name}.shape={candidate_ids.shape}"
+        )
+    check_ids_in_range(name, candidate_ids, num_items)
+    return candidate_ids
+
+
+def first_occurrences(ids: tf.Tensor) -> tf.Tensor:
+    """For each entry of ``ids`` ``[B, M]``, the column of its id's first
+    occurrence in the row, int32 ``[B, M]``.
+
+    ``O(M log M)`` per row (a stable sort and a binary search), instead
+    of an ``[B, M, M]`` comparison.
+    """
+    order = tf.argsort(ids, axis=1, stable=True)
+    ordered = tf.gather(ids, order, batch_dims=1)
+    first = tf.searchsorted(ordered, ids, side="left", out_type=tf.int32)
+    return tf.gather(order, first, batch_dims=1)
+
+
+def history_positions(item_ids: tf.Tensor, history_ids: tf.Tensor) -> tuple:
+    """Which items ``[B, M]`` are in their row's history, and where.
+
+    Args:
+        item_ids: int32 ``[B, M]``.
+        history_ids: int32 ``[B, L]``, padding 0 (never a history item).
+
+    Returns:
+        ``(found, position)``: bool ``[B, M]``, and int32 ``[B, M]`` the
+        first position of the item in the history (meaningless where not
+        found). ``O((L + M) log L)`` per row, no ``[B, M, L]`` comparison.
+    """
+    keyed = tf.where(tf.not_equal(history_ids, 0), history_ids, -1)
+    order = tf.argsort(keyed, axis=1, stable=True)
+    ordered = tf.gather(keyed, order, batch_dims=1)
+    at = tf.searchsorted(ordered, item_ids, side="left", out_type=tf.int32)
+    at = tf.minimum(at, tf.maximum(tf.shape(history_ids)[1] - 1, 0))
+    found = tf.equal(tf.gather(ordered, at, batch_dims=1), item_ids)
+    return found & tf.not_equal(item_ids, 0), tf.gather(order, at, batch_dims=1)

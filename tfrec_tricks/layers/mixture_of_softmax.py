@@ -5,13 +5,12 @@ from typing import Any
 import tensorflow as tf
 
 from tfrec_tricks.layers.common import (
-    check_head_arguments,
-    dense_projection,
-)
-from tfrec_tricks.layers.softmax_cpr import (
     PADDING_LOGIT,
-    _as_table,
+    as_item_table,
+    candidate_ids_tensor,
+    check_head_arguments,
     check_ids_in_range,
+    dense_projection,
     unpack_head_inputs,
 )
 from tfrec_tricks.serialization import register
@@ -22,7 +21,8 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
     """Mixture of ``K`` softmaxes over the item catalogue (Yang et al., 2018).
 
     With ``h`` the hidden state at the true last position of each history
-    (same rule as `SoftmaxCPR`), a prior ``pi = softmax(W_pi h + b_pi)``
+    (``tfrec_tricks.layers.common.last_positions``, as `SoftmaxCPR`: an
+    empty history reads position 0), a prior ``pi = softmax(W_pi h + b_pi)``
     over ``K`` components and component queries
     ``h_k = tanh(W_k h + b_k)``, the layer returns
 
@@ -36,7 +36,9 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
 
     The call API matches `SoftmaxCPR`, so a model can swap the heads; the
     history ids serve only to find the last position (unless
-    ``last_positions`` gives it).
+    ``last_positions`` gives it). So does `score_candidates`, though the
+    mixture does not factorise into one query vector: it has no top-k
+    index, and scoring candidates costs as much as the catalogue.
 
     Cost: ``K`` full ``[B, N]`` logit matrices (``O(K N d)`` per example and
     a ``[B, K, N]`` float32 intermediate), against one for a plain softmax.
@@ -158,6 +160,18 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
             )
         super().build(input_shape)
 
+    def _read_inputs(
+        self, inputs: Any, item_embeddings: Any, item_bias: Any
+    ) -> tuple:
+        """Checked ``(hidden, last, table, bias)``; builds on a first use."""
+        hidden, ids, _, last = unpack_head_inputs(inputs)
+        if not self.built:
+            self.build({"hidden_states": hidden.shape})
+        units = self.output_dim or hidden.shape[-1]
+        table, bias = as_item_table(item_embeddings, item_bias, units)
+        check_ids_in_range("history_ids", ids, tf.shape(table)[0])
+        return hidden, last, table, bias
+
     def call(
         self,
         inputs: Any,
@@ -166,28 +180,79 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         candidate_ids: Any = None,
         training: Any = None,
     ) -> tf.Tensor:
-        hidden, ids, _, last = unpack_head_inputs(inputs)
-        table, bias = _as_table(item_embeddings, item_bias)
-        units = self.output_dim or hidden.shape[-1]
-        if table.shape[-1] is not None and table.shape[-1] != units:
-            raise ValueError(
-                f"The item table rows must have size {units} (output_dim, "
-                "or the hidden size when output_dim is None). "
-                f"Received: item_embeddings.shape={table.shape}"
-            )
-        num_items = tf.shape(table)[0]
-        check_ids_in_range("history_ids", ids, num_items)
+        hidden, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias
+        )
         if candidate_ids is not None:
-            candidate_ids = tf.cast(
-                tf.convert_to_tensor(candidate_ids), tf.int32
+            candidate_ids = candidate_ids_tensor(
+                candidate_ids, tf.shape(table)[0]
             )
-            if candidate_ids.shape.rank not in (1, 2):
-                raise ValueError(
-                    "`candidate_ids` must have shape [M] or [B, M]. "
-                    f"Received: candidate_ids.shape={candidate_ids.shape}"
-                )
-            check_ids_in_range("candidate_ids", candidate_ids, num_items)
+        return self._log_probs(
+            hidden, last, table, bias, candidate_ids, training
+        )
 
+    def score_candidates(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        candidate_ids: Any,
+        item_bias: Any = None,
+        training: Any = False,
+    ) -> tf.Tensor:
+        """Log-probabilities of candidates, exactly as ``call`` gives them.
+
+        The same method as `SoftmaxCPR.score_candidates`, so a model scores
+        candidates with either head. The mixture's normalisation needs
+        every item, so this costs as much as ``call`` (``O(K N d)`` per
+        row); there is no precondition on the candidates.
+
+        Args:
+            inputs: dict, as for ``call``.
+            item_embeddings: float ``[N, output_dim]``, the item table.
+            candidate_ids: int ``[M]`` (shared by the batch) or ``[B, M]``,
+                ids in ``[0, N)`` (repeats allowed).
+            item_bias: float ``[N]`` or None. Defaults to ``None``.
+            training: bool. Enables dropout. Defaults to ``False``.
+
+        Returns:
+            float32 ``[B, M]``: ``call(...)`` at the candidates' ids.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> import tfrec_tricks.layers
+        >>> head = tfrec_tricks.layers.MixtureOfSoftmax(num_components=2)
+        >>> inputs = {
+        ...     "hidden_states": tf.random.normal((2, 4, 8)),
+        ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
+        ... }
+        >>> table = tf.random.normal((10, 8))
+        >>> candidates = tf.constant([[5, 9], [0, 3]])
+        >>> scores = head.score_candidates(inputs, table, candidates)
+        >>> full = tf.gather(head(inputs, table), candidates, batch_dims=1)
+        >>> print(scores.shape, bool(tf.reduce_all(scores == full)))
+        (2, 2) True
+        """
+        hidden, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias
+        )
+        candidate_ids = candidate_ids_tensor(candidate_ids, tf.shape(table)[0])
+        return self._log_probs(
+            hidden, last, table, bias, candidate_ids, training
+        )
+
+    def _log_probs(
+        self,
+        hidden: tf.Tensor,
+        last: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidate_ids: tf.Tensor | None,
+        training: Any,
+    ) -> tf.Tensor:
+        """Log-probabilities ``[B, N]``, or ``[B, M]`` at the candidates."""
+        units = self.output_dim or hidden.shape[-1]
+        num_items = tf.shape(table)[0]
         h = tf.gather(hidden, last, batch_dims=1)
         log_prior = tf.nn.log_softmax(
             tf.cast(self.prior_projection(h), tf.float32), axis=-1

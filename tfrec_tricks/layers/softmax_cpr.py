@@ -8,163 +8,27 @@ import tensorflow as tf
 
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
+    as_item_table,
+    batch_indices,
+    candidate_ids_tensor,
     check_head_arguments,
+    check_ids_in_range,
     dense_projection,
+    first_occurrences,
+    history_positions,
+    is_training,
+    num_rows,
+    unpack_head_inputs,
+)
+from tfrec_tricks.layers.top_k import (
+    TWO_STAGE_MIN_RATIO,
+    brute_force_top_k,
+    sort_keys,
+    top_k_ids,
 )
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
-
-
-def true_last_positions(history_ids: tf.Tensor) -> tf.Tensor:
-    """Index of the last non-padding id of each row of ``history_ids``.
-
-    Works for left- and right-padded rows. A row with no real id (all
-    padding) gets the last index ``L - 1``, as a left-padded row would.
-
-    Args:
-        history_ids: int tensor ``[B, L]``, padding id 0.
-
-    Returns:
-        int32 tensor ``[B]``.
-    """
-    valid = tf.cast(tf.not_equal(history_ids, 0), tf.int32)
-    length = tf.shape(history_ids)[1]
-    from_end = tf.argmax(
-        tf.reverse(valid, axis=[1]), axis=1, output_type=tf.int32
-    )
-    return length - 1 - from_end
-
-
-def unpack_head_inputs(inputs: Any) -> tuple:
-    """Checks the ``inputs`` dict of an output head; returns its parts.
-
-    Returns:
-        ``(hidden_states, history_ids, layer_hidden_states or None,
-        last_positions)``, with ``history_ids`` cast to int32 and
-        ``last_positions`` int32 [B]: the given ``"last_positions"`` or,
-        when absent, ``true_last_positions(history_ids)``.
-    """
-    keys = {"hidden_states", "history_ids"}
-    optional = {"layer_hidden_states", "last_positions"}
-    if not isinstance(inputs, Mapping):
-        raise ValueError(
-            "`inputs` must be a dict with keys 'hidden_states' [B, L, d] and "
-            "'history_ids' [B, L] (and optionally 'layer_hidden_states', "
-            f"'last_positions'). Received: inputs={type(inputs).__name__}"
-        )
-    if not keys <= set(inputs) or not set(inputs) <= keys | optional:
-        raise ValueError(
-            "`inputs` needs keys 'hidden_states' and 'history_ids' and may "
-            "have 'layer_hidden_states' and 'last_positions'. "
-            f"Received: keys={sorted(inputs)}"
-        )
-    hidden = tf.convert_to_tensor(inputs["hidden_states"])
-    ids = tf.convert_to_tensor(inputs["history_ids"])
-    if hidden.shape.rank != 3 or ids.shape.rank != 2:
-        raise ValueError(
-            "`hidden_states` must be [B, L, d] and `history_ids` [B, L]. "
-            f"Received: hidden_states.shape={hidden.shape}, "
-            f"history_ids.shape={ids.shape}"
-        )
-    if not ids.dtype.is_integer:
-        raise ValueError(
-            "`history_ids` must be integers. "
-            f"Received: history_ids.dtype={ids.dtype.name}"
-        )
-    layers = inputs.get("layer_hidden_states")
-    if layers is not None:
-        layers = [tf.convert_to_tensor(x) for x in layers]
-    ids = tf.cast(ids, tf.int32)
-    last = inputs.get("last_positions")
-    if last is None:
-        last = true_last_positions(ids)
-    else:
-        last = tf.convert_to_tensor(last)
-        if last.shape.rank != 1 or not last.dtype.is_integer:
-            raise ValueError(
-                "`last_positions` must be integers [B]. Received: "
-                f"shape={last.shape}, dtype={last.dtype.name}"
-            )
-        last = tf.cast(last, tf.int32)
-    return hidden, ids, layers, last
-
-
-def check_ids_in_range(name: str, ids: tf.Tensor, num_items: Any) -> None:
-    """Raises ValueError (eager only) when an id is outside ``[0, N)``."""
-    if not tf.executing_eagerly() or not hasattr(ids, "numpy"):
-        return
-    values = np.asarray(ids.numpy())
-    n = int(num_items)
-    bad = values[(values < 0) | (values >= n)]
-    if bad.size:
-        raise ValueError(
-            f"`{name}` must be item ids in [0, {n}) (the item table has "
-            f"{n} rows). Received: {name} containing {int(bad.flat[0])}"
-        )
-
-
-def _as_table(item_embeddings: Any, item_bias: Any) -> tuple:
-    table = tf.cast(tf.convert_to_tensor(item_embeddings), tf.float32)
-    if table.shape.rank != 2:
-        raise ValueError(
-            "`item_embeddings` must be the item table [N, d]. "
-            f"Received: item_embeddings.shape={table.shape}"
-        )
-    bias = None
-    if item_bias is not None:
-        bias = tf.cast(tf.convert_to_tensor(item_bias), tf.float32)
-        if bias.shape.rank != 1:
-            raise ValueError(
-                "`item_bias` must be a vector [N]. "
-                f"Received: item_bias.shape={bias.shape}"
-            )
-    return table, bias
-
-
-def _is_training(training: Any) -> bool:
-    """Python bool of a ``training`` argument (None or unknown: inference)."""
-    if training is None:
-        return False
-    value = tf.get_static_value(training)
-    return bool(value) if value is not None else False
-
-
-#: ``top_k_ids`` splits the selection in two stages from ``n / k`` on.
-TWO_STAGE_MIN_RATIO = 200
-
-
-def top_k_ids(logits: tf.Tensor, k: int) -> tf.Tensor:
-    """``tf.math.top_k(logits, k).indices``, faster for long rows.
-
-    Exact, ties included (lower index first). For rows of statically
-    known length ``n >= TWO_STAGE_MIN_RATIO * k`` it splits each row into
-    groups of ``c`` (about ``sqrt(n / k)``) items, keeps the ``k`` groups
-    with the largest maxima (every top-``k`` item is in one of them), and
-    runs the ``top_k`` kernel on those ``k c`` items only: ``O(n)`` cheap
-    work plus two small ``top_k`` calls instead of one ``top_k`` over
-    ``n``. Shorter rows use ``top_k`` directly: below that ratio the two
-    small calls cost more than the one (measured on CPU at batch 256:
-    1.5x slower at n=2,917, k=101; 0.87x at n=20,000, k=101).
-    """
-    n = logits.shape[-1]
-    if n is None or n < TWO_STAGE_MIN_RATIO * k:
-        return tf.math.top_k(logits, k=k).indices
-    group = max(4, int(round((n / k) ** 0.5)))
-    groups = -(-n // group)
-    if groups * group != n:
-        logits = tf.pad(
-            logits,
-            [[0, 0], [0, groups * group - n]],
-            constant_values=float("-inf"),
-        )
-    grouped = tf.reshape(logits, [-1, groups, group])
-    _, best = tf.math.top_k(tf.reduce_max(grouped, axis=-1), k=k)
-    best = tf.sort(best, axis=-1)  # candidates in increasing item id
-    values = tf.reshape(tf.gather(grouped, best, batch_dims=1), [-1, k * group])
-    _, position = tf.math.top_k(values, k=k)
-    ids = best[:, :, None] * group + tf.range(group)[None, None, :]
-    return tf.gather(tf.reshape(ids, [-1, k * group]), position, batch_dims=1)
 
 
 def _product_and_rows(
@@ -201,10 +65,20 @@ def _product_and_rows(
     return forward(query, table)
 
 
-def _batch_indices(ids: tf.Tensor) -> tf.Tensor:
-    """``[B, K]`` column ids -> ``[B, K, 2]`` (row, column) scatter indices."""
-    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(ids))
-    return tf.stack([rows, ids], axis=-1)
+def _check_unique(candidates: tf.Tensor, skip_padding: bool) -> None:
+    """Eager only: no id (but padding 0, if skipped) repeats in a row."""
+    if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
+        return
+    rows = np.atleast_2d(np.asarray(candidates.numpy()))
+    for row, ids in enumerate(rows):
+        ids = np.sort(ids[ids != 0] if skip_padding else ids)
+        repeated = ids[1:][ids[1:] == ids[:-1]]
+        if repeated.size:
+            raise ValueError(
+                "With assume_unique=True no item id may repeat within a "
+                "row of `candidate_ids`. Received: candidate_ids whose row "
+                f"{row} repeats {repeated[0]}"
+            )
 
 
 @register
@@ -244,12 +118,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
       Positions before the start of the history (index < 0 or a padding
       id) contribute zeros. Without Mi, ``q = h``.
 
-    ``merge="replace"`` (the reference) makes a partition's logit replace
-    the base logit: history items get ``C (+P)`` whatever the top-k sets
-    say, then rerankers, then ``f_V``. ``merge="add"`` adds the partition
-    terms to the base logit: history items get ``f_V.e_x + f_C.e_x + P``,
-    top-k items ``f_V.e_x`` plus the reranker term of every cascade stage
-    that selected them.
+    ``merge`` says how a partition's terms meet the base logit: they
+    replace it (``"replace"``, the reference's default) or are added to it
+    (``"add"``); see the argument.
 
     The item bias ``b_x`` (if given) is part of the item's output
     representation, so it is added exactly once to every item's logit,
@@ -258,11 +129,17 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     ``h`` is the hidden state at the *true* last position of each row,
     the last non-padding id of ``history_ids`` (rows may be left- or
     right-padded), or the given ``last_positions``. A row with no real id
-    reads position ``L - 1`` (pass ``last_positions`` to choose another,
-    e.g. 0 for right-padded rows, so that the answer does not depend on
-    ``L``), has an empty history (no C/P items) and gets finite ``f_V`` /
-    reranker logits. Padding id 0 never enters a partition and, with
+    reads position 0 (``tfrec_tricks.layers.common.last_positions``: the
+    state after one padding step, the same whatever the batch's width
+    ``L``, so an empty row's logits never depend on the other rows), has
+    an empty history (no C/P items) and gets finite ``f_V`` / reranker
+    logits. Padding id 0 never enters a partition and, with
     ``mask_padding``, its logit is ``-1e9``.
+
+    Scoring a candidate set instead of the catalogue (e.g. at serving):
+    `top_k_candidates` gives a set that holds the top-``K`` (one ``[B, N]``
+    product and an exact top-k index) and `score_candidates` scores a set
+    exactly as ``call`` scores the catalogue, with no ``[B, N]`` work.
 
     ``exclude_history`` is "softmax without duplication": when ``training``
     is false the history items' logits are ``-1e9`` (after everything
@@ -297,8 +174,28 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             many). Defaults to ``2``.
         mi_window: int. With Mi, how many positions ending at the last one
             to read per layer. Defaults to ``3``.
-        merge: str. ``"replace"`` or ``"add"``, see above. Defaults to
-            ``"replace"``.
+        merge: str. How a partition's terms meet the base logit
+            ``f_V . e_x``. ``"replace"`` (the reference): history items
+            get ``f_C . e_x + P``, the other items a reranker selected
+            ``f_R . e_x`` (the last stage's), the rest ``f_V . e_x``.
+            ``"add"``: the terms are added to the base logit: history
+            items get ``f_V . e_x + f_C . e_x + P``, the other reranked
+            items ``f_V . e_x`` plus the term of every cascade stage that
+            selected them. In both modes the history partition is
+            exclusive: a history item inside a reranker's top-k gets no
+            reranker term (it still takes a slot of that top-k and, in a
+            cascade, feeds the next stage). So each item gets the terms of
+            exactly one partition, and with one reranker ``"add"`` differs
+            from ``"replace"`` only by the base logit, added to the logit
+            of every C/P and R item. This is a deliberate, named
+            difference from the authors' RecBole code in add mode
+            (``SASRecCPR`` / ``GRU4RecCPR`` with
+            ``partition_merging_mode="add"``, which ``--cpr-merge add``
+            stands for): it adds C and P on top of logits that already
+            hold the reranker terms, so there a history item inside a
+            reranker set gets ``f_V . e_x + f_R . e_x + f_C . e_x + P``.
+            ``"replace"`` agrees with the authors' code. The bias ``b_x``
+            is added once in every case. Defaults to ``"replace"``.
         dropout: float. Dropout rate on the query projections' outputs
             ``f_V, f_C, f_P, f_R`` (training only; the pointer keys and
             ``W_M`` are not dropped). Defaults to ``0.0``.
@@ -346,10 +243,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             None. Score only these items; the scores equal the full logits
             at those ids (a candidate is in the context partition iff it
             is in that example's history). Without rerankers this costs
-            ``O(M d + M L)`` per example and never touches the rest of the
-            catalogue; with rerankers the top-k sets depend on the whole
-            catalogue, so the full ``[B, N]`` logits are computed and
-            gathered (``O(N d)`` per example). Defaults to ``None``.
+            ``O(M d + M log L)`` per example and never touches the rest of
+            the catalogue; with rerankers the top-k sets depend on the
+            whole catalogue, so the full ``[B, N]`` logits are computed and
+            gathered (``O(N d)`` per example; `score_candidates` scores a
+            set that holds the cascade's items without it). Defaults to
+            ``None``.
         training: bool. Enables dropout; disables ``exclude_history``.
 
     Returns:
@@ -547,7 +446,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             y = self.dropout_layer(y, training=training)
         return tf.cast(y, tf.float32)
 
-    def query(
+    def _query(
         self,
         hidden: tf.Tensor,
         ids: tf.Tensor,
@@ -555,9 +454,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         last: tf.Tensor,
     ) -> tf.Tensor:
         """The query q the partitions' projections read.
-
-        Public so that a serving path that scores a candidate set (see
-        ``tfrec_tricks.export``) computes exactly the layer's query.
 
         Args:
             hidden: float ``[B, L, d_h]``, the last layer's states.
@@ -592,7 +488,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         mixed = tf.nn.gelu(mixed, approximate=True)
         return tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
 
-    def history_logits(
+    def _history_logits(
         self,
         query: tf.Tensor,
         f_base: tf.Tensor,
@@ -608,17 +504,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         """Logit of the history item at each position, ``[B, L]`` (C, P).
 
         Identical for every occurrence of an item up to float rounding;
-        callers read the first occurrence. Public so that a serving path
-        that re-scores a candidate set (``tfrec_tricks.export``) uses the
-        layer's own computation.
+        callers read the first occurrence.
 
         Args:
-            query: ``[B, q]``, from ``query``.
+            query: ``[B, q]``, from ``_query``.
             f_base: float32 ``[B, d]``, the base projection of ``query``.
             hidden: ``[B, L, d_h]``, the last layer's states (pointer keys).
             ids: int ``[B, L]``, the history (padding 0).
             valid: bool ``[B, L]``, ``ids != 0``.
-            equal: bool ``[B, L, L]``, ``ids[:, :, None] == ids[:, None]``.
+            equal: bool ``[B, L, L]``, ``ids[:, :, None] == ids[:, None]``
+                (read by the pointer only; None without it).
             table: float32 ``[N, d]``; bias: float32 ``[N]`` or None.
             training: enables the projections' dropout.
             vectors: ``table[ids]`` if already gathered.
@@ -673,7 +568,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         """
         count = k + 1 if skip_padding else k
         n = logits.shape[-1]
-        unsorted = _is_training(training) and (
+        unsorted = is_training(training) and (
             n is None or n < TWO_STAGE_MIN_RATIO * count
         )
         if unsorted:
@@ -716,7 +611,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     def _merge_scores(
         self, logits: tf.Tensor, top: tf.Tensor, scores: tf.Tensor
     ) -> tf.Tensor:
-        index = _batch_indices(top)
+        index = batch_indices(top)
         if self.merge == "replace":
             return tf.tensor_scatter_nd_update(logits, index, scores)
         return tf.tensor_scatter_nd_add(logits, index, scores)
@@ -725,7 +620,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         return (
             self.use_context
             or self.use_pointer
-            or (self.exclude_history and not _is_training(training))
+            or (self.exclude_history and not is_training(training))
         )
 
     def _check_ks(self, num_items: tf.Tensor, static_n: int | None) -> list:
@@ -751,6 +646,42 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             )
         return checks
 
+    def _stages(self) -> list:
+        """``(k, projection)`` of the rerankers in cascade order (largest
+        ``k`` first)."""
+        return sorted(
+            zip(self.reranker_ks, self.reranker_projections),
+            key=lambda pair: -pair[0],
+        )
+
+    def _read_inputs(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        item_bias: Any,
+        dense: bool = True,
+    ) -> tuple:
+        """Checked ``(hidden, ids, layers, last, table, bias)`` of a call.
+
+        Builds the layer first when a public method is its first call.
+        ``dense=False`` keeps a variable table a variable (see
+        ``common.as_item_table``): the candidate methods gather rows.
+        """
+        hidden, ids, layers, last = unpack_head_inputs(inputs)
+        if not self.built:
+            shapes = {"hidden_states": hidden.shape}
+            if layers is not None:
+                shapes["layer_hidden_states"] = [x.shape for x in layers]
+            self.build(shapes)
+        units = self.output_dim or hidden.shape[-1]
+        table, bias = as_item_table(item_embeddings, item_bias, units, dense)
+        num_items = num_rows(table)
+        checks = self._check_ks(num_items, table.shape[0])
+        check_ids_in_range("history_ids", ids, num_items)
+        with tf.control_dependencies(checks):
+            ids = tf.identity(ids)
+        return hidden, ids, layers, last, table, bias
+
     def call(
         self,
         inputs: Any,
@@ -759,46 +690,27 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         candidate_ids: Any = None,
         training: Any = None,
     ) -> tf.Tensor:
-        hidden, ids, layers, last = unpack_head_inputs(inputs)
-        table, bias = _as_table(item_embeddings, item_bias)
-        static_n = table.shape[0]
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias
+        )
         num_items = tf.shape(table)[0]
-        units = self.output_dim or hidden.shape[-1]
-        if table.shape[-1] is not None and table.shape[-1] != units:
-            raise ValueError(
-                f"The item table rows must have size {units} (output_dim, "
-                "or the hidden size when output_dim is None). "
-                f"Received: item_embeddings.shape={table.shape}"
-            )
-        checks = self._check_ks(num_items, static_n)
-        check_ids_in_range("history_ids", ids, num_items)
         if candidate_ids is not None:
-            candidate_ids = tf.cast(
-                tf.convert_to_tensor(candidate_ids), tf.int32
-            )
-            if candidate_ids.shape.rank not in (1, 2):
-                raise ValueError(
-                    "`candidate_ids` must have shape [M] or [B, M]. "
-                    f"Received: candidate_ids.shape={candidate_ids.shape}"
-                )
-            check_ids_in_range("candidate_ids", candidate_ids, num_items)
-        with tf.control_dependencies(checks):
-            ids = tf.identity(ids)
+            candidate_ids = candidate_ids_tensor(candidate_ids, num_items)
 
         valid = tf.not_equal(ids, 0)
-        query = self.query(hidden, ids, layers, last)
+        query = self._query(hidden, ids, layers, last)
         f_base = self._project(self.base_projection, query, training)
 
         if candidate_ids is not None and not self.reranker_ks:
-            return self._candidate_scores(
+            return self._candidate_logits(
                 query,
                 f_base,
                 hidden,
                 ids,
-                valid,
                 table,
                 bias,
                 candidate_ids,
+                None,
                 training,
             )
 
@@ -819,10 +731,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         # Rerankers: a cascade from the largest k to the smallest, selected
         # on gradient-free logits (padding skipped when masked).
-        stages = sorted(
-            zip(self.reranker_ks, self.reranker_projections),
-            key=lambda pair: -pair[0],
-        )
+        stages = self._stages()
         selected = []
         for j, (k, projection) in enumerate(stages):
             top = self._select(running, k, self.mask_padding, training)
@@ -861,10 +770,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         if uses_history:
             equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
-            if self.exclude_history and not _is_training(training):
+            if self.exclude_history and not is_training(training):
                 values = tf.fill(tf.shape(ids), PADDING_LOGIT)
             else:
-                values = self.history_logits(
+                values = self._history_logits(
                     query,
                     f_base,
                     hidden,
@@ -898,7 +807,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                     [values, tf.cast(zeros, tf.float32) + PADDING_LOGIT], 1
                 )
             logits = tf.tensor_scatter_nd_update(
-                logits, _batch_indices(columns), values
+                logits, batch_indices(columns), values
             )
 
         if candidate_ids is None:
@@ -907,54 +816,421 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             return tf.gather(logits, candidate_ids, axis=1)
         return tf.gather(logits, candidate_ids, batch_dims=1)
 
-    def _candidate_scores(
+    # ------------------------------------------------------ candidate sets
+
+    def top_k_candidates(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        k: int,
+        item_bias: Any = None,
+        extra_ids: Any = None,
+    ) -> tuple:
+        """A candidate set that holds ``call``'s top-``k``, from an index.
+
+        The serving index path: one ``[B, N]`` product of the base query
+        with the table (``f_V E^T + b``, the very product ``call`` ranks
+        the catalogue with), its exact top-``(sum(reranker_ks) + k)``
+        among the items *outside* the history (ties to the lower id, see
+        ``tfrec_tricks.layers.top_k``), then the history, then
+        ``extra_ids``. This set meets the precondition of
+        `score_candidates` and holds ``call``'s top-``k``: the cascade's
+        non-history selections are the best ``sum(reranker_ks)`` items
+        outside the history by base logit at most, every other item
+        outside the history keeps its base logit, so the rest of the
+        top-``k`` are the next ``k`` of them. (Retrieving over the whole
+        catalogue instead would need ``L`` more, for history items just
+        below the reranked ones.)
+
+        Rank ``score_candidates(..., candidates, base_logits=base)`` with
+        ``tfrec_tricks.layers.top_k.top_k_positions`` (ties to the lower
+        id) for ``call``'s exact top-``k``, entries with id 0 left out.
+        Cost: the product and one top-k over ``N``; everything else is
+        ``O(C d)`` per row. Without rerankers and with ``k=0`` there is
+        nothing to retrieve: no product, and the set is ``extra_ids``.
+
+        Args:
+            inputs: dict, as for ``call``.
+            item_embeddings: float ``[N, output_dim]``, the item table.
+            k: int >= 0. The top-``k`` the set must hold (0: only what the
+                cascade needs, e.g. to score ``extra_ids``). With ``N``
+                known statically, at most the ``N - 1`` real items are
+                retrieved (``N`` with ``mask_padding=False``); otherwise
+                ``sum(reranker_ks) + k`` must be at most ``N``.
+            item_bias: float ``[N]`` or None. Defaults to ``None``.
+            extra_ids: int ``[B, E]`` or None. Ids to append to the set
+                (repeats allowed), with their base logits from the same
+                product. Defaults to ``None``.
+
+        Returns:
+            ``(candidate_ids, base_logits)``: int32 ``[B, C]``, the
+            retrieved ids (best first), the history (first occurrences;
+            0 for padding and repeats), then ``extra_ids``; no id twice
+            before ``extra_ids`` except 0, which also fills the retrieved
+            part when fewer items are left (so, with ``mask_padding`` and
+            without ``extra_ids``, `score_candidates` may take
+            ``assume_unique=True``). And float32 ``[B, C]``, their base
+            logits ``f_V . e_x + b_x``, to pass to `score_candidates`.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> import tfrec_tricks.layers
+        >>> from tfrec_tricks.layers.top_k import top_k_positions
+        >>> head = tfrec_tricks.layers.SoftmaxCPR(reranker_ks=(3,))
+        >>> inputs = {
+        ...     "hidden_states": tf.random.normal((2, 4, 8)),
+        ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
+        ... }
+        >>> table = tf.random.normal((50, 8))
+        >>> candidates, base = head.top_k_candidates(inputs, table, k=5)
+        >>> print(candidates.shape)  # 3 + 5 retrieved, 4 history slots
+        (2, 12)
+        >>> scores = head.score_candidates(
+        ...     inputs, table, candidates, base_logits=base, assume_unique=True)
+        >>> scores = tf.where(candidates > 0, scores, float("-inf"))
+        >>> best = tf.gather(candidates, top_k_positions(
+        ...     scores, candidates, 5), batch_dims=1)
+        >>> expected = tf.math.top_k(head(inputs, table), 5).indices
+        >>> bool(tf.reduce_all(best == expected))
+        True
+        """
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias, dense=False
+        )
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValueError(f"`k` must be an int >= 0. Received: k={k!r}")
+        extra = None
+        if extra_ids is not None:
+            extra = candidate_ids_tensor(
+                extra_ids, num_rows(table), "extra_ids"
+            )
+            if extra.shape.rank != 2:
+                raise ValueError(
+                    "`extra_ids` must be per-row ids [B, E]. "
+                    f"Received: extra_ids.shape={extra.shape}"
+                )
+        count = sum(self.reranker_ks) + int(k)
+        if table.shape[0] is not None:
+            count = min(count, table.shape[0] - int(self.mask_padding))
+        query = self._query(hidden, ids, layers, last)
+        f_base = self._project(self.base_projection, query, False)
+        if count == 0:
+            if extra is None:
+                extra = tf.zeros_like(ids[:, :0])
+            base = tf.einsum("bd,bed->be", f_base, tf.gather(table, extra))
+            if bias is not None:
+                base += tf.gather(bias, extra)
+            return extra, base
+        # The history (and padding, when masked) is left out of the index.
+        if self.mask_padding:
+            exclude = tf.concat([tf.zeros_like(ids[:, :1]), ids], axis=1)
+        else:
+            exclude = tf.where(tf.not_equal(ids, 0), ids, -1)
+        top, top_logits, product = brute_force_top_k(
+            f_base, table, count, bias, exclude_ids=exclude
+        )
+        # Fewer items outside the history than `count`: 0 fills the rest.
+        top = tf.where(top_logits > float("-inf"), top, 0)
+        is_first = tf.equal(
+            first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
+        )
+        parts = [top, tf.where(is_first, ids, 0)]
+        if extra is not None:
+            parts.append(extra)
+        candidates = tf.concat(parts, axis=1)
+        # The base logits from the index's own product, bitwise equal to
+        # the one `call` ranks with: near-ties break as in `call`.
+        return candidates, tf.gather(product, candidates, batch_dims=1)
+
+    def score_candidates(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        candidate_ids: Any,
+        item_bias: Any = None,
+        training: Any = False,
+        base_logits: Any = None,
+        assume_unique: bool = False,
+    ) -> tf.Tensor:
+        """Logits of a candidate set, exactly as ``call`` scores the catalogue.
+
+        Every candidate gets the logit ``call`` gives it (its partition,
+        padding masked, ``exclude_history``), without touching the rest of
+        the catalogue: ``O(M d + M log M + L^2)`` per row, no ``[B, N]``
+        tensor. The reranker cascade runs over the candidates: each stage
+        takes the top-``k`` items of the running logits among them (ties
+        to the lower id; padding skipped unless ``mask_padding=False``; a
+        repeated id counts once), as ``call`` takes it over the catalogue.
+
+        Precondition (with rerankers): each row's candidates must hold
+        everything the cascade can select, so that its top-``k`` sets over
+        the candidates are those over the catalogue: the row's history and
+        the top ``sum(reranker_ks)`` items by base logit ``f_V . e_x +
+        b_x`` among the items outside the history (as `top_k_candidates`
+        gives; more candidates are fine). Otherwise the reranked sets, and
+        so the logits, can differ from ``call``'s. In eager mode a row
+        whose history is not among its candidates raises ValueError; the
+        top-``sum(reranker_ks)`` part cannot be checked without the
+        ``[B, N]`` product. Without rerankers there is no precondition.
+
+        Args:
+            inputs: dict, as for ``call``.
+            item_embeddings: float ``[N, output_dim]``, the item table.
+            candidate_ids: int ``[M]`` (shared by the batch) or ``[B, M]``.
+                Ids in ``[0, N)``; repeats and padding 0 are allowed.
+            item_bias: float ``[N]`` or None. Defaults to ``None``.
+            training: bool. Enables dropout; disables
+                ``exclude_history``. Defaults to ``False``.
+            base_logits: float ``[B, M]`` or None. The candidates' base
+                logits if an index computed them (`top_k_candidates`
+                does): the cascade then ranks the candidates with the very
+                values ``call`` ranks the catalogue with. Recomputed from
+                the gathered rows they can differ in the last bit, enough
+                to swap two nearly tied items at a reranker's boundary in
+                a large catalogue. None: computed from the gathered rows.
+                Defaults to ``None``.
+            assume_unique: bool. As in ``numpy.isin``: if True, no id
+                repeats within a row (padding 0 may, with ``mask_padding``:
+                it is never selected), as in `top_k_candidates`' set
+                without ``extra_ids``. That saves the cascade the
+                ``O(M log M)`` sort that finds repeats. Checked in eager
+                mode; with rerankers and a repeated id the logits are
+                otherwise undefined. Defaults to ``False``.
+
+        Returns:
+            float32 ``[B, M]``: ``call(...)`` at the candidates' ids.
+
+        Raises:
+            ValueError: ids outside ``[0, N)`` or, with rerankers, a
+                history item missing from its row's candidates, or a
+                repeated id with ``assume_unique`` (eager mode);
+                ``base_logits`` not of the candidates' shape.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> import tfrec_tricks.layers
+        >>> head = tfrec_tricks.layers.SoftmaxCPR(reranker_ks=())
+        >>> inputs = {
+        ...     "hidden_states": tf.random.normal((2, 4, 8)),
+        ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
+        ... }
+        >>> table = tf.random.normal((10, 8))
+        >>> candidates = tf.constant([[5, 9, 0], [3, 7, 7]])
+        >>> scores = head.score_candidates(inputs, table, candidates)
+        >>> full = tf.gather(head(inputs, table), candidates, batch_dims=1)
+        >>> print(scores.shape, bool(tf.reduce_all(
+        ...     tf.abs(scores - full) < 1e-5)))
+        (2, 3) True
+        """
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias, dense=False
+        )
+        candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
+        if base_logits is not None:
+            base_logits = tf.cast(tf.convert_to_tensor(base_logits), tf.float32)
+            expected = tf.TensorShape([None, candidates.shape[-1]])
+            if candidates.shape.rank == 2:
+                expected = candidates.shape
+            if not base_logits.shape.is_compatible_with(expected):
+                raise ValueError(
+                    "`base_logits` must give one logit per candidate "
+                    f"{expected}. Received: base_logits.shape="
+                    f"{base_logits.shape}, candidate_ids.shape="
+                    f"{candidates.shape}"
+                )
+        if self.reranker_ks:
+            self._check_history_in_candidates(ids, candidates)
+        if assume_unique:
+            _check_unique(candidates, self.mask_padding)
+        query = self._query(hidden, ids, layers, last)
+        f_base = self._project(self.base_projection, query, training)
+        return self._candidate_logits(
+            query,
+            f_base,
+            hidden,
+            ids,
+            table,
+            bias,
+            candidates,
+            base_logits,
+            training,
+            assume_unique,
+        )
+
+    def _check_history_in_candidates(
+        self, ids: tf.Tensor, candidates: tf.Tensor
+    ) -> None:
+        """Eager only: every history id is among its row's candidates."""
+        if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
+            return
+        history = np.asarray(ids.numpy())
+        pool = np.asarray(candidates.numpy())
+        if pool.ndim == 1:
+            pool = np.broadcast_to(pool, (history.shape[0], pool.size))
+        found = (history[:, :, None] == pool[:, None, :]).any(axis=-1)
+        missing = np.argwhere((history != 0) & ~found)
+        if missing.size:
+            row, position = missing[0]
+            raise ValueError(
+                "With rerankers, each row of `candidate_ids` must hold the "
+                "row's history and the top sum(reranker_ks)="
+                f"{sum(self.reranker_ks)} items by base logit outside it "
+                "(see `top_k_candidates`): the cascade's top-k sets can "
+                "take any of them. Received: candidate_ids whose row "
+                f"{row} lacks its history item {history[row, position]}"
+            )
+
+    def _candidate_logits(
         self,
         query: tf.Tensor,
         f_base: tf.Tensor,
         hidden: tf.Tensor,
         ids: tf.Tensor,
-        valid: tf.Tensor,
         table: tf.Tensor,
         bias: tf.Tensor | None,
-        candidate_ids: tf.Tensor,
+        candidates: tf.Tensor,
+        base_logits: tf.Tensor | None,
         training: Any,
+        assume_unique: bool = False,
     ) -> tf.Tensor:
-        """Scores ``[B, M]`` of candidates, without rerankers."""
-        vectors = tf.gather(table, candidate_ids)
-        if candidate_ids.shape.rank == 1:
-            scores = tf.matmul(f_base, vectors, transpose_b=True)
+        """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``."""
+        if candidates.shape.rank == 1 and (
+            self.reranker_ks or base_logits is not None
+        ):
+            # The cascade and given logits are per row.
             candidates = tf.broadcast_to(
-                candidate_ids[None, :],
-                [tf.shape(ids)[0], tf.shape(candidate_ids)[0]],
+                candidates[None, :],
+                [tf.shape(ids)[0], tf.shape(candidates)[0]],
+            )
+        vectors = None
+        if candidates.shape.rank == 1:
+            # A set shared by the batch: one [B, d] x [d, M] product.
+            scores = tf.matmul(
+                f_base, tf.gather(table, candidates), transpose_b=True
+            )
+            candidates = tf.broadcast_to(
+                candidates[None, :],
+                [tf.shape(ids)[0], tf.shape(candidates)[0]],
             )
         else:
-            scores = tf.einsum("bd,bmd->bm", f_base, vectors)
-            candidates = candidate_ids
-        if bias is not None:
+            if self.reranker_ks or base_logits is None:
+                vectors = tf.gather(table, candidates)  # [B, M, d]
+            if base_logits is None:
+                scores = tf.einsum("bd,bmd->bm", f_base, vectors)
+        if base_logits is not None:
+            scores = base_logits
+        elif bias is not None:
             scores += tf.gather(bias, candidates)
+
+        first = None
+        if self.reranker_ks:
+            scores, first = self._candidate_cascade(
+                query,
+                table,
+                bias,
+                candidates,
+                vectors,
+                scores,
+                training,
+                assume_unique,
+            )
         if self.mask_padding:
             scores = tf.where(
                 tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
             )
-        if not self._uses_history(training):
-            return scores
-        matches = (
-            tf.equal(candidates[:, :, None], ids[:, None, :])
-            & valid[:, None, :]
-        )  # [B, M, L]
-        in_history = tf.reduce_any(matches, axis=-1)
-        if self.exclude_history and not _is_training(training):
-            return tf.where(in_history, tf.constant(PADDING_LOGIT), scores)
-        equal = tf.equal(ids[:, :, None], ids[:, None, :])
-        values = self.history_logits(
-            query, f_base, hidden, ids, valid, equal, table, bias, training
-        )
-        position = tf.argmax(
-            tf.cast(matches, tf.int32), axis=2, output_type=tf.int32
-        )
-        return tf.where(
-            in_history, tf.gather(values, position, batch_dims=1), scores
-        )
+        if self._uses_history(training):
+            found, position = history_positions(candidates, ids)
+            if self.exclude_history and not is_training(training):
+                scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
+            else:
+                equal = None
+                if self.use_pointer:
+                    equal = tf.equal(ids[:, :, None], ids[:, None, :])
+                values = self._history_logits(
+                    query,
+                    f_base,
+                    hidden,
+                    ids,
+                    tf.not_equal(ids, 0),
+                    equal,
+                    table,
+                    bias,
+                    training,
+                )
+                scores = tf.where(
+                    found, tf.gather(values, position, batch_dims=1), scores
+                )
+        if first is not None:
+            # Every copy of a repeated id takes its first occurrence's
+            # logit (the one the cascade ranked).
+            scores = tf.gather(scores, first, batch_dims=1)
+        return scores
+
+    def _candidate_cascade(
+        self,
+        query: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidates: tf.Tensor,
+        vectors: tf.Tensor,
+        logits: tf.Tensor,
+        training: Any,
+        assume_unique: bool,
+    ) -> tuple:
+        """The reranker cascade over candidate sets ``[B, M]``.
+
+        Stage by stage (largest ``k`` first), the top-``k`` of the
+        gradient-free running logits among the selectable candidates
+        (first occurrences; not padding when masked), ranked by
+        `sort_keys`: larger logit first, ties to the lower id, as
+        ``call``'s `_select` ranks the catalogue. The selected get the
+        stage's reranker term, merged as in ``call``.
+
+        A repeated id enters at its first occurrence only, and its copies
+        take that occurrence's logit at the end: copies' logits computed
+        from rows gathered at different columns can differ in the last
+        bit, and counted twice they would take two slots of a top-k.
+
+        Returns:
+            ``(logits, first)``: float32 ``[B, M]`` (valid at first
+            occurrences) and int32 ``[B, M]``, each entry's first
+            occurrence (None with ``assume_unique``).
+        """
+        first = None
+        selectable = None
+        if not assume_unique:
+            first = first_occurrences(candidates)
+            selectable = tf.equal(
+                first, tf.range(tf.shape(candidates)[1])[None]
+            )
+        if self.mask_padding:
+            real = tf.not_equal(candidates, 0)
+            selectable = real if selectable is None else selectable & real
+        lowest = tf.int64.min
+        for k, projection in self._stages():
+            keys = sort_keys(tf.stop_gradient(logits), candidates)
+            if selectable is not None:
+                keys = tf.where(selectable, keys, lowest)
+            # The k-th largest key (keys of selectable entries are
+            # distinct; the padding columns cover rows of fewer than k).
+            padded = tf.pad(keys, [[0, 0], [0, k]], constant_values=lowest)
+            kth = tf.reduce_min(
+                tf.math.top_k(padded, k=k, sorted=False).values, axis=1
+            )
+            selected = keys >= kth[:, None]
+            if selectable is not None:
+                selected &= selectable
+            f_rerank = self._project(projection, query, training)
+            scores = self._rerank_scores(
+                f_rerank, table, bias, candidates, vectors=vectors
+            )
+            if self.merge == "replace":
+                logits = tf.where(selected, scores, logits)
+            else:
+                logits = tf.where(selected, logits + scores, logits)
+        return logits, first
 
     def get_config(self) -> dict:
         config = super().get_config()

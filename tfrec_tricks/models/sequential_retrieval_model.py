@@ -13,9 +13,11 @@ from tfrec_tricks.layers import (
     SoftOneHotEncoding,
     StochasticSharedEmbedding,
     TiedItemEmbedding,
+    common,
 )
-from tfrec_tricks.layers.common import PADDING_LOGIT
+from tfrec_tricks.layers.common import PADDING_LOGIT, history_positions
 from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
+from tfrec_tricks.layers.top_k import brute_force_top_k
 from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
 from tfrec_tricks.models.config import LOG1P_FEATURES, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
@@ -61,6 +63,12 @@ class SequentialRetrievalModel(tfrs.Model):
     the encoder then runs once per row and ``compute_loss`` scores every
     target position (``expand_positions``), with the loss averaged over the
     positions; losses and gradients equal those of the prefix examples.
+
+    At inference, ``logits``, ``top_k_candidates`` and ``score_candidates``
+    score the histories ``encode`` returns: the full catalogue, or an
+    exact top-k through an index plus the re-scoring of its candidates
+    (what ``tfrec_tricks.export.ServingModule`` serves, without reading
+    the head's internals).
 
     The model tracks NDCG@K / HR@K / MRR@K (``tfrec_tricks.metrics``) of the
     full-catalogue logits, so ``model.evaluate`` and
@@ -340,21 +348,22 @@ class SequentialRetrievalModel(tfrs.Model):
 
     @staticmethod
     def last_positions(history: tf.Tensor) -> tf.Tensor:
-        """Position of each right-padded row's last item, 0 when empty.
+        """Position of each row's last item, 0 when empty.
 
-        An empty history reads the state after one padding step, the same
-        whatever the batch's width, for every head (and in the export).
+        ``tfrec_tricks.layers.common.last_positions``, the rule the output
+        heads follow too: an empty history reads the state after one
+        padding step, the same whatever the batch's width, so its answer
+        never depends on the other rows (in the export too).
         """
-        lengths = tf.reduce_sum(tf.cast(history > 0, tf.int32), axis=1)
-        return tf.maximum(lengths - 1, 0)
+        return common.last_positions(history)
 
     def _head_inputs(self, history, states, training):
+        # The heads read the last position by the same rule as the model.
         hidden = self.output_dropout(states[-1], training=training)
         return {
             "hidden_states": hidden,
             "history_ids": history,
             "layer_hidden_states": [*states[:-1], hidden],
-            "last_positions": self.last_positions(history),
         }
 
     def _last_state(self, history, states, training):
@@ -408,6 +417,168 @@ class SequentialRetrievalModel(tfrs.Model):
             training,
             exclude_history=self._exclude_history(training),
         )
+
+    # ------------------------------------------------------------ inference
+
+    def logits(self, history: tf.Tensor, states: list) -> tf.Tensor:
+        """Full-catalogue logits of encoded histories, at inference.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+
+        Returns:
+            float32 ``[B, N]``: what ``call`` returns for those inputs.
+        """
+        return self._scores(
+            history,
+            states,
+            False,
+            exclude_history=self._exclude_history(False),
+        )
+
+    def top_k_candidates(
+        self,
+        history: tf.Tensor,
+        states: list,
+        k: int,
+        extra_ids: Any = None,
+    ) -> tuple:
+        """Candidates holding the top-``k`` of ``logits``, from an index.
+
+        One ``[B, N]`` product of the head's base query with the item
+        table and an exact top-k of it (ties to the lower id): for
+        ``"softmax"`` the top-``k`` of ``h E^T + b`` (padding left out),
+        for ``"softmax_no_dup"`` the same with the history left out, for
+        ``"cpr"`` ``SoftmaxCPR.top_k_candidates`` (the top-``(sum k + k)``
+        outside the history, then the history). ``extra_ids`` (per-row
+        ids, e.g. to score) are appended. Rank ``score_candidates`` of
+        the result with ``tfrec_tricks.layers.top_k.top_k_positions``,
+        leaving out id 0 (fillers), for ``logits``' exact top-``k``.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            k: int >= 0.
+            extra_ids: int ``[B, E]`` or None. Defaults to ``None``.
+
+        Returns:
+            ``(candidate_ids, base_logits)``, int32 and float32 ``[B, C]``,
+            to pass on to ``score_candidates``.
+
+        Raises:
+            ValueError: the ``"mos"`` head (a mixture of softmaxes does not
+                factorise into one query vector: it has no index).
+        """
+        if self.config.head == "mos":
+            raise ValueError(
+                "A top-k index needs a head with one query vector; a "
+                "mixture of softmaxes has none. Score the catalogue with "
+                "`logits` instead. Received: head='mos'"
+            )
+        table = self.item_embedding.output_embeddings
+        bias = self.item_embedding.output_bias
+        if self.head is not None:
+            return self.head.top_k_candidates(
+                self._head_inputs(history, states, False),
+                table,
+                k,
+                item_bias=bias,
+                extra_ids=extra_ids,
+            )
+        query = tf.cast(self._last_state(history, states, False), tf.float32)
+        count = min(int(k), self.config.num_items - 1)
+        if count == 0:
+            if extra_ids is None:
+                extra_ids = tf.zeros_like(history[:, :0])
+            extra_ids = tf.cast(extra_ids, tf.int32)
+            base = self.item_embedding.logits(query, candidate_ids=extra_ids)
+            return extra_ids, tf.cast(base, tf.float32)
+        exclude = tf.zeros_like(history[:, :1])  # padding
+        if self._exclude_history(False):
+            exclude = tf.concat([exclude, history], axis=1)
+        top, top_logits, product = brute_force_top_k(
+            query,
+            tf.cast(table, tf.float32),
+            count,
+            None if bias is None else tf.cast(bias, tf.float32),
+            exclude_ids=exclude,
+        )
+        # Fewer items left than `count`: 0 fills the rest.
+        candidates = tf.where(top_logits > float("-inf"), top, 0)
+        if extra_ids is not None:
+            extra_ids = tf.cast(extra_ids, tf.int32)
+            candidates = tf.concat([candidates, extra_ids], axis=1)
+        return candidates, tf.gather(product, candidates, batch_dims=1)
+
+    def score_candidates(
+        self,
+        history: tf.Tensor,
+        states: list,
+        candidate_ids: Any,
+        base_logits: Any = None,
+        assume_unique: bool = False,
+    ) -> tf.Tensor:
+        """The ``logits`` of candidate ids, at inference.
+
+        For the ``"cpr"`` head the candidates must meet the precondition
+        of ``SoftmaxCPR.score_candidates`` (``top_k_candidates`` gives
+        such a set); the other heads take any ids.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            candidate_ids: int ``[B, M]``, ids in ``[0, N)``.
+            base_logits: float32 ``[B, M]`` or None. The base logits
+                ``top_k_candidates`` returned with the ids (the softmax
+                heads' logits, CPR's ``f_V`` logits), from the index's own
+                product. Not for ``"mos"``. Defaults to ``None``.
+            assume_unique: bool. No id but 0 repeats within a row (so for
+                ``top_k_candidates``' set without ``extra_ids``): saves
+                CPR's cascade a sort (``SoftmaxCPR.score_candidates``).
+                Defaults to ``False``.
+
+        Returns:
+            float32 ``[B, M]``: ``logits`` at the candidates' ids.
+        """
+        candidate_ids = tf.cast(candidate_ids, tf.int32)
+        table = self.item_embedding.output_embeddings
+        bias = self.item_embedding.output_bias
+        if self.config.head == "mos":
+            if base_logits is not None:
+                raise ValueError(
+                    "A mixture of softmaxes has no base logits. Received: "
+                    "base_logits with head='mos'"
+                )
+            return self.head.score_candidates(
+                self._head_inputs(history, states, False),
+                table,
+                candidate_ids,
+                item_bias=bias,
+            )
+        if self.head is not None:
+            return self.head.score_candidates(
+                self._head_inputs(history, states, False),
+                table,
+                candidate_ids,
+                item_bias=bias,
+                base_logits=base_logits,
+                assume_unique=assume_unique,
+            )
+        if base_logits is None:
+            scores = self._scores(
+                history, states, False, candidate_ids=candidate_ids
+            )
+        else:
+            scores = tf.where(
+                tf.equal(candidate_ids, 0),
+                tf.constant(PADDING_LOGIT),
+                tf.cast(base_logits, tf.float32),
+            )
+        if self._exclude_history(False):
+            found, _ = history_positions(candidate_ids, history)
+            scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
+        return scores
 
     # ----------------------------------------------------------------- loss
 
@@ -520,9 +691,18 @@ class SequentialRetrievalModel(tfrs.Model):
         return self._with_mean_loss(super().test_step(inputs))
 
     def _with_mean_loss(self, logs: dict) -> dict:
-        """``logs`` with "loss" (and "total_loss") as the epoch's mean."""
+        """``logs`` with "loss" as the epoch's mean.
+
+        ``tfrs.Model`` also reports "regularization_loss" and "total_loss";
+        without regularization losses they are 0 and "loss" again and only
+        crowd every epoch line, so they are kept only when there are some.
+        """
         logs["loss"] = self.loss_tracker.result()
-        logs["total_loss"] = logs["loss"] + logs["regularization_loss"]
+        if self.losses:
+            logs["total_loss"] = logs["loss"] + logs["regularization_loss"]
+        else:
+            logs.pop("regularization_loss", None)
+            logs.pop("total_loss", None)
         return logs
 
     @staticmethod
