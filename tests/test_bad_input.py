@@ -8,7 +8,6 @@ behind. docs/run-directories.md ("Bad input") lists the same cases.
 """
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -17,6 +16,8 @@ import sys
 from collections.abc import Callable
 
 import pytest
+
+from tests.run_helpers import snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -44,25 +45,10 @@ def run_cli(*args, cwd):
     )
 
 
-def snapshot(folder) -> dict:
-    """Every file (its SHA-256) and folder below ``folder``."""
-    entries = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs:
-            entries[os.path.relpath(os.path.join(root, name), folder)] = "/"
-        for name in files:
-            path = os.path.join(root, name)
-            with open(path, "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
-            entries[os.path.relpath(path, folder)] = digest
-    return entries
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """``runs/run``, finished; ``runs/running``, interrupted after epoch 1."""
-    import tensorflow as tf
-
+    from tests.run_helpers import Interrupt
     from tfrec_tricks.runs.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("bad-input") / "runs"
@@ -70,10 +56,6 @@ def runs(tmp_path_factory):
         "train", *TINY, *FINISHED, "--output-dir", str(root), cwd=root.parent
     )
     assert result.returncode == 0, result.stderr[-2000:]
-
-    class Interrupt(tf.keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):
-            raise KeyboardInterrupt
 
     # What `train TINY INTERRUPTED` would write before a Ctrl-C.
     config = TrainConfig(

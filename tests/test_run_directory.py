@@ -1,12 +1,12 @@
 """Run directories: one fingerprint, resume / reuse / refuse, one manifest."""
 
-import hashlib
 import json
 import os
 
 import pytest
-import tensorflow as tf
 
+from tests import run_helpers
+from tests.run_helpers import Interrupt, snapshot
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.runs import run_directory
 from tfrec_tricks.runs.run_directory import (
@@ -20,35 +20,7 @@ from tfrec_tricks.runs.training import TrainConfig, finished_metrics, train
 
 
 def tiny_config(tmp_path, **overrides):
-    values = dict(
-        synthetic_users=60,
-        synthetic_items=40,
-        max_len=10,
-        epochs=2,
-        patience=5,
-        output_dir=str(tmp_path),
-        name="run",
-        model={"embedding_dim": 8},
-    )
-    values.update(overrides)
-    return TrainConfig(**values)
-
-
-class Interrupt(tf.keras.callbacks.Callback):
-    def on_epoch_end(self, epoch, logs=None):
-        raise KeyboardInterrupt
-
-
-def snapshot(folder) -> dict:
-    """Relative path -> SHA-256 of every file below ``folder``."""
-    files = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
-            files[os.path.relpath(path, folder)] = digest
-    return files
+    return run_helpers.tiny_config(tmp_path, **{"epochs": 2, **overrides})
 
 
 @pytest.fixture(scope="module")

@@ -8,36 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.run_helpers import Interrupt, tiny_config
 from tfrec_tricks.runs.training import TrainConfig, train
 
 pytestmark = pytest.mark.slow
-
-
-def tiny_config(tmp_path, **overrides):
-    values = dict(
-        synthetic_users=60,
-        synthetic_items=40,
-        max_len=10,
-        epochs=3,
-        patience=5,
-        output_dir=str(tmp_path),
-        name="run",
-        model={"embedding_dim": 8},
-    )
-    values.update(overrides)
-    return TrainConfig(**values)
-
-
-class Interrupt(tf.keras.callbacks.Callback):
-    """Stops the process-like run after an epoch, as a crash would."""
-
-    def __init__(self, after_epoch):
-        super().__init__()
-        self.after_epoch = after_epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.after_epoch:
-            raise KeyboardInterrupt
 
 
 def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):

@@ -10,12 +10,14 @@ keras_tuner = import_keras_tuner()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from tfrec_tricks.config_fields import field_default  # noqa: E402
 from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
 from tfrec_tricks.data.prefix_merging import merge_prefixes  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
 )
+from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 
 # ModelConfig fields set from the data, never tuned.
 DATA_FIELDS = ("num_items", "max_len")
@@ -25,9 +27,14 @@ TUPLE_FIELDS = ("cpr_reranker_ks", "features")
 NONE = "none"
 # Not a ModelConfig field: the training batch size.
 BATCH_SIZE = "batch_size"
-DEFAULT_BATCH_SIZE = 128
+DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
 EVAL_BATCH_SIZE = 512
 RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
+
+
+def _default(name: str) -> Any:
+    """``ModelConfig``'s default of ``name``: the first trial's value."""
+    return field_default(ModelConfig, name)
 
 
 def _default_space(feature_names: list[str], num_items: int) -> list:
@@ -43,12 +50,21 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
     cpr = ("head", ["cpr"])
     return [
         ("encoder", "Choice", {"values": ["gru4rec", "sasrec"]}, None),
-        ("embedding_dim", "Choice", {"values": [32, 64, 128], "default": 64}),
+        (
+            "embedding_dim",
+            "Choice",
+            {"values": [32, 64, 128], "default": _default("embedding_dim")},
+        ),
         ("num_layers", "Int", {"min_value": 1, "max_value": 2}),
         (
             "dropout",
             "Float",
-            {"min_value": 0.0, "max_value": 0.5, "step": 0.1, "default": 0.2},
+            {
+                "min_value": 0.0,
+                "max_value": 0.5,
+                "step": 0.1,
+                "default": _default("dropout"),
+            },
         ),
         (
             "learning_rate",
@@ -57,7 +73,7 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
                 "min_value": 1e-4,
                 "max_value": 1e-2,
                 "sampling": "log",
-                "default": 1e-3,
+                "default": _default("learning_rate"),
             },
         ),
         (
@@ -65,7 +81,7 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
             "Choice",
             {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
         ),
-        ("tie_embeddings", "Boolean", {"default": True}),
+        ("tie_embeddings", "Boolean", {"default": _default("tie_embeddings")}),
         (
             "sse_item_probability",
             "Float",
@@ -80,7 +96,10 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
         (
             "soft_one_hot_buckets",
             "Choice",
-            {"values": [5, 10, 20], "default": 10},
+            {
+                "values": [5, 10, 20],
+                "default": _default("soft_one_hot_buckets"),
+            },
             ("features", [f for f in features if f != NONE]),
         ),
         (
@@ -88,8 +107,8 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
             "Choice",
             {"values": ["softmax", "cpr", "mos", "softmax_no_dup"]},
         ),
-        ("cpr_context", "Boolean", {"default": True}, cpr),
-        ("cpr_pointer", "Boolean", {"default": True}, cpr),
+        ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
+        ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),
         (
             "cpr_reranker_ks",
             "Choice",
@@ -99,17 +118,22 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
             },
             cpr,
         ),
-        ("cpr_mi", "Boolean", {"default": False}, cpr),
+        ("cpr_mi", "Boolean", {"default": _default("cpr_mi")}, cpr),
         (
             "head_dropout",
             "Float",
-            {"min_value": 0.0, "max_value": 0.5, "step": 0.1, "default": 0.0},
+            {
+                "min_value": 0.0,
+                "max_value": 0.5,
+                "step": 0.1,
+                "default": _default("head_dropout"),
+            },
             ("head", ["cpr", "mos"]),
         ),
         (
             "mos_components",
             "Choice",
-            {"values": [2, 4, 8], "default": 4},
+            {"values": [2, 4, 8], "default": _default("mos_components")},
             ("head", ["mos"]),
         ),
     ]
