@@ -2,10 +2,35 @@
 
 import hashlib
 import os
+import subprocess
+import sys
 
 import tensorflow as tf
 
 from tfrec_tricks.runs.train_config import TrainConfig
+
+# The CLI flags of a tiny synthetic run (what ``tiny_config`` trains on).
+TINY_FLAGS = [
+    "--synthetic-users",
+    "60",
+    "--synthetic-items",
+    "40",
+    "--max-len",
+    "10",
+    "--embedding-dim",
+    "8",
+]
+
+
+def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """Runs ``tfrec-tricks ARGS`` in a fresh process; captures its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_tricks.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def tiny_config(tmp_path, **overrides) -> TrainConfig:

@@ -9,40 +9,18 @@ behind. docs/run-directories.md ("Bad input") lists the same cases.
 
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import snapshot
+from tests.run_helpers import TINY_FLAGS, run_cli, snapshot
 
 pytestmark = pytest.mark.slow
 
-TINY = [
-    "--synthetic-users",
-    "60",
-    "--synthetic-items",
-    "40",
-    "--max-len",
-    "10",
-    "--embedding-dim",
-    "8",
-]
+TINY = TINY_FLAGS
 FINISHED = ["--epochs", "1", "--name", "run"]
 INTERRUPTED = ["--epochs", "3", "--name", "running"]
-
-
-def run_cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "tfrec_tricks.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
 
 
 @pytest.fixture(scope="module")

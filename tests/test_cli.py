@@ -2,37 +2,14 @@
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.run_helpers import TINY_FLAGS, run_cli
 from tfrec_tricks import cli
 from tfrec_tricks.cli import parser as cli_parser
 
-TINY = [
-    "--synthetic-users",
-    "60",
-    "--synthetic-items",
-    "40",
-    "--epochs",
-    "1",
-    "--max-len",
-    "10",
-    "--embedding-dim",
-    "8",
-]
-
-
-def run_cli(*args, cwd=None, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "tfrec_tricks.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
+TINY = [*TINY_FLAGS, "--epochs", "1"]
 
 
 def test_help_reads_like_documentation(capsys):

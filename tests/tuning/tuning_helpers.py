@@ -5,6 +5,8 @@ import socket
 import subprocess
 import sys
 
+from tests.run_helpers import TINY_FLAGS
+
 MAX_LEN = 10
 # Cheap but still searching over techniques: head (softmax / CPR and its
 # partitions), tying, SSE, features, dropout, learning rate, batch size.
@@ -44,14 +46,7 @@ def cli(args, env=None, **options) -> subprocess.Popen:
 
 TINY_CLI = [
     "tune",
-    "--synthetic-users",
-    "60",
-    "--synthetic-items",
-    "40",
-    "--max-len",
-    "10",
-    "--embedding-dim",
-    "8",
+    *TINY_FLAGS,
     "--encoder",
     "gru4rec",
     "--epochs",

@@ -90,14 +90,14 @@ def data_identity(paths: list[str]) -> list[dict]:
     return identity
 
 
-def make_fingerprint(train: dict, model: dict, data_files: list[str]) -> dict:
+def make_fingerprint(train: dict, model: dict, data: list[dict]) -> dict:
     """What determines a run, as JSON.
 
     Args:
         train: the training options (``TrainConfig`` as a dict); those that
             only place the run (``PLACEMENT_OPTIONS``) are left out.
         model: the resolved model config (``ModelConfig.to_dict()``).
-        data_files: the files the data source reads.
+        data: ``data_identity`` of the files the data source reads.
     """
     train = {k: v for k, v in train.items() if k not in PLACEMENT_OPTIONS}
     # Through JSON, so that tuples and lists compare equal to a reread.
@@ -106,7 +106,7 @@ def make_fingerprint(train: dict, model: dict, data_files: list[str]) -> dict:
             {
                 "train": train,
                 "model": model,
-                "data": data_identity(data_files),
+                "data": data,
                 "tfrec_tricks": tfrec_tricks.__version__,
             }
         )

@@ -44,6 +44,7 @@ from tfrec_tricks.metrics import (
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.runs.run_directory import (
     check_finished_run,
+    data_identity,
     differences,
     finish_run,
     make_fingerprint,
@@ -97,16 +98,25 @@ def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
     return source, data
 
 
-def fingerprint(config: TrainConfig, num_items: int) -> dict:
+def fingerprint(
+    config: TrainConfig, num_items: int, data: list[dict] | None = None
+) -> dict:
     """What determines ``config``'s run on a catalogue of ``num_items``.
+
+    ``data`` is the data files' ``data_identity`` when already computed
+    (hashing a large file twice is what it saves); None computes it.
 
     See ``tfrec_tricks.runs.run_directory``: the training options, the resolved
     model config, the data files' hashes and the package version.
     """
+    if data is None:
+        data = data_identity(
+            source_files(config.data, config.data_path, config.tfds_manual_dir)
+        )
     return make_fingerprint(
         dataclasses.asdict(config),
         config.model_config(num_items).to_dict(),
-        source_files(config.data, config.data_path, config.tfds_manual_dir),
+        data,
     )
 
 
@@ -177,12 +187,16 @@ def train(
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     run_dir = run_directory(config)
+    # Hashed once: the check before and after loading the data share it.
+    files = data_identity(
+        source_files(config.data, config.data_path, config.tfds_manual_dir)
+    )
     recorded = None if overwrite else read_run_file(run_dir)
     if recorded is not None:
         # Checked before the data is loaded: a refusal or a reuse is quick.
         num_items = recorded["fingerprint"].get("model", {}).get("num_items")
         if isinstance(num_items, int):
-            action = open_run(run_dir, fingerprint(config, num_items))
+            action = open_run(run_dir, fingerprint(config, num_items, files))
             if action == "finished":
                 return _reuse(run_dir, verbose)
 
@@ -193,7 +207,7 @@ def train(
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
-    run_fingerprint = fingerprint(config, data.num_items)
+    run_fingerprint = fingerprint(config, data.num_items, files)
     action = open_run(run_dir, run_fingerprint, overwrite=overwrite)
     if action == "finished":
         return _reuse(run_dir, verbose)
