@@ -21,6 +21,7 @@ LAYER_MODULES = [
 # These need tf-keras (TFRS); they are doctested in the tf-keras run only.
 PIPELINE_MODULES = [
     "tfrec_tricks.data.synthetic",
+    "tfrec_tricks.data.loaders",
     "tfrec_tricks.data.preparation",
     "tfrec_tricks.data.prefix_merging",
     "tfrec_tricks.data.pipeline",

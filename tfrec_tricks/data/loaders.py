@@ -25,11 +25,12 @@ Formats:
 
 import codecs
 import contextlib
+import dataclasses
 import math
 import os
 import re
 import sys
-from typing import Callable, Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
@@ -132,21 +133,109 @@ def _float(
     raise malformed_line(path, number, line, why)
 
 
-def _build(users, items, times, numeric, path) -> Interactions:
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """What each record of a file holds besides its user and item.
+
+    Attributes:
+        has_time: bool. Records carry a timestamp (else None: the line
+            order within a user is the time order).
+        numeric: tuple of str. Names of the numeric columns, in the order
+            of each record's ``numeric`` values.
+    """
+
+    has_time: bool
+    numeric: tuple[str, ...] = ()
+
+
+class Record(NamedTuple):
+    """One parsed line: where it came from and what it says."""
+
+    line: int
+    user: str
+    item: str
+    time: float | None
+    numeric: tuple[float, ...]
+
+
+def read_records(
+    path: str, file_format: str = "auto"
+) -> tuple[Columns, Iterator[Record]]:
+    r"""Streams the records of ``path``, one parsed line at a time.
+
+    ``load_file`` collects them into an ``Interactions`` table; the on-disk
+    and Apache Beam preparation engines read them without holding the file
+    in memory. Blank lines are skipped; every other line becomes a record
+    or raises ``DataError`` naming the file and the line.
+
+    Args:
+        path: str. The file.
+        file_format: str. One of ``FORMATS``, or "auto" (``guess_format``).
+
+    Returns:
+        The file's ``Columns`` (its header is read and checked here) and
+        an iterator over its ``Record``s.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "u.data")
+    >>> with open(path, "w") as handle:
+    ...     _ = handle.write("196\t242\t3\t881250949\n")
+    >>> columns, records = read_records(path)
+    >>> columns
+    Columns(has_time=True, numeric=('rating',))
+    >>> record = next(records)
+    >>> record.line, record.user, record.item, record.time, record.numeric
+    (1, '196', '242', 881250949.0, (3.0,))
+    """
+    if file_format == "auto":
+        file_format = guess_format(path)
+    if file_format not in _READERS:
+        raise DataError(
+            f"Unknown file format. Expected one of {FORMATS} or 'auto'. "
+            f"Received: file_format={file_format!r}"
+        )
+    return _READERS[file_format](path, _lines(path))
+
+
+def _build(path: str, columns: Columns, records: Iterator[Record]):
+    users, items, times = [], [], []
+    numeric = {name: [] for name in columns.numeric}
+    values = list(numeric.values())
+    for record in records:
+        users.append(record.user)
+        items.append(record.item)
+        times.append(record.time)
+        for column, value in zip(values, record.numeric):
+            column.append(value)
     if not users:
         raise DataError(f"No interactions in {path!r}: the file is empty.")
     return Interactions(
         users=np.asarray(users, dtype=str),
         items=np.asarray(items, dtype=str),
-        timestamps=None if times is None else np.asarray(times, np.float64),
+        timestamps=np.asarray(times, np.float64) if columns.has_time else None,
         numeric={k: np.asarray(v, np.float32) for k, v in numeric.items()},
         source=path,
     )
 
 
-def _delimited_ratings(path: str, separator: str | None):
-    users, items, ratings, times = [], [], [], []
-    for number, line in _lines(path):
+def _header(path: str, rows: Iterator[tuple[int, str]]) -> str:
+    try:
+        return next(rows)[1]
+    except StopIteration:
+        raise DataError(f"No interactions in {path!r}: the file is empty.")
+
+
+def _delimited_ratings(separator: str | None):
+    def reader(path: str, rows) -> tuple[Columns, Iterator[Record]]:
+        return Columns(True, ("rating",)), _ratings(path, rows, separator)
+
+    return reader
+
+
+def _ratings(path, rows, separator) -> Iterator[Record]:
+    for number, line in rows:
         if not line.strip():
             continue
         fields = line.strip().split(separator)
@@ -158,51 +247,46 @@ def _delimited_ratings(path: str, separator: str | None):
                 f"expected 4 fields user, item, rating, timestamp, found "
                 f"{len(fields)}",
             )
-        users.append(fields[0])
-        items.append(fields[1])
-        ratings.append(
-            _float(fields[2], path, number, line, "rating", _FLOAT32_MAX)
-        )
-        times.append(_float(fields[3], path, number, line, "timestamp"))
-    return _build(users, items, times, {"rating": ratings}, path)
+        rating = _float(fields[2], path, number, line, "rating", _FLOAT32_MAX)
+        time = _float(fields[3], path, number, line, "timestamp")
+        yield Record(number, fields[0], fields[1], time, (rating,))
 
 
 def load_grouplens_ratings(path: str) -> Interactions:
     """Reads ``UserID::MovieID::Rating::Timestamp`` lines (``ratings.dat``)."""
-    return _delimited_ratings(path, "::")
+    return _build(path, *read_records(path, "grouplens"))
 
 
 def load_udata(path: str) -> Interactions:
     """Reads ``user<TAB>item<TAB>rating<TAB>timestamp`` lines (``u.data``)."""
-    return _delimited_ratings(path, "\t")
+    return _build(path, *read_records(path, "udata"))
+
+
+def _sasrec(path: str, rows) -> tuple[Columns, Iterator[Record]]:
+    def records() -> Iterator[Record]:
+        for number, line in rows:
+            if not line.strip():
+                continue
+            fields = line.split()
+            if len(fields) != 2:
+                raise malformed_line(
+                    path,
+                    number,
+                    line,
+                    f"expected 2 fields 'user item', found {len(fields)}",
+                )
+            yield Record(number, fields[0], fields[1], None, ())
+
+    return Columns(False), records()
 
 
 def load_sasrec(path: str) -> Interactions:
     """Reads ``user item`` lines; line order is the time order per user."""
-    users, items = [], []
-    for number, line in _lines(path):
-        if not line.strip():
-            continue
-        fields = line.split()
-        if len(fields) != 2:
-            raise malformed_line(
-                path,
-                number,
-                line,
-                f"expected 2 fields 'user item', found {len(fields)}",
-            )
-        users.append(fields[0])
-        items.append(fields[1])
-    return _build(users, items, None, {}, path)
+    return _build(path, *read_records(path, "sasrec"))
 
 
-def load_sessions(path: str) -> Interactions:
-    """Reads a session file with header ``SessionId ItemId Time``."""
-    rows = _lines(path)
-    try:
-        _, header_line = next(rows)
-    except StopIteration:
-        raise DataError(f"No interactions in {path!r}: the file is empty.")
+def _sessions(path: str, rows) -> tuple[Columns, Iterator[Record]]:
+    header_line = _header(path, rows)
     separator = "\t" if "\t" in header_line else None
     header = header_line.strip().split(separator)
     missing = [c for c in ("SessionId", "ItemId", "Time") if c not in header]
@@ -213,39 +297,37 @@ def load_sessions(path: str) -> Interactions:
     session_col = header.index("SessionId")
     item_col = header.index("ItemId")
     time_col = header.index("Time")
-    users, items, times = [], [], []
-    for number, line in rows:
-        if not line.strip():
-            continue
-        fields = line.strip().split(separator)
-        if len(fields) != len(header):
-            raise malformed_line(
-                path,
-                number,
-                line,
-                f"expected {len(header)} fields, found {len(fields)}",
+
+    def records() -> Iterator[Record]:
+        for number, line in rows:
+            if not line.strip():
+                continue
+            fields = line.strip().split(separator)
+            if len(fields) != len(header):
+                raise malformed_line(
+                    path,
+                    number,
+                    line,
+                    f"expected {len(header)} fields, found {len(fields)}",
+                )
+            time = _float(fields[time_col], path, number, line, "Time")
+            yield Record(
+                number, fields[session_col], fields[item_col], time, ()
             )
-        users.append(fields[session_col])
-        items.append(fields[item_col])
-        times.append(_float(fields[time_col], path, number, line, "Time"))
-    return _build(users, items, times, {}, path)
+
+    return Columns(True), records()
+
+
+def load_sessions(path: str) -> Interactions:
+    """Reads a session file with header ``SessionId ItemId Time``."""
+    return _build(path, *read_records(path, "sessions"))
 
 
 _RECBOLE_USER = ("user_id", "session_id")
 
 
-def load_recbole(path: str) -> Interactions:
-    """Reads a RecBole atomic ``.inter`` file (header ``name:type`` fields).
-
-    The user column is ``user_id`` or ``session_id``; ``item_id`` is the
-    item; ``timestamp`` is the time; other ``:float`` columns become numeric
-    columns (``rating`` among them).
-    """
-    rows = _lines(path)
-    try:
-        _, header_line = next(rows)
-    except StopIteration:
-        raise DataError(f"No interactions in {path!r}: the file is empty.")
+def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
+    header_line = _header(path, rows)
     names, types = [], []
     for field in header_line.rstrip("\n").split("\t"):
         name, _, kind = field.partition(":")
@@ -268,39 +350,51 @@ def load_recbole(path: str) -> Interactions:
         for i, (n, t) in enumerate(zip(names, types))
         if t == "float" and i != time_col
     ]
-    users, items, times = [], [], [] if time_col is not None else None
-    numeric = {names[i]: [] for i in float_cols}
-    for number, line in rows:
-        if not line.strip():
-            continue
-        fields = line.rstrip("\n").split("\t")
-        if len(fields) != len(names):
-            raise malformed_line(
-                path,
-                number,
-                line,
-                f"expected {len(names)} tab-separated fields, found "
-                f"{len(fields)}",
-            )
-        users.append(fields[user_col])
-        items.append(fields[item_col])
-        if time_col is not None:
-            times.append(
-                _float(fields[time_col], path, number, line, "timestamp")
-            )
-        for i in float_cols:
-            numeric[names[i]].append(
+
+    def records() -> Iterator[Record]:
+        for number, line in rows:
+            if not line.strip():
+                continue
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != len(names):
+                raise malformed_line(
+                    path,
+                    number,
+                    line,
+                    f"expected {len(names)} tab-separated fields, found "
+                    f"{len(fields)}",
+                )
+            time = None
+            if time_col is not None:
+                time = _float(fields[time_col], path, number, line, "timestamp")
+            numeric = tuple(
                 _float(fields[i], path, number, line, names[i], _FLOAT32_MAX)
+                for i in float_cols
             )
-    return _build(users, items, times, numeric, path)
+            yield Record(
+                number, fields[user_col], fields[item_col], time, numeric
+            )
+
+    columns = Columns(time_col is not None, tuple(names[i] for i in float_cols))
+    return columns, records()
 
 
-_LOADERS: dict[str, Callable[[str], Interactions]] = {
-    "grouplens": load_grouplens_ratings,
-    "udata": load_udata,
-    "sasrec": load_sasrec,
-    "sessions": load_sessions,
-    "recbole": load_recbole,
+def load_recbole(path: str) -> Interactions:
+    """Reads a RecBole atomic ``.inter`` file (header ``name:type`` fields).
+
+    The user column is ``user_id`` or ``session_id``; ``item_id`` is the
+    item; ``timestamp`` is the time; other ``:float`` columns become numeric
+    columns (``rating`` among them).
+    """
+    return _build(path, *read_records(path, "recbole"))
+
+
+_READERS = {
+    "grouplens": _delimited_ratings("::"),
+    "udata": _delimited_ratings("\t"),
+    "sasrec": _sasrec,
+    "sessions": _sessions,
+    "recbole": _recbole,
 }
 
 
@@ -334,11 +428,4 @@ def _first_line(path: str) -> str:
 
 def load_file(path: str, file_format: str = "auto") -> Interactions:
     """Loads ``path`` in ``file_format`` (one of FORMATS, or "auto")."""
-    if file_format == "auto":
-        file_format = guess_format(path)
-    if file_format not in _LOADERS:
-        raise DataError(
-            f"Unknown file format. Expected one of {FORMATS} or 'auto'. "
-            f"Received: file_format={file_format!r}"
-        )
-    return _LOADERS[file_format](path)
+    return _build(path, *read_records(path, file_format))
