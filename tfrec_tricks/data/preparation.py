@@ -21,12 +21,29 @@ import json
 import numpy as np
 
 from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.errors import DataError
+from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
+from tfrec_tricks.data.user_sequences import (
+    PADDING,
+    SPLITS,
+    TIME_GAP,
+    UserSequences,
+    check_split,
+    filter_rows,
+    user_sequences,
+)
 
-PADDING = "[PAD]"
-TIME_GAP = "time_gap"
-# Fewest interactions a user needs for a (test, validation) example.
-SPLITS = {"recbole": (3, 4), "every-user": (3, 3)}
+__all__ = [
+    "PADDING",
+    "SPLITS",
+    "TIME_GAP",
+    "PreparedData",
+    "SequenceExamples",
+    "Vocabulary",
+    "check_split",
+    "filter_interactions",
+    "prepare",
+    "sequence_examples",
+]
 
 
 @dataclasses.dataclass
@@ -98,7 +115,11 @@ class SequenceExamples:
 
 @dataclasses.dataclass
 class PreparedData:
-    """Everything a run needs: vocabulary and the three splits."""
+    """Everything a run needs: vocabulary, the three splits, statistics.
+
+    ``statistics`` are the training targets' item counts and the feature
+    moments ``SequentialRetrievalModel.from_data`` reads.
+    """
 
     vocabulary: Vocabulary
     train: SequenceExamples
@@ -106,6 +127,7 @@ class PreparedData:
     test: SequenceExamples
     max_len: int
     feature_names: list[str]
+    statistics: TrainingStatistics
 
     @property
     def num_items(self) -> int:
@@ -131,40 +153,12 @@ def filter_interactions(
     Filters repeat until stable (dropping items can shrink users below the
     bound and back), as RecBole's k-core filtering does.
     """
-    keep = np.ones(len(interactions), dtype=bool)
-    while True:
-        before = keep.sum()
-        for column, bound in (
-            (interactions.items, min_item_interactions),
-            (interactions.users, min_user_interactions),
-        ):
-            if bound > 1:
-                _, inverse, counts = np.unique(
-                    column[keep], return_inverse=True, return_counts=True
-                )
-                kept = np.flatnonzero(keep)
-                keep[kept[counts[inverse] < bound]] = False
-        if keep.sum() == before:
-            return keep
-
-
-def _first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, list]:
-    """Codes 0..K-1 in order of first appearance, and the values in order."""
-    uniques, first, inverse = np.unique(
-        values, return_index=True, return_inverse=True
+    return filter_rows(
+        interactions.users,
+        interactions.items,
+        min_user_interactions,
+        min_item_interactions,
     )
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse], [str(v) for v in uniques[order]]
-
-
-def check_split(split: str) -> None:
-    """Raises ``ValueError`` naming ``split`` unless it is in ``SPLITS``."""
-    if split not in SPLITS:
-        raise ValueError(
-            f"split must be one of {sorted(SPLITS)}. Received: split={split!r}"
-        )
 
 
 def prepare(
@@ -221,89 +215,64 @@ def prepare(
         raise ValueError(
             f"max_len must be positive. Received: max_len={max_len}"
         )
-    if min_user_interactions < 1:
-        raise ValueError(
-            "min_user_interactions must be at least 1. Received: "
-            f"min_user_interactions={min_user_interactions}"
-        )
-    check_split(split)
-    test_from, validation_from = SPLITS[split]
-    if split == "every-user":
-        min_user_interactions = max(min_user_interactions, test_from)
-    keep = filter_interactions(
-        interactions, min_user_interactions, min_item_interactions
+    sequences = user_sequences(
+        interactions.users,
+        interactions.items,
+        interactions.timestamps,
+        interactions.numeric,
+        min_user_interactions=min_user_interactions,
+        min_item_interactions=min_item_interactions,
+        numeric_features=numeric_features,
+        split=split,
+        source=interactions.source,
     )
-    if not keep.any():
-        raise DataError(
-            f"No interactions left in {interactions.source} after filtering "
-            f"with min_user_interactions={min_user_interactions}, "
-            f"min_item_interactions={min_item_interactions}."
-        )
-    users = interactions.users[keep]
-    user_codes, user_vocab = _first_appearance_codes(users)
-    times = (
-        interactions.timestamps[keep]
-        if interactions.timestamps is not None
-        else None
-    )
-    file_order = np.arange(len(users))
-    # Sort by user, then time, then file order (stable for equal times).
-    keys = [file_order] + ([times] if times is not None else []) + [user_codes]
-    order = np.lexsort(keys)
-    user_codes = user_codes[order]
-    item_codes, item_vocab = _first_appearance_codes(
-        interactions.items[keep][order]
-    )
-    item_ids = (item_codes + 1).astype(np.int32)  # 0 is padding
-
-    per_position = {}
-    if numeric_features:
-        if times is not None:
-            sorted_times = times[order]
-            gap = np.empty(len(order), dtype=np.float32)
-            gap[0] = np.nan
-            gap[1:] = np.diff(sorted_times)
-            first_of_user = np.r_[True, user_codes[1:] != user_codes[:-1]]
-            gap[first_of_user] = np.nan
-            per_position[TIME_GAP] = gap
-        for name, column in sorted(interactions.numeric.items()):
-            per_position[name] = column[keep][order].astype(np.float32)
-
-    starts = np.flatnonzero(np.r_[True, user_codes[1:] != user_codes[:-1]])
-    ends = np.r_[starts[1:], len(user_codes)]
-    counts = ends - starts
-    test_pos = ends[counts >= test_from] - 1
-    valid_pos = ends[counts >= validation_from] - 2
-    train_mask = np.ones(len(user_codes), dtype=bool)
-    train_mask[starts] = False  # the first item has no history
-    train_mask[test_pos] = False
-    train_mask[valid_pos] = False
-    user_start = np.repeat(starts, counts)
-    for name, positions, needed in (
-        ("validation", valid_pos, validation_from),
-        ("test", test_pos, test_from),
-    ):
-        if not len(positions):
-            raise DataError(
-                f"No {name} examples in {interactions.source}: with "
-                f"split={split!r} a user gives one from {needed} "
-                f"interactions on, and the longest of the {len(starts):,} "
-                f"users has {counts.max()}."
-            )
-
-    def examples(positions: np.ndarray) -> SequenceExamples:
-        return _windows(
-            item_ids, user_codes, user_start, per_position, positions, max_len
-        )
-
-    vocabulary = Vocabulary(items=[PADDING] + item_vocab, users=user_vocab)
     return PreparedData(
-        vocabulary=vocabulary,
-        train=examples(np.flatnonzero(train_mask)),
-        validation=examples(valid_pos),
-        test=examples(test_pos),
+        vocabulary=Vocabulary(
+            items=sequences.item_names, users=sequences.user_names
+        ),
+        train=sequence_examples(sequences, "train", max_len),
+        validation=sequence_examples(sequences, "validation", max_len),
+        test=sequence_examples(sequences, "test", max_len),
         max_len=max_len,
-        feature_names=sorted(per_position),
+        feature_names=sorted(sequences.features),
+        statistics=training_statistics(sequences, max_len),
+    )
+
+
+def sequence_examples(
+    sequences: UserSequences, split: str, max_len: int
+) -> SequenceExamples:
+    """The prefix examples of one split of ``sequences``.
+
+    Args:
+        sequences: a ``UserSequences``.
+        split: str. "train" (every position from the second up to the
+            first held-out one), "validation" or "test".
+        max_len: int. History length kept.
+    """
+    user_of_row = np.repeat(np.arange(sequences.num_users), sequences.lengths)
+    if split == "train":
+        position = np.arange(len(sequences.items)) - np.repeat(
+            sequences.starts, sequences.lengths
+        )
+        train = (position >= 1) & (
+            position <= sequences.train_ends[user_of_row]
+        )
+        rows = np.flatnonzero(train)
+    else:
+        held_out = {
+            "validation": sequences.validation_positions,
+            "test": sequences.test_positions,
+        }[split]
+        users = np.flatnonzero(held_out >= 0)
+        rows = sequences.starts[users] + held_out[users]
+    return _windows(
+        sequences.items,
+        user_of_row,
+        np.repeat(sequences.starts, sequences.lengths),
+        sequences.features,
+        rows,
+        max_len,
     )
 
 

@@ -14,9 +14,6 @@ ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
-# The per-position features standardised after a log1p (heavy-tailed);
-# every feature is standardised with statistics of the training data.
-LOG1P_FEATURES = ("time_gap",)
 
 
 @document_fields

@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
+from tfrec_tricks.data.statistics import LOG1P_FEATURES
 from tfrec_tricks.layers import (
     MixtureOfSoftmax,
     SoftmaxCPR,
@@ -16,10 +17,9 @@ from tfrec_tricks.layers import (
     common,
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT, history_positions
-from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
 from tfrec_tricks.layers.top_k import brute_force_top_k
 from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
-from tfrec_tricks.models.config import LOG1P_FEATURES, ModelConfig
+from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
 
@@ -746,36 +746,38 @@ class SequentialRetrievalModel(tfrs.Model):
     ) -> "SequentialRetrievalModel":
         """Builds the model with the arrays it needs from prepared data.
 
-        Computes the training-target counts (logQ correction), the
+        Reads the training-target counts (logQ correction) and the
         statistics of the standardised features over the real positions of
-        the training histories, and maps a raw-id item graph to contiguous
-        ids (edges with an item not in the vocabulary are dropped).
+        the training histories from ``data.statistics``, and maps a raw-id
+        item graph to contiguous ids (edges with an item not in the
+        vocabulary are dropped).
 
         Args:
             config: a ``ModelConfig``.
-            data: a ``tfrec_tricks.data.PreparedData``.
+            data: a ``tfrec_tricks.data.PreparedData`` (in memory) or a
+                ``tfrec_tricks.data.PreparedDataset`` (on disk).
             item_graph: array [E, 2] of raw item ids (e.g.
                 ``Source.item_graph``) or None.
             **kwargs: passed on to the constructor.
         """
-        train = data.train
-        counts = np.bincount(
-            np.asarray(train.target, np.int64), minlength=config.num_items
-        )[: config.num_items]
-        statistics = {}
-        real = np.asarray(train.history) > 0
+        statistics = data.statistics
+        if len(statistics.item_counts) != config.num_items:
+            raise ValueError(
+                f"config.num_items is {config.num_items} but the data has "
+                f"{len(statistics.item_counts)} items (padding included)."
+            )
+        available = statistics.feature_statistics
         for name in config.features:
-            if name not in train.features:
+            if name not in statistics.moments:
                 raise ValueError(
                     f"config.features names {name!r} but the data has no "
-                    f"such feature. Received: {sorted(train.features)}"
+                    f"such feature. Received: {sorted(statistics.moments)}"
                 )
-            values = np.asarray(train.features[name], np.float64)[real]
-            values = values[np.isfinite(values)]
-            if name in LOG1P_FEATURES:
-                values = signed_log1p(values)
-            if values.size:
-                statistics[name] = (float(values.mean()), float(values.var()))
+        feature_statistics = {
+            name: available[name]
+            for name in config.features
+            if name in available
+        }
         graph = None
         if item_graph is not None:
             index = {raw: i for i, raw in enumerate(data.vocabulary.items)}
@@ -789,7 +791,7 @@ class SequentialRetrievalModel(tfrs.Model):
         return cls(
             config,
             item_graph=graph,
-            item_frequencies=counts,
-            feature_statistics=statistics,
+            item_frequencies=statistics.item_counts,
+            feature_statistics=feature_statistics,
             **kwargs,
         )

@@ -1,0 +1,249 @@
+"""Each user's interactions once, in time order, with the leave-one-out split.
+
+Every preparation engine (in memory, on disk, Apache Beam) ends in the same
+``UserSequences``: in memory it becomes prefix examples (``prepare``), on
+disk one ``tf.train.Example`` per user (``write_prepared``), from which
+``PreparedDataset`` forms the same examples on the fly.
+
+The id rules, shared by all engines:
+
+- rows of users and items with too few interactions are dropped, the two
+  bounds applied again until nothing changes (RecBole's k-core filter);
+- users are numbered 0, 1, ... in order of their first kept row in the
+  source (file order);
+- a user's rows are sorted by time, rows of equal time in file order;
+- items are numbered 1, 2, ... (0 is padding) in order of first appearance
+  in that sorted table, user after user.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from tfrec_tricks.errors import DataError
+
+PADDING = "[PAD]"
+TIME_GAP = "time_gap"
+# Fewest interactions a user needs for a (test, validation) example.
+SPLITS = {"recbole": (3, 4), "every-user": (3, 3)}
+NO_POSITION = -1
+
+
+def check_split(split: str) -> None:
+    """Raises ``ValueError`` naming ``split`` unless it is in ``SPLITS``."""
+    if split not in SPLITS:
+        raise ValueError(
+            f"split must be one of {sorted(SPLITS)}. Received: split={split!r}"
+        )
+
+
+@dataclasses.dataclass
+class UserSequences:
+    """Every kept user's item ids in time order, and where the split cuts.
+
+    Attributes:
+        item_names: list of str. Raw item id of each contiguous id;
+            ``item_names[0]`` is the padding token.
+        user_names: list of str. Raw user id of each user index.
+        items: int32 [n]. Contiguous item ids, user after user: user ``u``'s
+            sequence is ``items[starts[u]:starts[u] + lengths[u]]``.
+        starts: int64 [U]. Where each user's sequence begins in ``items``.
+        lengths: int64 [U]. Each user's number of interactions.
+        features: dict of float32 [n] per-interaction features, aligned
+            with ``items`` (``time_gap``: seconds since the user's previous
+            interaction, NaN at a user's first).
+        validation_positions: int64 [U]. Index within the user's sequence
+            of its validation target, or -1 when it has none.
+        test_positions: int64 [U]. Likewise for the test target.
+    """
+
+    item_names: list[str]
+    user_names: list[str]
+    items: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    features: dict[str, np.ndarray]
+    validation_positions: np.ndarray
+    test_positions: np.ndarray
+
+    @property
+    def num_users(self) -> int:
+        return len(self.starts)
+
+    @property
+    def train_ends(self) -> np.ndarray:
+        """int64 [U]: each user's last training target position (0: none).
+
+        Training targets are positions ``1 .. train_ends[u]`` of a user's
+        sequence: every position with a history, up to the first held-out
+        one.
+        """
+        held_out = np.where(
+            self.validation_positions >= 0,
+            self.validation_positions,
+            np.where(self.test_positions >= 0, self.test_positions, -1),
+        )
+        return np.where(held_out >= 0, held_out - 1, self.lengths - 1)
+
+
+def user_sequences(
+    users: np.ndarray,
+    items: np.ndarray,
+    timestamps: np.ndarray | None = None,
+    numeric: dict[str, np.ndarray] | None = None,
+    min_user_interactions: int = 1,
+    min_item_interactions: int = 0,
+    numeric_features: bool = True,
+    split: str = "recbole",
+    source: str = "",
+    user_names: list | None = None,
+    item_names: list | None = None,
+) -> UserSequences:
+    """Filters, sorts and splits an interaction table into user sequences.
+
+    Args:
+        users: array [n] of user ids: raw strings, or integer codes into
+            ``user_names`` (a streaming reader's compact form).
+        items: array [n] of item ids, likewise (``item_names``).
+        timestamps: float64 array [n] or None (then file order is time
+            order).
+        numeric: dict of float32 arrays [n], numeric columns (``rating``).
+        min_user_interactions: int. Users with fewer rows are dropped.
+        min_item_interactions: int. Items with fewer rows are dropped.
+        numeric_features: bool. Keep ``time_gap`` (when there are
+            timestamps) and the numeric columns as features.
+        split: str. A key of ``SPLITS`` (see ``prepare``).
+        source: str. Named in errors.
+        user_names: list or None. Raw ids of integer ``users`` codes.
+        item_names: list or None. Raw ids of integer ``items`` codes.
+
+    Returns:
+        A ``UserSequences``.
+    """
+    if min_user_interactions < 1:
+        raise ValueError(
+            "min_user_interactions must be at least 1. Received: "
+            f"min_user_interactions={min_user_interactions}"
+        )
+    check_split(split)
+    test_from, validation_from = SPLITS[split]
+    if split == "every-user":
+        min_user_interactions = max(min_user_interactions, test_from)
+    keep = filter_rows(
+        users, items, min_user_interactions, min_item_interactions
+    )
+    if not keep.all():
+        if not keep.any():
+            raise DataError(
+                f"No interactions left in {source} after filtering with "
+                f"min_user_interactions={min_user_interactions}, "
+                f"min_item_interactions={min_item_interactions}."
+            )
+        users, items = users[keep], items[keep]
+        timestamps = None if timestamps is None else timestamps[keep]
+        numeric = {k: v[keep] for k, v in (numeric or {}).items()}
+    del keep
+    user_codes, user_order = first_appearance_codes(users)
+    del users
+    # Sort by user, then time, then file order (stable for equal times).
+    if timestamps is None:
+        order = np.argsort(user_codes, kind="stable")
+    else:
+        order = np.lexsort((timestamps, user_codes))
+    user_codes = user_codes[order]
+    item_codes, item_order = first_appearance_codes(items[order])
+    del items
+    item_ids = item_codes.astype(np.int32)
+    item_ids += 1  # 0 is padding
+    del item_codes
+
+    starts = np.flatnonzero(np.r_[True, user_codes[1:] != user_codes[:-1]])
+    lengths = np.diff(np.r_[starts, len(user_codes)])
+    del user_codes
+    features = {}
+    if numeric_features:
+        if timestamps is not None:
+            sorted_times = timestamps[order]
+            gap = np.empty(len(order), dtype=np.float32)
+            gap[1:] = np.diff(sorted_times)
+            gap[starts] = np.nan
+            features[TIME_GAP] = gap
+            del sorted_times
+        for name, column in sorted((numeric or {}).items()):
+            features[name] = column[order].astype(np.float32)
+    del order
+    test_positions = np.where(lengths >= test_from, lengths - 1, NO_POSITION)
+    validation_positions = np.where(
+        lengths >= validation_from, lengths - 2, NO_POSITION
+    )
+    for name, positions, needed in (
+        ("validation", validation_positions, validation_from),
+        ("test", test_positions, test_from),
+    ):
+        if not (positions >= 0).any():
+            raise DataError(
+                f"No {name} examples in {source}: with split={split!r} a "
+                f"user gives one from {needed} interactions on, and the "
+                f"longest of the {len(starts):,} users has {lengths.max()}."
+            )
+    return UserSequences(
+        item_names=[PADDING] + _names(item_order, item_names),
+        user_names=_names(user_order, user_names),
+        items=item_ids,
+        starts=starts.astype(np.int64),
+        lengths=lengths.astype(np.int64),
+        features=features,
+        validation_positions=validation_positions.astype(np.int64),
+        test_positions=test_positions.astype(np.int64),
+    )
+
+
+def filter_rows(
+    users: np.ndarray,
+    items: np.ndarray,
+    min_user_interactions: int = 0,
+    min_item_interactions: int = 0,
+) -> np.ndarray:
+    """Row mask keeping users and items with enough interactions.
+
+    Filters repeat until stable (dropping items can shrink users below the
+    bound and back), as RecBole's k-core filtering does.
+    """
+    keep = np.ones(len(users), dtype=bool)
+    while True:
+        before = keep.sum()
+        for column, bound in (
+            (items, min_item_interactions),
+            (users, min_user_interactions),
+        ):
+            if bound > 1:
+                _, inverse, counts = np.unique(
+                    column[keep], return_inverse=True, return_counts=True
+                )
+                kept = np.flatnonzero(keep)
+                keep[kept[counts[inverse] < bound]] = False
+        if keep.sum() == before:
+            return keep
+
+
+def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes 0..K-1 in order of first appearance, and the values in order.
+
+    >>> codes, values = first_appearance_codes(np.array(["b", "a", "b"]))
+    >>> codes.tolist(), values.tolist()
+    ([0, 1, 0], ['b', 'a'])
+    """
+    uniques, first, inverse = np.unique(
+        values, return_index=True, return_inverse=True
+    )
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], uniques[order]
+
+
+def _names(values: np.ndarray, names: list | None) -> list[str]:
+    """Raw ids of ``values``: themselves, or ``names[v]`` for codes."""
+    if names is None:
+        return [str(v) for v in values]
+    return [str(names[v]) for v in values]
