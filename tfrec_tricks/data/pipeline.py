@@ -114,8 +114,10 @@ def batch_arrays(
             dataset = dataset.shuffle(
                 len(arrays["history"]), seed=seed, reshuffle_each_iteration=True
             )
-        rows = _rows_per_batch(batch_size, targets_per_row)
-        return _without_autotune(dataset.batch(rows).prefetch(tf.data.AUTOTUNE))
+        rows = rows_per_batch(
+            batch_size, targets_per_row.sum(), len(targets_per_row)
+        )
+        return without_autotune(dataset.batch(rows).prefetch(tf.data.AUTOTUNE))
 
     band = np.searchsorted(
         length_boundaries(history.shape[1]),
@@ -127,7 +129,13 @@ def batch_arrays(
     starts = np.flatnonzero(np.diff(band[by_band], prepend=-1))
     ends = np.append(starts[1:], len(band))
     cuts = [
-        range(a, b, _rows_per_batch(batch_size, targets_per_row[by_band[a:b]]))
+        range(
+            a,
+            b,
+            rows_per_batch(
+                batch_size, targets_per_row[by_band[a:b]].sum(), b - a
+            ),
+        )
         for a, b in zip(starts, ends)
     ]
     bounds = [
@@ -161,10 +169,10 @@ def batch_arrays(
     dataset = dataset.apply(
         tf.data.experimental.assert_cardinality(len(bounds))
     )
-    return _without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
+    return without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
 
 
-def _without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
+def without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """``dataset`` without tf.data's autotuning thread.
 
     That thread sleeps between optimisation rounds for a period that
@@ -180,9 +188,13 @@ def _without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.with_options(options)
 
 
-def _rows_per_batch(batch_size: int, targets_per_row: np.ndarray) -> int:
-    """Rows that hold about ``batch_size`` targets, at least one."""
-    if not len(targets_per_row):
+def rows_per_batch(batch_size: int, targets: float, rows: float) -> int:
+    """Rows that hold about ``batch_size`` targets, at least one.
+
+    ``targets`` and ``rows`` are totals (or any two numbers in the same
+    ratio): a band's rows hold ``targets / rows`` targets on average.
+    """
+    if not rows:
         return batch_size
-    mean = max(float(np.mean(targets_per_row)), 1.0)
+    mean = max(targets / rows, 1.0)
     return max(1, int(round(batch_size / mean)))

@@ -19,7 +19,6 @@ by ``export``) refuses a run that has not finished or whose parts do not
 belong together.
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
+from tfrec_tricks.atomic_files import file_sha256, publish_directory
 from tfrec_tricks.errors import RunDirectoryError
 
 RUN_FILE = "run.json"
@@ -67,15 +67,6 @@ def check_run_name(name: str) -> str:
             f"'..'). Received: name={name!r}"
         )
     return name
-
-
-def file_sha256(path: str) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def data_identity(paths: list[str]) -> list[dict]:
@@ -282,20 +273,11 @@ def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
     Returns:
         The path of ``<run_dir>/model``.
     """
-    staging = tempfile.mkdtemp(prefix=f".{MODEL_DIR}-", dir=run_dir)
-    target = os.path.join(run_dir, MODEL_DIR)
-    try:
-        write(staging)
-        if os.path.exists(target):
-            # A run killed after publishing and before finishing, rerun.
-            old = tempfile.mkdtemp(prefix=f".old-{MODEL_DIR}-", dir=run_dir)
-            os.rename(target, os.path.join(old, MODEL_DIR))
-            shutil.rmtree(old)
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    # A run killed after publishing and before finishing, rerun, replaces
+    # the model it published.
+    return publish_directory(
+        os.path.join(run_dir, MODEL_DIR), write, replace=True
+    )
 
 
 def _manifest_files(run_dir: str) -> list[str]:

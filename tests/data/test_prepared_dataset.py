@@ -1,0 +1,228 @@
+"""The on-disk prepared dataset gives the in-memory path's examples."""
+
+import collections
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.loaders import load_file
+from tfrec_tricks.data.prefix_merging import merge_prefixes
+from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.user_sequences import user_sequences
+from tfrec_tricks.data.write_prepared import write_prepared
+from tfrec_tricks.errors import DataError
+
+SESSIONS = """SessionId\tItemId\tTime
+s1\ta\t10
+s1\tb\t11
+s2\tc\t5
+s1\ta\t12
+s2\ta\t6
+s3\tb\t1
+s3\tc\t2
+s3\td\t3
+s3\te\t4
+s3\tb\t5
+s4\te\t9
+s1\tc\t13
+s1\td\t14
+s5\ta\t1
+s5\tb\t1
+"""
+
+
+def rows_multiset(arrays):
+    """Each row as a hashable tuple (NaN-safe), counted."""
+    names = sorted(arrays)
+    count = len(arrays["target"])
+    rows = collections.Counter()
+    for i in range(count):
+        rows[
+            tuple(
+                np.nan_to_num(np.asarray(arrays[n][i]), nan=-7.0).tobytes()
+                for n in names
+            )
+        ] += 1
+    return names, rows
+
+
+def collect(dataset):
+    """A tf.data dataset of (batched or not) example dicts as arrays."""
+    parts = collections.defaultdict(list)
+    for element in dataset:
+        for name, value in element.items():
+            value = value.numpy()
+            parts[name].append(value if value.ndim > 0 else value[None])
+    return {
+        name: np.concatenate(
+            [
+                v if v.ndim > 1 or name in ("target", "user") else v[None]
+                for v in values
+            ]
+        )
+        for name, values in parts.items()
+    }
+
+
+def both_paths(table, tmp_path, max_len, split="recbole", shards=3):
+    data = prepare(table, max_len=max_len, split=split)
+    sequences = user_sequences(
+        table.users, table.items, table.timestamps, table.numeric, split=split
+    )
+    path = write_prepared(
+        sequences,
+        str(tmp_path / f"prepared-{max_len}-{split}"),
+        {"max_len": max_len, "split": split},
+        num_shards=shards,
+    )
+    return data, PreparedDataset(path)
+
+
+def assert_same_examples(memory_arrays, dataset):
+    streamed = collect(dataset)
+    names, expected = rows_multiset(memory_arrays)
+    streamed_names, got = rows_multiset(streamed)
+    assert streamed_names == names
+    assert got == expected
+
+
+TABLES = {
+    "synthetic": lambda tmp: (
+        synthetic.generate(num_users=40, num_items=60, seed=2).interactions
+    ),
+    "sessions": lambda tmp: load_file(_write(tmp, SESSIONS), "sessions"),
+}
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "sessions.txt"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("source", sorted(TABLES))
+@pytest.mark.parametrize("max_len", [3, 50])
+@pytest.mark.parametrize("split", ["recbole", "every-user"])
+def test_same_examples_as_in_memory(tmp_path, source, max_len, split):
+    table = TABLES[source](tmp_path)
+    data, dataset = both_paths(table, tmp_path, max_len, split)
+    for name in ("train", "validation", "test"):
+        examples = getattr(data, name)
+        assert_same_examples(examples.as_dict(), dataset.examples(name))
+        assert dataset.num_examples(name) == len(examples)
+    assert_same_examples(
+        merge_prefixes(data.train),
+        dataset.examples("train", every_position=True),
+    )
+
+
+@pytest.mark.parametrize("every_position", [False, True])
+@pytest.mark.parametrize("bucket", [False, True])
+def test_batches_hold_every_example_once(tmp_path, every_position, bucket):
+    table = TABLES["synthetic"](tmp_path)
+    data, dataset = both_paths(table, tmp_path, 8)
+    batches = dataset.batches(
+        "train",
+        batch_size=16,
+        shuffle=True,
+        seed=1,
+        bucket_by_length=bucket,
+        every_position=every_position,
+    )
+    memory = merge_prefixes(data.train) if every_position else data.train
+    memory = memory if every_position else memory.as_dict()
+    assert_same_examples(memory, batches)
+    # The count Keras sees is the count of batches there are.
+    assert int(batches.cardinality()) == sum(1 for _ in batches)
+    if bucket:
+        for batch in batches:
+            lengths = (batch["history"].numpy() > 0).sum(axis=1)
+            band = np.searchsorted([2, 3, 4, 5, 6, 7, 8], lengths, side="right")
+            assert len(set(band)) == 1
+
+
+def test_shuffled_batches_are_seeded(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    _, dataset = both_paths(table, tmp_path, 8)
+
+    def targets(seed):
+        batches = dataset.batches("train", 16, shuffle=True, seed=seed)
+        return np.concatenate([b["target"].numpy() for b in batches])
+
+    np.testing.assert_array_equal(targets(3), targets(3))
+    assert not np.array_equal(targets(3), targets(4))
+
+
+def test_statistics_and_vocabulary_equal_in_memory(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    data, dataset = both_paths(table, tmp_path, 8)
+    assert dataset.vocabulary == data.vocabulary
+    assert dataset.num_items == data.num_items
+    np.testing.assert_array_equal(
+        dataset.statistics.item_counts, data.statistics.item_counts
+    )
+    assert dataset.statistics.moments == data.statistics.moments
+
+
+# --- bad input --------------------------------------------------------------
+
+
+@pytest.fixture
+def prepared(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    return both_paths(table, tmp_path, 8, shards=2)[1].path
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(DataError, match="not a folder"):
+        PreparedDataset(str(tmp_path / "nowhere"))
+
+
+def test_half_written_folder(prepared):
+    os.remove(os.path.join(prepared, "metadata.json"))
+    with pytest.raises(DataError, match="metadata.json is missing"):
+        PreparedDataset(prepared)
+
+
+def test_other_format_version(prepared):
+    path = os.path.join(prepared, "metadata.json")
+    with open(path) as handle:
+        metadata = json.load(handle)
+    metadata["format_version"] = 99
+    with open(path, "w") as handle:
+        json.dump(metadata, handle)
+    with pytest.raises(DataError, match="format version 99"):
+        PreparedDataset(prepared)
+
+
+def test_changed_shard(prepared):
+    shard = sorted(f for f in os.listdir(prepared) if f.endswith(".tfrecord"))
+    path = os.path.join(prepared, shard[0])
+    data = bytearray(open(path, "rb").read())
+    data[20] ^= 1
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(DataError, match="SHA-256 differs"):
+        PreparedDataset(prepared)
+
+
+def test_missing_and_extra_shards(prepared):
+    shards = sorted(f for f in os.listdir(prepared) if f.endswith(".tfrecord"))
+    os.rename(
+        os.path.join(prepared, shards[1]),
+        os.path.join(prepared, "sequences-00009-of-00010.tfrecord"),
+    )
+    with pytest.raises(DataError, match="is missing"):
+        PreparedDataset(prepared)
+
+
+def test_existing_output_is_not_overwritten(prepared):
+    before = sorted(os.listdir(prepared))
+    table = TABLES["synthetic"](None)
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        write_prepared(sequences, prepared, {"max_len": 8})
+    assert sorted(os.listdir(prepared)) == before

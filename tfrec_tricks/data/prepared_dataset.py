@@ -1,0 +1,402 @@
+"""A prepared dataset on disk, streamed with ``tf.data``.
+
+``tfrec-tricks prepare --output DIR`` (or ``write_prepared``) stores each
+user's sequence once; ``PreparedDataset`` reads the shards and forms the
+same examples as the in-memory path on the fly, a batch of users at a time:
+the prefix examples of ``prepare``, or with ``every_position`` the merged
+rows of ``merge_prefixes``. The dataset never sits in memory: a run holds
+a shuffle buffer of users and one of examples.
+"""
+
+import json
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.pipeline import (
+    length_boundaries,
+    rows_per_batch,
+    without_autotune,
+)
+from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
+from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.errors import DataError
+
+SPLIT_NAMES = ("train", "validation", "test")
+# Users parsed and cut into examples per map call.
+USERS_PER_PARSE = 256
+# Shuffle buffers while training: of users (across shards), then of
+# examples (across users). Their memory, not the dataset's, is what a run
+# holds.
+USER_SHUFFLE_BUFFER = 2_048
+EXAMPLE_SHUFFLE_BUFFER = 16_384
+
+
+class PreparedDataset:
+    """A prepared dataset folder: metadata, vocabulary, statistics, shards.
+
+    Args:
+        path: str. The folder ``tfrec-tricks prepare --output`` wrote.
+        verify_hashes: bool. Compare each shard's SHA-256 with
+            ``metadata.json`` (sizes are always compared). Defaults to
+            True.
+
+    Raises:
+        DataError: the folder is missing, half-written, from another
+            format version, or its shards differ from ``metadata.json``.
+
+    Example:
+
+    >>> import tempfile
+    >>> from tfrec_tricks.data import synthetic
+    >>> from tfrec_tricks.data.user_sequences import user_sequences
+    >>> from tfrec_tricks.data.write_prepared import write_prepared
+    >>> table = synthetic.generate(num_users=30, num_items=60).interactions
+    >>> sequences = user_sequences(table.users, table.items, table.timestamps)
+    >>> path = write_prepared(sequences, tempfile.mkdtemp() + "/prepared",
+    ...                       {"max_len": 20}, num_shards=2)
+    >>> dataset = PreparedDataset(path)
+    >>> dataset.num_examples("test")
+    30
+    >>> batch = next(iter(dataset.batches("test", batch_size=8)))
+    >>> batch["history"].shape, batch["target"].shape
+    (TensorShape([8, 20]), TensorShape([8]))
+    """
+
+    def __init__(self, path: str, verify_hashes: bool = True):
+        self.path = path
+        self.metadata = fmt.read_metadata(path)
+        fmt.check_shards(path, self.metadata, verify_hashes)
+        for name in (fmt.VOCABULARY_FILE, fmt.STATISTICS_FILE):
+            if not os.path.isfile(os.path.join(path, name)):
+                raise DataError(
+                    f"{path!r}: {name} is missing. Prepare the dataset again."
+                )
+        self.max_len = int(self.metadata["options"]["max_len"])
+        self.feature_names = list(self.metadata["feature_names"])
+        self._vocabulary = None
+        self._statistics = None
+
+    # -------------------------------------------------------------- content
+
+    @property
+    def files(self) -> list[str]:
+        """The shards' paths, in order."""
+        return [
+            os.path.join(self.path, shard["file"])
+            for shard in self.metadata["shards"]
+        ]
+
+    @property
+    def num_items(self) -> int:
+        """N: the number of item ids, padding included."""
+        return int(self.metadata["num_items"])
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary.load(
+                os.path.join(self.path, fmt.VOCABULARY_FILE)
+            )
+        return self._vocabulary
+
+    @property
+    def statistics(self) -> TrainingStatistics:
+        if self._statistics is None:
+            with open(os.path.join(self.path, fmt.STATISTICS_FILE)) as handle:
+                self._statistics = TrainingStatistics.from_dict(
+                    json.load(handle)
+                )
+        return self._statistics
+
+    def item_graph(self) -> np.ndarray | None:
+        """The item graph in contiguous ids ([E, 2]), if one was prepared."""
+        path = os.path.join(self.path, fmt.ITEM_GRAPH_FILE)
+        if not os.path.isfile(path):
+            return None
+        with open(path) as handle:
+            return np.asarray(json.load(handle), np.int64).reshape(-1, 2)
+
+    def num_examples(self, split: str) -> int:
+        """Prefix examples of ``split`` (what the in-memory path holds)."""
+        lengths, targets = self._rows(split, every_position=False)
+        return int(targets.sum())
+
+    def summary(self) -> str:
+        metadata = self.metadata
+        return (
+            f"{self.path}: {metadata['num_users']:,} users, "
+            f"{self.num_items - 1:,} items, "
+            f"{metadata['num_interactions']:,} interactions in "
+            f"{len(metadata['shards'])} shards; examples: "
+            + ", ".join(f"{s} {self.num_examples(s):,}" for s in SPLIT_NAMES)
+            + f"; max_len {self.max_len}; features: "
+            f"{self.feature_names or 'none'}"
+        )
+
+    # ------------------------------------------------------------ datasets
+
+    def examples(
+        self,
+        split: str,
+        every_position: bool = False,
+        shuffle: bool = False,
+        seed: int | None = None,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Unbatched examples of ``split``, formed from the shards.
+
+        Each element has ``history`` [max_len] int32 (right-padded),
+        ``target`` and ``user`` int32 scalars, one [max_len] float32 entry
+        per feature and, with ``every_position`` (train only), a
+        ``position_targets`` [max_len] int32 entry.
+
+        Args:
+            split: str. "train", "validation" or "test".
+            every_position: bool. Merged rows (see ``merge_prefixes``).
+            shuffle: bool. Shuffle shards, users and examples (training).
+            seed: int or None. Shuffle seed.
+            input_context: a ``tf.distribute.InputContext``: read only this
+                input pipeline's shards (multi-worker training).
+        """
+        _check_split(split)
+        if every_position and split != "train":
+            raise ValueError(
+                "every_position merges training prefixes only. Received: "
+                f"split={split!r}"
+            )
+        files = self.files
+        dataset = tf.data.Dataset.from_tensor_slices(files)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines,
+                input_context.input_pipeline_id,
+            )
+        if shuffle:
+            dataset = dataset.shuffle(
+                len(files), seed=seed, reshuffle_each_iteration=True
+            )
+        if shuffle:
+            # Several shards at a time: users of different shards mix.
+            cycle = min(4, len(files))
+            dataset = dataset.interleave(
+                tf.data.TFRecordDataset,
+                cycle_length=cycle,
+                num_parallel_calls=cycle,
+                deterministic=True,
+            )
+        else:
+            dataset = dataset.flat_map(tf.data.TFRecordDataset)
+        if shuffle:
+            dataset = dataset.shuffle(USER_SHUFFLE_BUFFER, seed=seed)
+        max_len, names = self.max_len, self.feature_names
+        dataset = dataset.batch(USERS_PER_PARSE).map(
+            lambda serialized: user_windows(
+                fmt.parse_users(serialized, names),
+                split,
+                max_len,
+                every_position,
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        dataset = dataset.unbatch()
+        if shuffle:
+            dataset = dataset.shuffle(EXAMPLE_SHUFFLE_BUFFER, seed=seed)
+        return dataset
+
+    def batches(
+        self,
+        split: str,
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int | None = None,
+        bucket_by_length: bool = False,
+        every_position: bool = False,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Batches of ``split``, as ``make_dataset`` batches in-memory data.
+
+        ``batch_size``, ``bucket_by_length`` and ``every_position`` mean
+        what they mean for ``tfrec_tricks.data.pipeline.make_dataset``:
+        with bucketing, each batch holds one band of history lengths
+        (``length_boundaries``), as many rows as hold about ``batch_size``
+        targets in that band. Bands are batched as their examples stream
+        in (``tf.data``'s ``group_by_window``), so batches of different
+        bands interleave. The batch count is known from ``metadata.json``
+        (Keras shows it), except when ``input_context`` reads a share of
+        the shards.
+        """
+        if batch_size <= 0:
+            raise ValueError(
+                f"batch_size must be positive. Received: {batch_size}"
+            )
+        dataset = self.examples(
+            split, every_position, shuffle, seed, input_context
+        )
+        lengths, targets = self._rows(split, every_position)
+        if bucket_by_length:
+            boundaries = length_boundaries(self.max_len)
+            band = np.searchsorted(boundaries, lengths, side="right")
+            bands = len(boundaries) + 1
+            rows = np.bincount(band, minlength=bands)
+            band_targets = np.bincount(band, weights=targets, minlength=bands)
+            sizes = [
+                rows_per_batch(batch_size, t, r)
+                for t, r in zip(band_targets, rows)
+            ]
+            count = sum(math.ceil(r / s) for r, s in zip(rows, sizes))
+            size_of_band = tf.constant(sizes, tf.int64)
+            bounds = tf.constant(boundaries, tf.int64)
+
+            def band_of(example):
+                length = tf.reduce_sum(
+                    tf.cast(example["history"] > 0, tf.int64)
+                )
+                return tf.searchsorted(
+                    bounds, length[None], side="right", out_type=tf.int64
+                )[0]
+
+            dataset = dataset.group_by_window(
+                key_func=band_of,
+                reduce_func=lambda key, window: window.batch(size_of_band[key]),
+                window_size_func=lambda key: size_of_band[key],
+            )
+        else:
+            size = rows_per_batch(batch_size, targets.sum(), len(lengths))
+            count = math.ceil(len(lengths) / size)
+            dataset = dataset.batch(size)
+        if input_context is None or input_context.num_input_pipelines == 1:
+            # Keras needs the batch count to run several steps per call.
+            dataset = dataset.apply(
+                tf.data.experimental.assert_cardinality(count)
+            )
+        return without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
+
+    def _rows(self, split: str, every_position: bool):
+        """History length and target count of every row of ``split``.
+
+        From ``metadata.json``'s histograms: the same rows ``user_windows``
+        forms (a test compares them), without reading the shards.
+        """
+        _check_split(split)
+        max_len = self.max_len
+        lengths, targets = [], []
+        if split != "train":
+            for position, users in self.metadata[f"{split}_positions"].items():
+                lengths.append(np.full(users, min(int(position), max_len)))
+                targets.append(np.ones(users))
+        else:
+            for end, users in self.metadata["train_ends"].items():
+                end = int(end)
+                if every_position:
+                    merged = min(end, max_len)
+                    row_lengths = [merged] + [max_len] * max(end - max_len, 0)
+                    row_targets = [merged] + [1] * max(end - max_len, 0)
+                else:
+                    row_lengths = np.minimum(np.arange(1, end + 1), max_len)
+                    row_targets = np.ones(end)
+                lengths.append(np.tile(row_lengths, users))
+                targets.append(np.tile(row_targets, users))
+        if not lengths:
+            return np.zeros(0, np.int64), np.zeros(0)
+        return (
+            np.concatenate(lengths).astype(np.int64),
+            np.concatenate(targets).astype(np.float64),
+        )
+
+
+def user_windows(
+    users: dict[str, tf.Tensor],
+    split: str,
+    max_len: int,
+    every_position: bool = False,
+) -> dict[str, tf.Tensor]:
+    """The examples of a batch of parsed users (``parse_users``).
+
+    Args:
+        users: parsed user records: ragged ``items`` and features, and
+            ``user``, ``validation_position``, ``test_position`` [U].
+        split: str. "train": a target at every position from the second
+            up to the first held-out one; "validation" / "test": the
+            held-out position, for users that have one.
+        max_len: int. History length.
+        every_position: bool. Train only: one row per user holding its
+            first ``min(train_end, max_len)`` targets, plus one row per
+            later target (whose history was cut to ``max_len`` items).
+
+    Returns:
+        A dict of batched examples (``history`` [E, max_len], ...), the
+        rows of ``sequence_examples`` / ``merge_prefixes`` for these users.
+    """
+    items = users["items"]
+    values = items.flat_values
+    lengths = items.row_lengths()
+    validation = users["validation_position"]
+    test = users["test_position"]
+    if split == "train":
+        held_out = tf.where(
+            validation >= 0, validation, tf.where(test >= 0, test, -1)
+        )
+        ends = tf.where(held_out >= 0, held_out - 1, lengths - 1)
+        if every_position:
+            has_train = ends >= 1
+            merged = tf.minimum(ends, max_len)
+            first = tf.RaggedTensor.from_row_lengths(
+                tf.boolean_mask(merged, has_train),
+                tf.cast(has_train, tf.int64),
+            )
+            later = tf.ragged.range(
+                tf.fill(tf.shape(ends), tf.constant(max_len + 1, tf.int64)),
+                tf.maximum(ends + 1, max_len + 1),
+            )
+            positions = tf.concat([first, later], axis=1)
+            runs = tf.concat([first, tf.ones_like(later)], axis=1).flat_values
+        else:
+            positions = tf.ragged.range(
+                tf.ones_like(ends), tf.maximum(ends + 1, 1)
+            )
+    else:
+        held_out = validation if split == "validation" else test
+        positions = tf.RaggedTensor.from_row_lengths(
+            tf.boolean_mask(held_out, held_out >= 0),
+            tf.cast(held_out >= 0, tf.int64),
+        )
+    row = positions.value_rowids()
+    position = positions.flat_values
+    at = tf.gather(items.row_starts(), row) + position
+    length = tf.minimum(position, max_len)
+    steps = tf.range(max_len, dtype=tf.int64)[None, :]
+    valid = steps < length[:, None]
+    index = tf.where(valid, (at - length)[:, None] + steps, 0)
+    examples = {
+        "history": tf.cast(
+            tf.where(valid, tf.gather(values, index), 0), tf.int32
+        ),
+        "target": tf.cast(tf.gather(values, at), tf.int32),
+        "user": tf.cast(tf.gather(users["user"], row), tf.int32),
+    }
+    for name, column in users.items():
+        if isinstance(column, tf.RaggedTensor) and name != "items":
+            examples[name] = tf.where(
+                valid, tf.gather(column.flat_values, index), 0.0
+            )
+    if split == "train" and every_position:
+        # Position p's target is the item after it, within the row's run.
+        in_run = valid & (steps >= (length - runs)[:, None])
+        following = tf.gather(values, tf.where(in_run, index + 1, 0))
+        examples[POSITION_TARGETS] = tf.cast(
+            tf.where(in_run, following, 0), tf.int32
+        )
+    return examples
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLIT_NAMES:
+        raise ValueError(
+            f"split must be one of {SPLIT_NAMES}. Received: split={split!r}"
+        )

@@ -1,0 +1,199 @@
+"""Writing a prepared dataset (``prepared_format``) from user sequences."""
+
+import json
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+
+import tfrec_tricks
+from tfrec_tricks.atomic_files import file_sha256, publish_directory
+from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
+from tfrec_tricks.data.user_sequences import UserSequences
+
+# Interactions per shard when the shard count is not given.
+INTERACTIONS_PER_SHARD = 1_000_000
+MIN_SHARDS = 4
+
+
+def default_num_shards(num_interactions: int) -> int:
+    """Shards for ``num_interactions``: at least 4 (workers read shards)."""
+    return max(MIN_SHARDS, math.ceil(num_interactions / INTERACTIONS_PER_SHARD))
+
+
+def split_counts(
+    train_ends: np.ndarray,
+    validation_positions: np.ndarray,
+    test_positions: np.ndarray,
+) -> dict:
+    """The histograms ``PreparedDataset`` sizes its batches from.
+
+    ``train_ends``: how many users have their last training target at each
+    position; ``validation_positions`` / ``test_positions``: how many
+    users have their held-out target at each position (users without one
+    left out).
+    """
+    return {
+        "train_ends": fmt.count_histogram(train_ends[train_ends > 0]),
+        "validation_positions": fmt.count_histogram(
+            validation_positions[validation_positions >= 0]
+        ),
+        "test_positions": fmt.count_histogram(
+            test_positions[test_positions >= 0]
+        ),
+    }
+
+
+def merge_split_counts(parts: list[dict]) -> dict:
+    """Sums ``split_counts`` of disjoint sets of users."""
+    merged = {}
+    for part in parts:
+        for name, histogram in part.items():
+            target = merged.setdefault(name, {})
+            for value, count in histogram.items():
+                target[value] = target.get(value, 0) + count
+    return {
+        name: dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))
+        for name, histogram in merged.items()
+    }
+
+
+def write_dataset_files(
+    folder: str,
+    vocabulary: Vocabulary,
+    statistics: TrainingStatistics,
+    counts: dict,
+    options: dict,
+    feature_names: list[str],
+    num_interactions: int,
+    engine: str,
+    item_graph: np.ndarray | None = None,
+    shard_users: dict[str, int] | None = None,
+) -> dict:
+    """Writes the vocabulary, statistics and, last, ``metadata.json``.
+
+    The shards must already be in ``folder``: their sizes and SHA-256s go
+    into the metadata (with their user counts, ``shard_users``, when
+    known). Both engines end here.
+
+    Returns:
+        The metadata written.
+    """
+    with open(os.path.join(folder, fmt.VOCABULARY_FILE), "w") as handle:
+        handle.write(vocabulary.to_json())
+    with open(os.path.join(folder, fmt.STATISTICS_FILE), "w") as handle:
+        json.dump(statistics.to_dict(), handle)
+    if item_graph is not None:
+        with open(os.path.join(folder, fmt.ITEM_GRAPH_FILE), "w") as handle:
+            json.dump(np.asarray(item_graph).tolist(), handle)
+    shards = sorted(f for f in os.listdir(folder) if f.endswith(".tfrecord"))
+    shard_users = shard_users or {}
+    metadata = {
+        "format": fmt.FORMAT,
+        "format_version": fmt.FORMAT_VERSION,
+        "tfrec_tricks_version": tfrec_tricks.__version__,
+        "engine": engine,
+        "options": options,
+        "num_items": vocabulary.num_items,
+        "num_users": len(vocabulary.users),
+        "num_interactions": int(num_interactions),
+        "feature_names": sorted(feature_names),
+        **counts,
+        "shards": [
+            {
+                "file": name,
+                "users": shard_users.get(name),
+                "bytes": os.path.getsize(os.path.join(folder, name)),
+                "sha256": file_sha256(os.path.join(folder, name)),
+            }
+            for name in shards
+        ],
+    }
+    with open(os.path.join(folder, fmt.METADATA_FILE), "w") as handle:
+        json.dump(metadata, handle, indent=1)
+    return metadata
+
+
+def write_prepared(
+    sequences: UserSequences,
+    output: str,
+    options: dict,
+    num_shards: int | None = None,
+    overwrite: bool = False,
+    item_graph: np.ndarray | None = None,
+) -> str:
+    """Writes ``sequences`` as a prepared dataset folder ``output``.
+
+    Args:
+        sequences: the ``UserSequences`` to write.
+        output: str. The folder; written aside and renamed when complete.
+        options: dict. The preparation options (``max_len``, ``split``,
+            the filters, the source); ``options["max_len"]`` sets the
+            statistics' history length.
+        num_shards: int. TFRecord files; default ``default_num_shards``.
+            Users are cut into contiguous blocks of about equal size.
+        overwrite: bool. Replace an existing ``output``.
+        item_graph: int array [E, 2] of contiguous item ids, or None.
+
+    Returns:
+        ``output``.
+    """
+    num_shards = num_shards or default_num_shards(len(sequences.items))
+    if num_shards <= 0:
+        raise ValueError(f"num_shards must be positive. Received: {num_shards}")
+    if os.path.exists(output) and not overwrite:
+        raise FileExistsError(
+            f"{output!r} already exists; pass --overwrite to replace it."
+        )
+
+    def write(folder: str) -> None:
+        shard_users = {}
+        ends = np.cumsum(sequences.lengths)
+        # Shard boundaries at users, about equal interactions each.
+        cuts = np.searchsorted(
+            ends, np.linspace(0, ends[-1], num_shards + 1)[1:-1], side="left"
+        )
+        bounds = np.r_[0, cuts, sequences.num_users]
+        for index in range(num_shards):
+            name = fmt.shard_name(index, num_shards)
+            first, last = int(bounds[index]), int(bounds[index + 1])
+            _write_shard(os.path.join(folder, name), sequences, first, last)
+            shard_users[name] = last - first
+        counts = split_counts(
+            sequences.train_ends,
+            sequences.validation_positions,
+            sequences.test_positions,
+        )
+        write_dataset_files(
+            folder,
+            Vocabulary(items=sequences.item_names, users=sequences.user_names),
+            training_statistics(sequences, options["max_len"]),
+            counts,
+            options,
+            list(sequences.features),
+            len(sequences.items),
+            "local",
+            item_graph,
+            shard_users,
+        )
+
+    return publish_directory(output, write, replace=overwrite)
+
+
+def _write_shard(path: str, sequences: UserSequences, first: int, last: int):
+    with tf.io.TFRecordWriter(path) as writer:
+        for user in range(first, last):
+            start = sequences.starts[user]
+            rows = slice(start, start + sequences.lengths[user])
+            writer.write(
+                fmt.user_example(
+                    user,
+                    sequences.items[rows],
+                    sequences.validation_positions[user],
+                    sequences.test_positions[user],
+                    {n: v[rows] for n, v in sequences.features.items()},
+                )
+            )
