@@ -82,6 +82,28 @@ def _other_vocabulary(workspace):
     path.write_text(json.dumps(vocabulary))
 
 
+def _prepared(workspace, change=None):
+    from tfrec_tricks.runs.prepare_dataset import prepare_dataset
+    from tfrec_tricks.runs.train_config import TrainConfig
+
+    config = TrainConfig(synthetic_users=60, synthetic_items=40, max_len=10)
+    path = workspace / "prepared"
+    prepare_dataset(config, str(path), num_shards=2, verbose=False)
+    if change:
+        change(path)
+
+
+def _without_metadata(path):
+    (path / "metadata.json").unlink()
+
+
+def _changed_shard(path):
+    shard = sorted(path.glob("*.tfrecord"))[0]
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 1
+    shard.write_bytes(bytes(data))
+
+
 UDATA_NAN = "1\t10\t3\t100\n1\t11\t4\t200\n1\t12\t5\tnan\n"
 SESSIONS_INF = "SessionId\tItemId\tTime\n1\t10\t100\n1\t11\tinf\n"
 EXPORT = ["export", "runs/run", "--base-path", "saved_models"]
@@ -230,6 +252,53 @@ CASES = [
         ["train", *TINY, "--head", "cpr"],
         1,
         ["CPR reranker size k must be at most the number of real items"],
+    ),
+    # Prepared datasets: checked before anything is written.
+    Case(
+        "prepare-into-existing-folder",
+        ["prepare", *TINY[:4], "--output", "prepared"],
+        1,
+        ["'prepared' already exists; pass --overwrite"],
+        _prepared,
+    ),
+    Case(
+        "prepare-beam-synthetic",
+        ["prepare", "--engine", "beam", "--output", "new"],
+        1,
+        ["--engine beam reads interaction files"],
+    ),
+    Case(
+        "prepare-local-with-beam-options",
+        ["prepare", "--output", "new", "--runner", "DataflowRunner"],
+        2,
+        ["unrecognized arguments: --runner DataflowRunner"],
+    ),
+    Case(
+        "train-prepared-missing",
+        ["train", "--prepared", "nowhere"],
+        1,
+        ["'nowhere' is not a folder"],
+    ),
+    Case(
+        "train-prepared-half-written",
+        ["train", "--prepared", "prepared"],
+        1,
+        ["metadata.json is missing"],
+        lambda workspace: _prepared(workspace, _without_metadata),
+    ),
+    Case(
+        "train-prepared-changed-shard",
+        ["train", "--prepared", "prepared"],
+        1,
+        ["SHA-256 differs from metadata.json's"],
+        lambda workspace: _prepared(workspace, _changed_shard),
+    ),
+    Case(
+        "train-prepared-other-max-len",
+        ["train", "--prepared", "prepared", "--max-len", "20"],
+        1,
+        ["max_len=20 (prepared with 10)"],
+        _prepared,
     ),
     # Serving's model list is read before a version is published.
     Case(

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from tfrec_tricks.cli.parser import COMMANDS, build_parser, parse
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, _ = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return 2

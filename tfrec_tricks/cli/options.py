@@ -105,6 +105,8 @@ def add_field_arguments(
     cls: type,
     groups: dict,
     unset_defaults: bool = False,
+    only_groups: tuple[str, ...] | None = None,
+    skip: tuple[str, ...] = (),
 ) -> list[str]:
     """Adds a flag for every field of ``cls`` declared with ``cli=True``.
 
@@ -115,6 +117,9 @@ def add_field_arguments(
         unset_defaults: leave each flag's default None (the field's default
             then shows only in the help), so that a ``--config`` file's
             values survive unset flags.
+        only_groups: the groups to add (``("data",)`` for ``prepare``);
+            None adds all.
+        skip: names of fields to leave out.
 
     Returns:
         The names of the fields that got a flag (each flag's ``dest``).
@@ -125,6 +130,10 @@ def add_field_arguments(
             continue
         settings = dict(field.metadata["flag"])
         group_name = settings.pop("group", "model")
+        if field.name in skip or (
+            only_groups is not None and group_name not in only_groups
+        ):
+            continue
         if group_name not in groups:
             groups[group_name] = parser.add_argument_group(
                 GROUP_TITLES[group_name]

@@ -3,7 +3,7 @@
 import argparse
 import dataclasses
 
-from tfrec_tricks.cli import ablation, export, train, tune
+from tfrec_tricks.cli import ablation, export, prepare, train, tune
 from tfrec_tricks.cli.config_file import load_config_file
 from tfrec_tricks.cli.options import add_field_arguments
 from tfrec_tricks.models.config import ModelConfig
@@ -19,6 +19,7 @@ data (no download) and prints NDCG@10, HR@10 and MRR@10.
 """
 
 COMMANDS = {
+    "prepare": prepare,
     "train": train,
     "ablation": ablation,
     "export": export,
@@ -82,14 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
-    """Parses ``argv``; a --config file supplies defaults that flags beat."""
-    args = parser.parse_args(argv)
+    """Parses ``argv``; a --config file supplies defaults that flags beat.
+
+    ``prepare --engine beam`` passes the arguments it does not know on to
+    Beam as pipeline options (``args.pipeline_args``); every other command
+    refuses them.
+    """
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not (
+        args.command == "prepare" and getattr(args, "engine", "") == "beam"
+    ):
+        parser.command_parsers.get(args.command, parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
+    args.pipeline_args = unknown
     args.config_model = {}
     if getattr(args, "config", None):
         values = load_config_file(args.config)
         parser.command_parsers[args.command].set_defaults(**values["train"])
         args = parser.parse_args(argv)
         args.config_model = values["model"]
+        args.pipeline_args = []
     return args
 
 

@@ -8,6 +8,7 @@ them: point ``data_path`` (CLI: ``--data-path``) or the environment variable
 """
 
 import dataclasses
+import glob
 import os
 
 import numpy as np
@@ -79,33 +80,15 @@ def load_source(
         data = synthetic.generate(**(synthetic_options or {}))
         graph = np.char.add("i", data.item_graph.astype(str))
         return Source(data.interactions, graph)
-    if name == "file":
-        if not data_path:
-            raise DataError("--data file needs --data-path FILE.")
-        return Source(loaders.load_file(data_path, file_format))
     if name.startswith("tfds:"):
         return Source(
             load_tfds_movielens(
                 name[len("tfds:") :], tfds_data_dir, tfds_manual_dir
             )
         )
-    if name not in REAL_DATASETS:
-        raise DataError(
-            f"Unknown data source. Expected one of {list(SOURCES)}. "
-            f"Received: {name!r}"
-        )
-    folder = data_path or default_data_path()
-    files, file_format = REAL_DATASETS[name]
-    paths = [os.path.join(folder, f) for f in files]
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        raise DataError(
-            f"Dataset {name!r} not found: missing {missing}. Point "
-            f"--data-path (or ${DATA_ENV}) at the folder that holds "
-            f"{sorted({f.split('/')[0] for f in files})}."
-        )
+    paths, file_format = located_files(name, data_path, file_format)
     parts = [loaders.load_file(p, file_format) for p in paths]
-    return Source(_concatenate(parts, name))
+    return Source(_concatenate(parts, data_path if name == "file" else name))
 
 
 def source_files(
@@ -121,7 +104,7 @@ def source_files(
     the GroupLens zips of ``tfds_manual_dir`` are files.
     """
     if name == "file":
-        return [data_path] if data_path else []
+        return file_paths(data_path) if data_path else []
     if name.startswith("tfds:"):
         if not tfds_manual_dir or not os.path.isdir(tfds_manual_dir):
             return []
@@ -134,6 +117,54 @@ def source_files(
         folder = data_path or default_data_path()
         return [os.path.join(folder, f) for f in REAL_DATASETS[name][0]]
     return []
+
+
+def file_paths(pattern: str | None) -> list[str]:
+    """The files of ``--data file --data-path PATTERN``, in order.
+
+    ``PATTERN`` is a file or a glob of shards (``clicks-*.tsv``), whose
+    matches are read in sorted order, one table.
+    """
+    if not pattern:
+        raise DataError("--data file needs --data-path FILE (or a glob).")
+    if not glob.has_magic(pattern):
+        return [pattern]
+    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    if not paths:
+        raise DataError(f"No files match --data-path {pattern!r}.")
+    return paths
+
+
+def located_files(
+    name: str, data_path: str | None = None, file_format: str = "auto"
+) -> tuple[list[str], str]:
+    """The files and format of a file-based source (``file`` or a real one).
+
+    Streaming engines (``read_encoded``, Apache Beam) read these files
+    themselves; synthetic and TFDS data are made in memory.
+
+    Raises:
+        DataError: an unknown source, a source that is not files, or a
+            real dataset whose files are missing.
+    """
+    if name == "file":
+        return file_paths(data_path), file_format
+    if name not in REAL_DATASETS:
+        raise DataError(
+            f"Unknown data source, or one that is not read from files. "
+            f"Expected one of {list(SOURCES)}. Received: {name!r}"
+        )
+    files, real_format = REAL_DATASETS[name]
+    folder = data_path or default_data_path()
+    paths = [os.path.join(folder, f) for f in files]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise DataError(
+            f"Dataset {name!r} not found: missing {missing}. Point "
+            f"--data-path (or ${DATA_ENV}) at the folder that holds "
+            f"{sorted({f.split('/')[0] for f in files})}."
+        )
+    return paths, real_format
 
 
 def _concatenate(parts: list[Interactions], source: str) -> Interactions:

@@ -114,12 +114,12 @@ class PreparedDataset:
         return self._statistics
 
     def item_graph(self) -> np.ndarray | None:
-        """The item graph in contiguous ids ([E, 2]), if one was prepared."""
+        """The source's item graph ([E, 2] raw item ids), if it had one."""
         path = os.path.join(self.path, fmt.ITEM_GRAPH_FILE)
         if not os.path.isfile(path):
             return None
-        with open(path) as handle:
-            return np.asarray(json.load(handle), np.int64).reshape(-1, 2)
+        with open(path, encoding="utf-8") as handle:
+            return np.asarray(json.load(handle), str).reshape(-1, 2)
 
     def num_examples(self, split: str) -> int:
         """Prefix examples of ``split`` (what the in-memory path holds)."""

@@ -88,7 +88,7 @@ def write_dataset_files(
         json.dump(statistics.to_dict(), handle)
     if item_graph is not None:
         with open(os.path.join(folder, fmt.ITEM_GRAPH_FILE), "w") as handle:
-            json.dump(np.asarray(item_graph).tolist(), handle)
+            json.dump([[str(a), str(b)] for a, b in item_graph], handle)
     shards = sorted(f for f in os.listdir(folder) if f.endswith(".tfrecord"))
     shard_users = shard_users or {}
     metadata = {
@@ -136,7 +136,8 @@ def write_prepared(
         num_shards: int. TFRecord files; default ``default_num_shards``.
             Users are cut into contiguous blocks of about equal size.
         overwrite: bool. Replace an existing ``output``.
-        item_graph: int array [E, 2] of contiguous item ids, or None.
+        item_graph: array [E, 2] of raw item ids (``Source.item_graph``),
+            or None.
 
     Returns:
         ``output``.

@@ -1,6 +1,7 @@
 """``TrainConfig``: a training run's data, budget and output settings."""
 
 import dataclasses
+import os
 
 from tfrec_tricks.config_fields import check_fields, document_fields, option
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
@@ -61,6 +62,14 @@ class TrainConfig:
     tfds_manual_dir: str | None = option(
         None,
         "folder with GroupLens' ml-1m.zip / ml-100k.zip.",
+        group="data",
+        metavar="DIR",
+    )
+    prepared: str | None = option(
+        None,
+        "train on a dataset `tfrec-tricks prepare --output DIR` wrote, "
+        "streamed from disk (its data and preparation options are used; "
+        "the other data flags must not contradict them).",
         group="data",
         metavar="DIR",
     )
@@ -164,8 +173,13 @@ class TrainConfig:
 
     @property
     def run_name(self) -> str:
-        """``name``, or one made from the data source's name."""
-        return self.name or self.data.replace(":", "-").replace("/", "-")
+        """``name``, or one made from the data source's (or prepared
+        dataset's) name."""
+        if self.name:
+            return self.name
+        if self.prepared:
+            return os.path.basename(os.path.normpath(self.prepared))
+        return self.data.replace(":", "-").replace("/", "-")
 
     def model_config(self, num_items: int) -> ModelConfig:
         """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.

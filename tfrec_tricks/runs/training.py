@@ -28,20 +28,14 @@ from tfrec_tricks.callbacks import (
     ResumableEarlyStopping,
     monitor_history,
 )
-from tfrec_tricks.data import (
-    PreparedData,
-    Source,
-    load_source,
-    prepare,
-)
-from tfrec_tricks.data.datasets import source_files
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.prepared_format import read_metadata
 from tfrec_tricks.metrics import (
     metrics_by_target_kind,
     metrics_from_ranks,
     target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.runs.prepare_dataset import prepared_train_config
 from tfrec_tricks.runs.run_directory import (
     check_finished_run,
     data_identity,
@@ -54,6 +48,11 @@ from tfrec_tricks.runs.run_directory import (
     start_run,
 )
 from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.runs.training_data import (
+    data_files,
+    load_data,  # noqa: F401 (part of this module's API)
+    load_training_data,
+)
 
 EVAL_BATCH_SIZE = 512
 TENSORBOARD_DIR = "tensorboard"
@@ -69,35 +68,6 @@ class RunResult:
     model: tf.keras.Model
 
 
-def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
-    """Loads ``config``'s data source and prepares its leave-one-out splits.
-
-    Returns:
-        The loaded ``Source`` (interactions, optional item graph) and the
-        ``PreparedData``.
-    """
-    source = load_source(
-        config.data,
-        data_path=config.data_path,
-        file_format=config.file_format,
-        synthetic_options={
-            "num_users": config.synthetic_users,
-            "num_items": config.synthetic_items,
-            "seed": config.seed,
-        },
-        tfds_data_dir=config.tfds_data_dir,
-        tfds_manual_dir=config.tfds_manual_dir,
-    )
-    data = prepare(
-        source.interactions,
-        max_len=config.max_len,
-        min_user_interactions=config.min_user_interactions,
-        min_item_interactions=config.min_item_interactions,
-        split=config.split,
-    )
-    return source, data
-
-
 def fingerprint(
     config: TrainConfig, num_items: int, data: list[dict] | None = None
 ) -> dict:
@@ -110,14 +80,27 @@ def fingerprint(
     model config, the data files' hashes and the package version.
     """
     if data is None:
-        data = data_identity(
-            source_files(config.data, config.data_path, config.tfds_manual_dir)
-        )
+        data = data_identity(data_files(config))
+    train = dataclasses.asdict(config)
+    if train["prepared"] is None:
+        # Runs from before the option existed keep their fingerprint.
+        del train["prepared"]
     return make_fingerprint(
-        dataclasses.asdict(config),
+        train,
         config.model_config(num_items).to_dict(),
         data,
     )
+
+
+def resolved_config(config: TrainConfig) -> TrainConfig:
+    """``config``, with a prepared dataset's data options when it has one.
+
+    A prepared dataset is checked here (missing, half-written or of
+    another version: ``DataError``), before anything else happens.
+    """
+    if not config.prepared:
+        return config
+    return prepared_train_config(config, read_metadata(config.prepared))
 
 
 def run_directory(config: TrainConfig) -> str:
@@ -134,6 +117,7 @@ def finished_metrics(config: TrainConfig) -> dict | None:
     """
     run_dir = run_directory(config)
     try:
+        config = resolved_config(config)
         run = read_run_file(run_dir)
     except ValueError:
         return None
@@ -188,9 +172,10 @@ def train(
         verbose = 1 if sys.stdout.isatty() else 2
     run_dir = run_directory(config)
     # Hashed once: the check before and after loading the data share it.
-    files = data_identity(
-        source_files(config.data, config.data_path, config.tfds_manual_dir)
-    )
+    if config.prepared:
+        # Checked (and its options taken) before anything else happens.
+        config = prepared_train_config(config, read_metadata(config.prepared))
+    files = data_identity(data_files(config))
     recorded = None if overwrite else read_run_file(run_dir)
     if recorded is not None:
         # Checked before the data is loaded: a refusal or a reuse is quick.
@@ -201,9 +186,9 @@ def train(
                 return _reuse(run_dir, verbose)
 
     tf.keras.utils.set_random_seed(config.seed)
-    source, data = load_data(config)
-    _log(verbose, f"Data: {source.interactions.summary()}")
-    _log(verbose, f"Prepared: {data.summary()}")
+    data = load_training_data(config)
+    for line in data.description:
+        _log(verbose, line)
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
@@ -234,7 +219,7 @@ def train(
             },
         )
     model = SequentialRetrievalModel.from_data(
-        model_config, data, item_graph=source.item_graph
+        model_config, data.prepared, item_graph=data.item_graph
     )
     model.compile(
         optimizer=tf.keras.optimizers.Adam(config.learning_rate),
@@ -243,8 +228,8 @@ def train(
         steps_per_execution=config.steps_per_execution,
     )
     bucket = config.bucket_by_length
-    train_ds = make_dataset(
-        data.train,
+    train_ds = data.batches(
+        "train",
         config.batch_size,
         shuffle=True,
         seed=config.seed,
@@ -253,8 +238,8 @@ def train(
     )
     # Built before fit so that BackupAndRestore can restore into it.
     model(next(iter(train_ds)))
-    validation_ds = make_dataset(
-        data.validation, EVAL_BATCH_SIZE, bucket_by_length=bucket
+    validation_ds = data.batches(
+        "validation", EVAL_BATCH_SIZE, bucket_by_length=bucket
     )
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     backup_dir = os.path.join(run_dir, "backup")
@@ -313,7 +298,9 @@ def train(
     )
     results = {"validation": _evaluate(model, validation_ds)}
     results["test"], results["test_by_target"] = _test_metrics(
-        model, data.test, model_config.metric_ks, bucket
+        model,
+        data.batches("test", EVAL_BATCH_SIZE, bucket_by_length=bucket),
+        model_config.metric_ks,
     )
     results.update(
         {
@@ -323,7 +310,7 @@ def train(
                 statistics.median(timer.seconds) if timer.seconds else None
             ),
             "num_parameters": count_trainable_parameters(model),
-            "num_train_examples": len(data.train),
+            "num_train_examples": data.num_examples("train"),
         }
     )
     save_model(model, run_dir)
@@ -425,7 +412,7 @@ def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:
 
 
 def _test_metrics(
-    model: tf.keras.Model, examples, ks: tuple, bucket: bool
+    model: tf.keras.Model, test_ds: tf.data.Dataset, ks: tuple
 ) -> tuple[dict, dict]:
     """Overall and repeat / new test metrics, from one pass over the test set.
 
@@ -434,9 +421,7 @@ def _test_metrics(
     the overall metric.
     """
     ranks, histories, targets = [], [], []
-    for batch in make_dataset(
-        examples, EVAL_BATCH_SIZE, bucket_by_length=bucket
-    ):
+    for batch in test_ds:
         target = batch["target"].numpy()
         ranks.append(target_ranks(model(batch, training=False).numpy(), target))
         histories.append(batch["history"].numpy())

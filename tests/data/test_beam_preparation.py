@@ -1,0 +1,223 @@
+"""The Beam engine prepares the same dataset as the local engine."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.data.test_prepared_dataset import SESSIONS, collect, rows_multiset
+from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.beam_preparation import prepare_with_beam
+from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.loaders import load_file
+from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.user_sequences import user_sequences
+from tfrec_tricks.data.write_prepared import write_prepared
+from tfrec_tricks.errors import DataError
+
+pytestmark = pytest.mark.slow
+
+
+def _write_synthetic(folder) -> str:
+    """Synthetic interactions as two u.data files; returns their glob.
+
+    Rows alternate between the files (a user's rows are in both), times
+    are rounded to 10 minutes (ties, broken by file order) and ratings
+    vary (a numeric feature).
+    """
+    table = synthetic.generate(num_users=40, num_items=60, seed=2).interactions
+    lines = [
+        f"{user}\t{item}\t{1 + row % 5}.0\t{int(time) // 600 * 600}\n"
+        for row, (user, item, time) in enumerate(
+            zip(table.users, table.items, table.timestamps)
+        )
+    ]
+    for part in range(2):
+        (folder / f"ratings-{part}.tsv").write_text("".join(lines[part::2]))
+    return str(folder / "ratings-*.tsv")
+
+
+def _write_sessions(folder) -> str:
+    path = folder / "sessions.txt"
+    path.write_text(SESSIONS)
+    return str(path)
+
+
+CASES = {
+    # No filter; a glob over two files.
+    "synthetic": (
+        _write_synthetic,
+        "udata",
+        {"max_len": 8, "split": "recbole"},
+    ),
+    # Both bounds (every-user raises the user bound to 3).
+    "synthetic-filtered": (
+        _write_synthetic,
+        "udata",
+        {"max_len": 3, "split": "every-user", "min_item_interactions": 12},
+    ),
+    # Both bounds; dropping user s4 leaves item e too rare: two rounds.
+    "sessions": (
+        _write_sessions,
+        "sessions",
+        {
+            "max_len": 3,
+            "split": "recbole",
+            "min_user_interactions": 2,
+            "min_item_interactions": 2,
+            "source": "sessions.txt",
+        },
+    ),
+}
+
+
+def _local_engine(files, file_format, options, output):
+    """The local engine on the files concatenated, as load_source does."""
+    parts = [load_file(path, file_format) for path in files]
+    names = sorted(set.intersection(*(set(p.numeric) for p in parts)))
+    table = Interactions(
+        users=np.concatenate([p.users for p in parts]),
+        items=np.concatenate([p.items for p in parts]),
+        timestamps=np.concatenate([p.timestamps for p in parts]),
+        numeric={
+            n: np.concatenate([p.numeric[n] for p in parts]) for n in names
+        },
+    )
+    sequences = user_sequences(
+        table.users,
+        table.items,
+        table.timestamps,
+        table.numeric,
+        min_user_interactions=options.get("min_user_interactions", 1),
+        min_item_interactions=options.get("min_item_interactions", 0),
+        split=options["split"],
+    )
+    return write_prepared(sequences, output, options, num_shards=2)
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def both_engines(request, tmp_path_factory):
+    """(local folder, beam folder) prepared from the same files."""
+    write, file_format, options = CASES[request.param]
+    folder = tmp_path_factory.mktemp(request.param)
+    pattern = write(folder)
+    files = sorted(str(p) for p in folder.glob(os.path.basename(pattern)))
+    local = _local_engine(files, file_format, options, str(folder / "local"))
+    beam = prepare_with_beam(
+        [pattern], str(folder / "beam"), options, file_format, num_shards=3
+    )
+    return local, beam
+
+
+def _read(folder, name, mode="r"):
+    with open(os.path.join(folder, name), mode) as handle:
+        return handle.read()
+
+
+def test_vocabulary_is_byte_equal(both_engines):
+    local, beam = both_engines
+    vocabulary = _read(beam, "vocabulary.json", "rb")
+    assert vocabulary == _read(local, "vocabulary.json", "rb")
+
+
+@pytest.mark.parametrize(
+    "split, every_position",
+    [
+        ("train", False),
+        ("train", True),
+        ("validation", False),
+        ("test", False),
+    ],
+)
+def test_same_examples(both_engines, split, every_position):
+    local, beam = both_engines
+    expected = PreparedDataset(local).examples(split, every_position)
+    got = PreparedDataset(beam).examples(split, every_position)
+    assert PreparedDataset(beam).num_examples(split) == PreparedDataset(
+        local
+    ).num_examples(split)
+    assert rows_multiset(collect(got)) == rows_multiset(collect(expected))
+
+
+def test_same_statistics(both_engines):
+    local, beam = both_engines
+    expected = PreparedDataset(local).statistics
+    got = PreparedDataset(beam).statistics
+    np.testing.assert_array_equal(got.item_counts, expected.item_counts)
+    assert sorted(got.moments) == sorted(expected.moments)
+    for name, moments in expected.moments.items():
+        assert got.moments[name].weight == moments.weight
+        assert got.moments[name].mean == pytest.approx(moments.mean, rel=1e-9)
+        assert got.moments[name].m2 == pytest.approx(moments.m2, rel=1e-9)
+
+
+def test_same_metadata(both_engines):
+    local, beam = both_engines
+    expected = json.loads(_read(local, "metadata.json"))
+    got = json.loads(_read(beam, "metadata.json"))
+    for key in (
+        "train_ends",
+        "validation_positions",
+        "test_positions",
+        "num_items",
+        "num_users",
+        "num_interactions",
+        "feature_names",
+        "options",
+    ):
+        assert got[key] == expected[key], key
+    assert got["engine"] == "beam"
+    assert [shard["file"] for shard in got["shards"]] == [
+        f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)
+    ]
+    # Nothing else: no Beam temporary or side files.
+    assert sorted(os.listdir(beam)) == [
+        "metadata.json",
+        *(f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)),
+        "statistics.json",
+        "vocabulary.json",
+    ]
+
+
+# --- bad input --------------------------------------------------------------
+
+
+def test_glob_matching_nothing(tmp_path):
+    pattern = str(tmp_path / "nothing-*.tsv")
+    with pytest.raises(DataError, match="No input file matches .*nothing-"):
+        prepare_with_beam([pattern], str(tmp_path / "out"), {"max_len": 3})
+
+
+def test_existing_output_is_not_overwritten(tmp_path):
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "keep.txt").write_text("mine")
+    path = _write_sessions(tmp_path)
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        prepare_with_beam([path], str(output), {"max_len": 3})
+    assert os.listdir(output) == ["keep.txt"]
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    path = _write_sessions(tmp_path)
+    with open(path, "a") as handle:
+        handle.write("s9\tz\n")
+    with pytest.raises(DataError) as raised:
+        prepare_with_beam([path], str(tmp_path / "out"), {"max_len": 3})
+    message = str(raised.value)
+    assert message.startswith(f"{path}:17: expected 3 fields, found 2")
+    assert "while running" not in message
+    assert not os.path.exists(tmp_path / "out")
+    assert [entry for entry in os.listdir(tmp_path)] == ["sessions.txt"]
+
+
+def test_unsettled_filter_names_filter_rounds(tmp_path):
+    path = _write_sessions(tmp_path)
+    options = {"max_len": 3, "min_user_interactions": 2}
+    options["min_item_interactions"] = 2
+    with pytest.raises(DataError, match="filter_rounds=1 rounds: 1 items"):
+        prepare_with_beam(
+            [path], str(tmp_path / "out"), options, filter_rounds=1
+        )
+    assert os.listdir(tmp_path) == ["sessions.txt"]

@@ -1,0 +1,227 @@
+"""``tfrec-tricks prepare``: a training run's data, prepared once, on disk.
+
+Three engines end in the same prepared dataset (``data.prepared_format``):
+
+- ``local`` streams the files into compact columns (``read_encoded``: an
+  int32 code per id, each raw id kept once), prepares them in one process
+  and writes the shards. For data one machine holds.
+- ``beam`` runs the same preparation as an Apache Beam pipeline
+  (``data.beam_preparation``), on the DirectRunner or any Beam runner. For
+  logs no single machine holds. Needs ``pip install "tfrec_tricks[beam]"``.
+- Synthetic and TFDS data are made in memory; the ``local`` engine writes
+  them as they are.
+"""
+
+import dataclasses
+import os
+
+from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.data.datasets import (
+    load_source,
+    located_files,
+    source_files,
+)
+from tfrec_tricks.data.encoded_interactions import read_encoded
+from tfrec_tricks.data.user_sequences import user_sequences
+from tfrec_tricks.data.write_prepared import write_prepared
+from tfrec_tricks.errors import DataError
+from tfrec_tricks.runs.run_directory import data_identity
+from tfrec_tricks.runs.train_config import TrainConfig
+
+ENGINES = ("local", "beam")
+# The TrainConfig fields that say which data to read and how to prepare
+# it: recorded in metadata.json, taken from it by ``train --prepared``.
+SOURCE_FIELDS = (
+    "data",
+    "data_path",
+    "file_format",
+    "tfds_data_dir",
+    "tfds_manual_dir",
+    "synthetic_users",
+    "synthetic_items",
+)
+PREPARATION_FIELDS = (
+    "min_user_interactions",
+    "min_item_interactions",
+    "split",
+    "max_len",
+)
+
+
+def preparation_options(config: TrainConfig) -> dict:
+    """What ``metadata.json`` records about how a dataset was prepared.
+
+    The source (its name, paths and the data files' sizes and SHA-256s;
+    the seed too for synthetic data, which it generates) and the
+    preparation options.
+    """
+    source = {name: getattr(config, name) for name in SOURCE_FIELDS}
+    if config.data == "synthetic":
+        source["seed"] = config.seed
+    files = source_files(config.data, config.data_path, config.tfds_manual_dir)
+    return {
+        **{name: getattr(config, name) for name in PREPARATION_FIELDS},
+        "numeric_features": True,
+        "source": source,
+        "data_files": data_identity(files),
+    }
+
+
+def prepare_dataset(
+    config: TrainConfig,
+    output: str,
+    engine: str = "local",
+    num_shards: int | None = None,
+    overwrite: bool = False,
+    pipeline_args: list[str] | None = None,
+    verbose: bool = True,
+) -> str:
+    """Prepares ``config``'s data into the folder ``output``.
+
+    Args:
+        config: a ``TrainConfig``; its data options are used.
+        output: str. The prepared dataset's folder (must not exist unless
+            ``overwrite``).
+        engine: str. "local" or "beam" (see the module docstring).
+        num_shards: int or None. TFRecord shards; None picks a default
+            (at least 4, one per million interactions).
+        overwrite: bool. Replace an existing ``output``.
+        pipeline_args: list of str. Beam pipeline options
+            (``--runner DataflowRunner ...``), for ``engine="beam"``.
+        verbose: bool. Print what was read and written.
+
+    Returns:
+        ``output``.
+    """
+    if engine not in ENGINES:
+        raise ValueError(
+            f"engine must be one of {ENGINES}. Received: engine={engine!r}"
+        )
+    if pipeline_args and engine != "beam":
+        raise ValueError(
+            "Beam pipeline options apply to --engine beam only. Received: "
+            f"{pipeline_args}"
+        )
+    if os.path.exists(output) and not overwrite:
+        raise FileExistsError(
+            f"{output!r} already exists; pass --overwrite to replace it."
+        )
+    options = preparation_options(config)
+    if engine == "beam":
+        from tfrec_tricks.data.beam_preparation import prepare_with_beam
+
+        paths, file_format = _files_for_beam(config)
+        written = prepare_with_beam(
+            paths,
+            output,
+            options,
+            file_format=file_format,
+            num_shards=num_shards,
+            overwrite=overwrite,
+            pipeline_args=pipeline_args,
+        )
+    else:
+        sequences, graph = _local_sequences(config)
+        written = write_prepared(
+            sequences,
+            output,
+            options,
+            num_shards=num_shards,
+            overwrite=overwrite,
+            item_graph=graph,
+        )
+    if verbose:
+        from tfrec_tricks.data.prepared_dataset import PreparedDataset
+
+        print(f"Prepared: {PreparedDataset(written).summary()}", flush=True)
+    return written
+
+
+def _local_sequences(config: TrainConfig):
+    common = {
+        "min_user_interactions": config.min_user_interactions,
+        "min_item_interactions": config.min_item_interactions,
+        "split": config.split,
+    }
+    if config.data == "synthetic" or config.data.startswith("tfds:"):
+        source = load_source(
+            config.data,
+            synthetic_options={
+                "num_users": config.synthetic_users,
+                "num_items": config.synthetic_items,
+                "seed": config.seed,
+            },
+            tfds_data_dir=config.tfds_data_dir,
+            tfds_manual_dir=config.tfds_manual_dir,
+        )
+        table = source.interactions
+        sequences = user_sequences(
+            table.users,
+            table.items,
+            table.timestamps,
+            table.numeric,
+            source=table.source,
+            **common,
+        )
+        return sequences, source.item_graph
+    paths, file_format = located_files(
+        config.data, config.data_path, config.file_format
+    )
+    table = read_encoded(paths, file_format, source=config.data)
+    sequences = user_sequences(
+        table.users,
+        table.items,
+        table.timestamps,
+        table.numeric,
+        source=table.source,
+        user_names=table.user_names,
+        item_names=table.item_names,
+        **common,
+    )
+    return sequences, None
+
+
+def _files_for_beam(config: TrainConfig) -> tuple[list[str], str]:
+    if config.data == "synthetic" or config.data.startswith("tfds:"):
+        raise DataError(
+            f"--engine beam reads interaction files (--data file or a named "
+            f"dataset); {config.data!r} is made in memory: prepare it with "
+            "--engine local. Received: --data " + config.data
+        )
+    if config.data == "file":
+        # Beam matches the pattern itself (also gs://... on a real runner).
+        return [config.data_path], config.file_format
+    return located_files(config.data, config.data_path, config.file_format)
+
+
+def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
+    """``config`` with its data options replaced by a prepared dataset's.
+
+    ``train --prepared DIR`` trains on what ``DIR`` holds: its source and
+    preparation options are recorded in the run's config, not the
+    defaults of the flags that were not given.
+
+    Raises:
+        ValueError: ``config`` sets a data option (away from its default)
+            to another value than the dataset was prepared with, naming
+            both.
+    """
+    options = metadata["options"]
+    source = options.get("source", {})
+    values = {name: options[name] for name in PREPARATION_FIELDS}
+    values.update(
+        {name: source[name] for name in SOURCE_FIELDS if name in source}
+    )
+    conflicts = [
+        f"{name}={getattr(config, name)!r} (prepared with {value!r})"
+        for name, value in values.items()
+        if getattr(config, name) != value
+        and getattr(config, name) != field_default(TrainConfig, name)
+    ]
+    if conflicts:
+        raise ValueError(
+            f"{config.prepared!r} was prepared with other data options than "
+            f"the ones given: {', '.join(conflicts)}. Leave them out (the "
+            "prepared dataset's apply) or prepare the data again."
+        )
+    return dataclasses.replace(config, **values)

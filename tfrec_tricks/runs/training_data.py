@@ -1,0 +1,162 @@
+"""A run's data, in memory or streamed from a prepared dataset on disk.
+
+``train`` asks the same things of both: the vocabulary and statistics the
+model is built from, and batches of each split. In memory (the default),
+the source is loaded and prepared in the process (``prepare``); with
+``TrainConfig.prepared`` the examples are formed on the fly from the
+shards a ``tfrec-tricks prepare`` wrote (``PreparedDataset``).
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.data import PreparedData, Source, load_source, prepare
+from tfrec_tricks.data.datasets import source_files
+from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.prepared_format import (
+    METADATA_FILE,
+    STATISTICS_FILE,
+    VOCABULARY_FILE,
+)
+from tfrec_tricks.runs.train_config import TrainConfig
+
+
+@dataclasses.dataclass
+class TrainingData:
+    """What a run reads: model inputs and batches of each split.
+
+    Attributes:
+        prepared: the ``PreparedData`` (in memory) or ``PreparedDataset``
+            (on disk) the model is built from (``from_data``).
+        item_graph: [E, 2] raw item ids, or None.
+        description: lines saying what was loaded.
+    """
+
+    prepared: Any
+    item_graph: np.ndarray | None
+    description: list[str]
+
+    @property
+    def on_disk(self) -> bool:
+        return isinstance(self.prepared, PreparedDataset)
+
+    @property
+    def num_items(self) -> int:
+        return self.prepared.num_items
+
+    @property
+    def vocabulary(self):
+        return self.prepared.vocabulary
+
+    def num_examples(self, split: str) -> int:
+        """Prefix examples of ``split``."""
+        if self.on_disk:
+            return self.prepared.num_examples(split)
+        return len(getattr(self.prepared, split))
+
+    def batches(
+        self,
+        split: str,
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int | None = None,
+        bucket_by_length: bool = False,
+        every_position: bool = False,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Batches of ``split`` (see ``make_dataset`` for the options).
+
+        ``input_context`` (multi-worker training) reads a share of the
+        data: a share of the shards on disk, every
+        ``num_input_pipelines``-th batch in memory.
+        """
+        if self.on_disk:
+            return self.prepared.batches(
+                split,
+                batch_size,
+                shuffle=shuffle,
+                seed=seed,
+                bucket_by_length=bucket_by_length,
+                every_position=every_position,
+                input_context=input_context,
+            )
+        dataset = make_dataset(
+            getattr(self.prepared, split),
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            bucket_by_length=bucket_by_length,
+            every_position=every_position,
+        )
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines,
+                input_context.input_pipeline_id,
+            )
+        return dataset
+
+
+def load_training_data(config: TrainConfig) -> TrainingData:
+    """Loads ``config``'s data: prepared on disk, or prepared here."""
+    if config.prepared:
+        dataset = PreparedDataset(config.prepared)
+        return TrainingData(
+            dataset, dataset.item_graph(), [f"Prepared: {dataset.summary()}"]
+        )
+    source, data = load_data(config)
+    return TrainingData(
+        data,
+        source.item_graph,
+        [
+            f"Data: {source.interactions.summary()}",
+            f"Prepared: {data.summary()}",
+        ],
+    )
+
+
+def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
+    """Loads ``config``'s data source and prepares it in memory.
+
+    Returns:
+        The loaded ``Source`` (interactions, optional item graph) and the
+        ``PreparedData``.
+    """
+    source = load_source(
+        config.data,
+        data_path=config.data_path,
+        file_format=config.file_format,
+        synthetic_options={
+            "num_users": config.synthetic_users,
+            "num_items": config.synthetic_items,
+            "seed": config.seed,
+        },
+        tfds_data_dir=config.tfds_data_dir,
+        tfds_manual_dir=config.tfds_manual_dir,
+    )
+    data = prepare(
+        source.interactions,
+        max_len=config.max_len,
+        min_user_interactions=config.min_user_interactions,
+        min_item_interactions=config.min_item_interactions,
+        split=config.split,
+    )
+    return source, data
+
+
+def data_files(config: TrainConfig) -> list[str]:
+    """The files that identify ``config``'s data in a run's fingerprint.
+
+    A prepared dataset's ``metadata.json`` holds its shards' SHA-256s, so
+    it, the vocabulary and the statistics identify all of it.
+    """
+    if config.prepared:
+        return [
+            os.path.join(config.prepared, name)
+            for name in (METADATA_FILE, VOCABULARY_FILE, STATISTICS_FILE)
+        ]
+    return source_files(config.data, config.data_path, config.tfds_manual_dir)
