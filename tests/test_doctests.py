@@ -25,6 +25,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.data.user_sequences",
     "tfrec_tricks.data.statistics",
     "tfrec_tricks.data.prepared_dataset",
+    "tfrec_tricks.data.beam_preparation",
     "tfrec_tricks.data.preparation",
     "tfrec_tricks.data.prefix_merging",
     "tfrec_tricks.data.pipeline",

@@ -8,12 +8,13 @@ import pytest
 
 from tests.data.test_prepared_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
-from tfrec_tricks.data.beam_preparation import prepare_with_beam
+from tfrec_tricks.data.beam_preparation import _SummaryFn, prepare_with_beam
 from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.loaders import load_file
 from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
+from tfrec_tricks.data.write_prepared import split_counts, write_prepared
 from tfrec_tricks.errors import DataError
 
 pytestmark = pytest.mark.slow
@@ -51,11 +52,11 @@ CASES = {
         "udata",
         {"max_len": 8, "split": "recbole"},
     ),
-    # Both bounds (every-user raises the user bound to 3).
+    # Both bounds (every-user raises the user bound to 3): three rounds.
     "synthetic-filtered": (
         _write_synthetic,
         "udata",
-        {"max_len": 3, "split": "every-user", "min_item_interactions": 12},
+        {"max_len": 3, "split": "every-user", "min_item_interactions": 15},
     ),
     # Both bounds; dropping user s4 leaves item e too rare: two rounds.
     "sessions": (
@@ -168,6 +169,7 @@ def test_same_metadata(both_engines):
     ):
         assert got[key] == expected[key], key
     assert got["engine"] == "beam"
+    assert sum(shard["users"] for shard in got["shards"]) == got["num_users"]
     assert [shard["file"] for shard in got["shards"]] == [
         f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)
     ]
@@ -178,6 +180,51 @@ def test_same_metadata(both_engines):
         "statistics.json",
         "vocabulary.json",
     ]
+
+
+def test_summary_merges_batches_and_accumulators():
+    table = synthetic.generate(num_users=40, num_items=60, seed=2).interactions
+    sequences = user_sequences(
+        table.users, table.items, table.timestamps, split="every-user"
+    )
+    users = []
+    for user in range(sequences.num_users):
+        rows = slice(
+            sequences.starts[user],
+            sequences.starts[user] + sequences.lengths[user],
+        )
+        users.append(
+            (
+                sequences.items[rows],
+                {n: v[rows] for n, v in sequences.features.items()},
+                sequences.validation_positions[user],
+                sequences.test_positions[user],
+            )
+        )
+    combine = _SummaryFn(max_len=5, batch_size=7)
+    parts = []
+    for first in range(0, len(users), 15):
+        accumulator = combine.create_accumulator()
+        for user in users[first : first + 15]:
+            accumulator = combine.add_input(accumulator, user)
+        parts.append(accumulator)
+    summary = combine.extract_output(combine.merge_accumulators(parts))
+    expected = training_statistics(sequences, 5).to_dict()
+    got = summary["statistics"]
+    counts = got["item_counts"]
+    counts += [0] * (len(expected["item_counts"]) - len(counts))
+    assert counts == expected["item_counts"]
+    for name, moments in expected["moments"].items():
+        assert got["moments"][name] == pytest.approx(moments, rel=1e-9)
+    assert summary["split_counts"] == split_counts(
+        sequences.train_ends,
+        sequences.validation_positions,
+        sequences.test_positions,
+    )
+    assert summary["users"] == sequences.num_users
+    assert summary["interactions"] == len(sequences.items)
+    assert summary["longest"] == sequences.lengths.max()
+    assert summary["feature_names"] == ["time_gap"]
 
 
 # --- bad input --------------------------------------------------------------

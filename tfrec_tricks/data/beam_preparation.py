@@ -76,6 +76,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import tempfile
 import traceback
 from collections.abc import Iterable, Iterator
@@ -96,12 +97,12 @@ from tfrec_tricks.data.loaders import read_records
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import (
-    NO_POSITION,
     PADDING,
     SPLITS,
     TIME_GAP,
     UserSequences,
     check_split,
+    split_positions,
 )
 from tfrec_tricks.data.write_prepared import (
     merge_split_counts,
@@ -184,6 +185,11 @@ def prepare_with_beam(
             filter did not settle in ``filter_rounds`` rounds.
         ValueError: an option is out of range.
     """
+    if isinstance(inputs, str):
+        raise ValueError(
+            "inputs must be a list of files or glob patterns. Received: "
+            f"inputs={inputs!r}"
+        )
     config = _Config.from_options(options, num_shards, filter_rounds)
     if os.path.exists(output) and not overwrite:
         raise FileExistsError(
@@ -202,7 +208,10 @@ def prepare_with_beam(
         summary = json.loads(_read_text(side, _SUMMARY))
         shutil.rmtree(side, ignore_errors=True)
         _check_summary(summary, config, source, filter_rounds)
-        _check_shards(staging, config.num_shards)
+        shard_users = {
+            name: _count_records(os.path.join(staging, name))
+            for name in _check_shards(staging, config.num_shards)
+        }
         statistics = TrainingStatistics.from_dict(summary["statistics"])
         counts = np.zeros(vocabulary.num_items, np.int64)
         counts[: len(statistics.item_counts)] = statistics.item_counts
@@ -216,6 +225,7 @@ def prepare_with_beam(
             summary["feature_names"],
             summary["interactions"],
             "beam",
+            shard_users=shard_users,
         )
 
     return publish_directory(output, write, replace=overwrite)
@@ -372,8 +382,8 @@ def _check_summary(
             )
 
 
-def _check_shards(folder: str, num_shards: int) -> None:
-    """Creates the shards Beam left out (empty ones); refuses others."""
+def _check_shards(folder: str, num_shards: int) -> list[str]:
+    """The shard names; creates those Beam left out (empty), refuses others."""
     expected = {fmt.shard_name(i, num_shards) for i in range(num_shards)}
     written = {f for f in os.listdir(folder) if f.endswith(".tfrecord")}
     if written - expected:
@@ -383,6 +393,19 @@ def _check_shards(folder: str, num_shards: int) -> None:
         )
     for name in expected - written:
         open(os.path.join(folder, name), "wb").close()
+    return sorted(expected)
+
+
+def _count_records(path: str) -> int:
+    """The records of a TFRecord file, from their length headers."""
+    count = 0
+    with open(path, "rb") as handle:
+        while header := handle.read(8):
+            (length,) = struct.unpack("<Q", header)
+            # The header's CRC, the record, the record's CRC.
+            handle.seek(4 + length + 4, os.SEEK_CUR)
+            count += 1
+    return count
 
 
 # --- the pipeline -----------------------------------------------------------
@@ -528,11 +551,12 @@ def _k_core(rows, config: _Config):
     if len(bounds) < 2:
         pipeline = rows.pipeline
         return rows, pipeline | "NothingUnsettled" >> beam.Create([0])
+    min_item = config.min_item
     unsettled = (
         rows
         | "FinalItemRows" >> beam.Map(lambda r: (r[_ITEM], 1))
         | "FinalItemCounts" >> beam.CombinePerKey(sum)
-        | "TooRare" >> beam.Filter(lambda kv: kv[1] < config.min_item)
+        | "TooRare" >> beam.Filter(lambda kv: kv[1] < min_item)
         | "CountTooRare" >> beam.combiners.Count.Globally()
     )
     return rows, unsettled
@@ -557,9 +581,13 @@ class _FilterRare(beam.PTransform):
 
 
 def _keep_frequent(group: tuple, bound: int) -> Iterable[tuple]:
+    """A group's rows if there are at least ``bound`` of them, else none."""
     _, rows = group
-    rows = list(rows)
-    return rows if len(rows) >= bound else ()
+    # Counts up to ``bound`` only; a grouped iterable can be read again.
+    for count, _ in enumerate(rows, start=1):
+        if count >= bound:
+            return rows
+    return ()
 
 
 class _ReadFile(beam.DoFn):
@@ -679,19 +707,11 @@ def _first_places(user: tuple) -> Iterator[tuple[str, tuple[int, int]]]:
             yield item, (index, position)
 
 
-def split_positions(length: int, split: str) -> tuple[int, int]:
-    """A user's ``(validation, test)`` positions, as ``user_sequences``."""
-    test_from, validation_from = SPLITS[split]
-    test = length - 1 if length >= test_from else NO_POSITION
-    validation = length - 2 if length >= validation_from else NO_POSITION
-    return validation, test
-
-
 def _encode_user(user: tuple, item_ids: dict[str, int], split: str) -> tuple:
     """A user's serialized example, and what the summary needs of it."""
     index, names, features = user
     items = np.fromiter((item_ids[n] for n in names), np.int32, len(names))
-    validation, test = split_positions(len(items), split)
+    validation, test = (int(p) for p in split_positions(len(items), split))
     example = fmt.user_example(index, items, validation, test, features)
     return example, (items, features, validation, test)
 
@@ -700,14 +720,15 @@ class _SummaryFn(beam.CombineFn):
     """Statistics, split counts and sizes of all users, batch by batch.
 
     A user is ``(items, features, validation_position, test_position)``.
-    Users are buffered and folded ``STATISTICS_BATCH`` at a time into
+    Users are buffered and folded ``batch_size`` at a time into
     ``training_statistics`` and ``split_counts`` (both merge across
     disjoint sets of users).
     """
 
-    def __init__(self, max_len: int):
+    def __init__(self, max_len: int, batch_size: int = STATISTICS_BATCH):
         super().__init__()
         self.max_len = max_len
+        self.batch_size = batch_size
 
     def create_accumulator(self) -> dict:
         return {
@@ -724,14 +745,15 @@ class _SummaryFn(beam.CombineFn):
 
     def add_input(self, accumulator: dict, user: tuple) -> dict:
         accumulator["pending"].append(user)
-        if len(accumulator["pending"]) >= STATISTICS_BATCH:
+        if len(accumulator["pending"]) >= self.batch_size:
             self._fold(accumulator)
         return accumulator
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
+        # Reads the accumulators without changing them.
         merged = self.create_accumulator()
         for accumulator in accumulators:
-            self._fold(accumulator)
+            merged["pending"].extend(accumulator["pending"])
             merged["statistics"] = _merge_statistics(
                 merged["statistics"], accumulator["statistics"]
             )
@@ -751,6 +773,8 @@ class _SummaryFn(beam.CombineFn):
             merged["feature_names"] = (
                 merged["feature_names"] or accumulator["feature_names"]
             )
+        if len(merged["pending"]) >= self.batch_size:
+            self._fold(merged)
         return merged
 
     def compact(self, accumulator: dict) -> dict:

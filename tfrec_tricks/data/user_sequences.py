@@ -172,10 +172,7 @@ def user_sequences(
         for name, column in sorted((numeric or {}).items()):
             features[name] = column[order].astype(np.float32)
     del order
-    test_positions = np.where(lengths >= test_from, lengths - 1, NO_POSITION)
-    validation_positions = np.where(
-        lengths >= validation_from, lengths - 2, NO_POSITION
-    )
+    validation_positions, test_positions = split_positions(lengths, split)
     for name, positions, needed in (
         ("validation", validation_positions, validation_from),
         ("test", test_positions, test_from),
@@ -196,6 +193,27 @@ def user_sequences(
         validation_positions=validation_positions.astype(np.int64),
         test_positions=test_positions.astype(np.int64),
     )
+
+
+def split_positions(
+    lengths: np.ndarray | int, split: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each user's validation and test targets are (-1: none).
+
+    Args:
+        lengths: each user's number of interactions (an array, or one int).
+        split: str. A key of ``SPLITS``: the last position is the test
+            target from ``SPLITS[split][0]`` interactions on, the one
+            before it the validation target from ``SPLITS[split][1]`` on.
+
+    >>> split_positions(np.array([2, 3, 4]), "recbole")
+    (array([-1, -1,  2]), array([-1,  2,  3]))
+    """
+    test_from, validation_from = SPLITS[split]
+    lengths = np.asarray(lengths)
+    test = np.where(lengths >= test_from, lengths - 1, NO_POSITION)
+    validation = np.where(lengths >= validation_from, lengths - 2, NO_POSITION)
+    return validation, test
 
 
 def filter_rows(

@@ -8,6 +8,7 @@ from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
 from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
 from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.runs.distribution import DISTRIBUTE_MODES
 from tfrec_tricks.runs.run_directory import check_run_name
 
 # ModelConfig fields that come from the data or the training options.
@@ -150,6 +151,15 @@ class TrainConfig:
         metavar="S",
     )
     seed: int = option(0, "", group="training")
+    distribute: str = option(
+        "auto",
+        "tf.distribute strategy. auto: MultiWorkerMirroredStrategy when "
+        "TF_CONFIG names several workers (each reads its own shards; the "
+        "chief writes the run directory), else one device. mirrored: "
+        "MirroredStrategy over every local device (GPUs). off: one device.",
+        group="training",
+        choices=DISTRIBUTE_MODES,
+    )
     output_dir: str = option(
         "runs", "parent folder of run directories.", group="output"
     )

@@ -13,12 +13,16 @@ and best checkpoint continuing from the epochs already in
 ``history.csv``.
 """
 
+import contextlib
 import csv
 import dataclasses
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -35,6 +39,7 @@ from tfrec_tricks.metrics import (
     target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.runs.distribution import is_chief, make_strategy
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
 from tfrec_tricks.runs.run_directory import (
     check_finished_run,
@@ -49,12 +54,16 @@ from tfrec_tricks.runs.run_directory import (
 )
 from tfrec_tricks.runs.train_config import TrainConfig
 from tfrec_tricks.runs.training_data import (
+    TrainingData,
     data_files,
     load_data,  # noqa: F401 (part of this module's API)
     load_training_data,
 )
 
 EVAL_BATCH_SIZE = 512
+# Training options added after run fingerprints existed, with the value
+# that means what runs before them did: left out of the fingerprint then.
+LATER_OPTIONS = {"prepared": None, "distribute": "auto"}
 TENSORBOARD_DIR = "tensorboard"
 
 
@@ -82,9 +91,10 @@ def fingerprint(
     if data is None:
         data = data_identity(data_files(config))
     train = dataclasses.asdict(config)
-    if train["prepared"] is None:
+    for name, default in LATER_OPTIONS.items():
         # Runs from before the option existed keep their fingerprint.
-        del train["prepared"]
+        if train[name] == default:
+            del train[name]
     return make_fingerprint(
         train,
         config.model_config(num_items).to_dict(),
@@ -170,11 +180,13 @@ def train(
     """
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
+    config = resolved_config(config)
     run_dir = run_directory(config)
+    strategy = make_strategy(config.distribute)
+    chief = is_chief(strategy)
+    # Only the chief discards an old run; the others never write in it.
+    overwrite = overwrite and chief
     # Hashed once: the check before and after loading the data share it.
-    if config.prepared:
-        # Checked (and its options taken) before anything else happens.
-        config = prepared_train_config(config, read_metadata(config.prepared))
     files = data_identity(data_files(config))
     recorded = None if overwrite else read_run_file(run_dir)
     if recorded is not None:
@@ -193,54 +205,49 @@ def train(
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
     run_fingerprint = fingerprint(config, data.num_items, files)
-    action = open_run(run_dir, run_fingerprint, overwrite=overwrite)
+    if chief:
+        action = open_run(run_dir, run_fingerprint, overwrite=overwrite)
+    else:
+        action = "resume" if read_run_file(run_dir) else "new"
     if action == "finished":
         return _reuse(run_dir, verbose)
-    config_json = json.dumps(
-        {"train": dataclasses.asdict(config), "model": model_config.to_dict()},
-        indent=2,
-    )
-    start_run(
-        run_dir,
-        run_fingerprint,
-        {
-            "config.json": config_json,
-            "vocabulary.json": data.vocabulary.to_json(),
-        },
-    )
-
-    if action == "new":
-        write_hparams(
-            os.path.join(run_dir, TENSORBOARD_DIR),
-            config.run_name,
+    settings = {
+        "train": dataclasses.asdict(config),
+        "model": model_config.to_dict(),
+    }
+    if chief:
+        start_run(
+            run_dir,
+            run_fingerprint,
             {
-                "train": dataclasses.asdict(config),
-                "model": model_config.to_dict(),
+                "config.json": json.dumps(settings, indent=2),
+                "vocabulary.json": data.vocabulary.to_json(),
             },
         )
-    model = SequentialRetrievalModel.from_data(
-        model_config, data.prepared, item_graph=data.item_graph
-    )
-    model.compile(
-        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
-        # Several steps per tf.function call: the per-call overhead is
-        # about as long as a whole step on short-session batches.
-        steps_per_execution=config.steps_per_execution,
-    )
-    bucket = config.bucket_by_length
-    train_ds = data.batches(
-        "train",
-        config.batch_size,
-        shuffle=True,
-        seed=config.seed,
-        bucket_by_length=bucket,
-        every_position=config.every_position,
-    )
-    # Built before fit so that BackupAndRestore can restore into it.
-    model(next(iter(train_ds)))
-    validation_ds = data.batches(
-        "validation", EVAL_BATCH_SIZE, bucket_by_length=bucket
-    )
+        if action == "new":
+            write_hparams(
+                os.path.join(run_dir, TENSORBOARD_DIR),
+                config.run_name,
+                settings,
+            )
+    # Workers other than the chief write their files (Keras' callbacks
+    # write on every worker) to a scratch folder.
+    write_dir = run_dir if chief else tempfile.mkdtemp(prefix="tfrec-worker-")
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = SequentialRetrievalModel.from_data(
+            model_config, data.prepared, item_graph=data.item_graph
+        )
+        model.compile(
+            optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+            # Several steps per tf.function call: the per-call overhead is
+            # about as long as a whole step on short-session batches.
+            steps_per_execution=config.steps_per_execution,
+        )
+        # Built before fit so that BackupAndRestore can restore into it
+        # (under a strategy, from a local batch of the same shape).
+        inputs = fit_inputs(data, config, strategy)
+        first = inputs.train if strategy is None else inputs.local_train
+        model(next(iter(first)))
     monitor = f"val_ndcg@{model_config.metric_ks[0]}"
     backup_dir = os.path.join(run_dir, "backup")
     history_path = os.path.join(run_dir, "history.csv")
@@ -258,9 +265,10 @@ def train(
             f"Resuming the interrupted run from {backup_dir} after "
             f"{len(done)} epochs",
         )
-    best_checkpoint = os.path.join(run_dir, "checkpoints", "best")
+    best_checkpoint = os.path.join(write_dir, "checkpoints", "best")
     timer = EpochTimer()
     callbacks = [
+        # On every worker: the chief's backup is what all of them resume.
         tf.keras.callbacks.BackupAndRestore(backup_dir),
         ResumableEarlyStopping(
             done,
@@ -279,10 +287,12 @@ def train(
             initial_value_threshold=max(done) if done else None,
         ),
         # A resumed run continues its history; a new one starts it afresh.
-        tf.keras.callbacks.CSVLogger(history_path, append=resuming),
+        tf.keras.callbacks.CSVLogger(
+            os.path.join(write_dir, "history.csv"), append=resuming
+        ),
         # Per-epoch scalars; `tensorboard --logdir <run_dir>/tensorboard`.
         tf.keras.callbacks.TensorBoard(
-            os.path.join(run_dir, TENSORBOARD_DIR),
+            os.path.join(write_dir, TENSORBOARD_DIR),
             write_graph=False,
             profile_batch=0,
         ),
@@ -290,16 +300,19 @@ def train(
         *(callbacks or []),
     ]
     history = model.fit(
-        train_ds,
-        validation_data=validation_ds,
+        inputs.train,
+        steps_per_epoch=inputs.steps_per_epoch,
+        validation_data=inputs.validation,
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=verbose,
     )
-    results = {"validation": _evaluate(model, validation_ds)}
+    results = {"validation": _evaluate(model, inputs.validation)}
     results["test"], results["test_by_target"] = _test_metrics(
         model,
-        data.batches("test", EVAL_BATCH_SIZE, bucket_by_length=bucket),
+        data.batches(
+            "test", EVAL_BATCH_SIZE, bucket_by_length=config.bucket_by_length
+        ),
         model_config.metric_ks,
     )
     results.update(
@@ -311,15 +324,82 @@ def train(
             ),
             "num_parameters": count_trainable_parameters(model),
             "num_train_examples": data.num_examples("train"),
+            "num_replicas": strategy.num_replicas_in_sync if strategy else 1,
         }
     )
-    save_model(model, run_dir)
-    with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
-        json.dump(results, handle, indent=2)
-    finish_run(run_dir)
+    save_model(model, write_dir)
+    if chief:
+        with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
+            json.dump(results, handle, indent=2)
+        finish_run(run_dir)
+    else:
+        shutil.rmtree(write_dir, ignore_errors=True)
     if verbose:
         print(format_results(results, run_dir))
     return RunResult(run_dir, results, history.history, model)
+
+
+@dataclasses.dataclass
+class FitInputs:
+    """``model.fit``'s training and validation data, and steps per epoch."""
+
+    train: Any
+    validation: Any
+    steps_per_epoch: int | None = None
+    local_train: tf.data.Dataset | None = None
+
+
+def fit_inputs(
+    data: TrainingData,
+    config: TrainConfig,
+    strategy: tf.distribute.Strategy | None,
+) -> FitInputs:
+    """The datasets ``model.fit`` reads, distributed when there is a strategy.
+
+    Under a strategy every replica reads batches of ``batch_size /
+    replicas`` rows (a step trains one global batch): the training data
+    split between the workers and repeated (every worker then runs the
+    same number of steps, one global batch count per epoch, as collective
+    operations need), the validation data whole on every worker (summed
+    over replicas, the metrics are those of the validation set).
+    """
+    bucket = config.bucket_by_length
+    train_options = {
+        "shuffle": True,
+        "seed": config.seed,
+        "bucket_by_length": bucket,
+        "every_position": config.every_position,
+    }
+    if strategy is None:
+        return FitInputs(
+            data.batches("train", config.batch_size, **train_options),
+            data.batches(
+                "validation", EVAL_BATCH_SIZE, bucket_by_length=bucket
+            ),
+        )
+    replicas = strategy.num_replicas_in_sync
+    local_train = data.batches("train", config.batch_size, **train_options)
+    steps = int(local_train.cardinality())
+
+    def train_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        size = context.get_per_replica_batch_size(config.batch_size)
+        return data.batches(
+            "train", size, input_context=context, **train_options
+        ).repeat()
+
+    def validation_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        return data.batches(
+            "validation",
+            max(1, EVAL_BATCH_SIZE // replicas),
+            bucket_by_length=bucket,
+        )
+
+    return FitInputs(
+        strategy.distribute_datasets_from_function(train_fn),
+        strategy.distribute_datasets_from_function(validation_fn),
+        steps_per_epoch=max(1, steps),
+        local_train=local_train,
+    )
 
 
 def _reuse(run_dir: str, verbose: int) -> RunResult:
