@@ -1,7 +1,9 @@
 """Helpers shared by the tests of training runs and run directories."""
 
 import hashlib
+import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -20,6 +22,39 @@ TINY_FLAGS = [
     "--embedding-dim",
     "8",
 ]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cluster_env(workers: int) -> list[dict]:
+    """One environment per worker: the same TF_CONFIG cluster on 127.0.0.1
+    (free ports), each with its own task index."""
+    cluster = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)]}
+    return [
+        {
+            "TF_CONFIG": json.dumps(
+                {"cluster": cluster, "task": {"type": "worker", "index": i}}
+            )
+        }
+        for i in range(workers)
+    ]
+
+
+def start_cli(*args, cwd=None, env=None) -> subprocess.Popen:
+    """Starts ``tfrec-tricks ARGS`` in a fresh process, output to a pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tfrec_tricks.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:

@@ -1,11 +1,10 @@
 """Shared constants and helpers of the tuning tests."""
 
 import os
-import socket
 import subprocess
 import sys
 
-from tests.run_helpers import TINY_FLAGS
+from tests.run_helpers import TINY_FLAGS, free_port  # noqa: F401
 
 MAX_LEN = 10
 # Cheap but still searching over techniques: head (softmax / CPR and its
@@ -22,12 +21,6 @@ def search_data(hypermodel):
     values = hypermodel.search_data()
     values["x"] = values["x"].take(TRAIN_EXAMPLES)
     return values
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cli(args, env=None, **options) -> subprocess.Popen:

@@ -303,11 +303,16 @@ def train(
         inputs.train,
         steps_per_epoch=inputs.steps_per_epoch,
         validation_data=inputs.validation,
+        validation_steps=inputs.validation_steps,
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=verbose,
     )
-    results = {"validation": _evaluate(model, inputs.validation)}
+    results = {
+        "validation": _evaluate(
+            model, inputs.validation, inputs.validation_steps
+        )
+    }
     results["test"], results["test_by_target"] = _test_metrics(
         model,
         data.batches(
@@ -346,6 +351,7 @@ class FitInputs:
     train: Any
     validation: Any
     steps_per_epoch: int | None = None
+    validation_steps: int | None = None
     local_train: tf.data.Dataset | None = None
 
 
@@ -394,10 +400,13 @@ def fit_inputs(
             bucket_by_length=bucket,
         )
 
+    validation_steps = int(validation_fn(None).cardinality())
+
     return FitInputs(
         strategy.distribute_datasets_from_function(train_fn),
         strategy.distribute_datasets_from_function(validation_fn),
         steps_per_epoch=max(1, steps),
+        validation_steps=validation_steps,
         local_train=local_train,
     )
 
@@ -485,8 +494,10 @@ def count_trainable_parameters(model: tf.keras.Model) -> int:
     return int(sum(w.shape.num_elements() for w in model.trainable_weights))
 
 
-def _evaluate(model: tf.keras.Model, dataset: tf.data.Dataset) -> dict:
-    values = model.evaluate(dataset, return_dict=True, verbose=0)
+def _evaluate(
+    model: tf.keras.Model, dataset: Any, steps: int | None = None
+) -> dict:
+    values = model.evaluate(dataset, steps=steps, return_dict=True, verbose=0)
     names = [m.name for m in model.ranking_metrics]
     return {name: float(values[name]) for name in names}
 
