@@ -40,6 +40,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.callbacks.epoch_timer",
     "tfrec_tricks.models.config",
     "tfrec_tricks.runs.train_config",
+    "tfrec_tricks.runs.training",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

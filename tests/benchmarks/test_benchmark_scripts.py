@@ -5,6 +5,7 @@ import importlib
 import json
 import pathlib
 import sys
+import tempfile
 import types
 
 import pytest
@@ -19,6 +20,7 @@ from benchmarks import (
 )
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
+TMP = tempfile.gettempdir()
 
 TRAINING_RUNS = {
     "data": "yoochoose-100k",
@@ -58,6 +60,11 @@ DEFAULTS = {
         "batch": 128, "length": 50, "dim": 64, "no_memory": False,
         "out_dir": common.RESULTS, "worker": None, "num_items": None,
     }),
+    "prepared_speed": ([], {
+        "data": "yoochoose-100k", "data_path": None, "epochs": 3,
+        "repeats": 3, "work_dir": TMP + "/tfrec_tricks_prepared_speed",
+        "report_dir": common.RESULTS,
+    }),
     "recbole_reference": (["--recbole-python", sys.executable], {
         "data": "yoochoose-100k", "data_path": None,
         "recbole_python": sys.executable,
@@ -66,6 +73,15 @@ DEFAULTS = {
     }),
     "repeat_headroom": ([], {**TRAINING_RUNS, "seed": 0, "folds": 2}),
     "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
+    "scale_out": ([], {
+        "sizes": [1_000_000, 10_000_000, 50_000_000],
+        "engines": ["memory", "local", "beam"],
+        "work_dir": TMP + "/tfrec_tricks_scale_out",
+        "memory_max": 10_000_000, "beam_max": 10_000_000,
+        "epoch_max": 10_000_000, "steps": 3000, "eval_batches": 8,
+        "no_train": False, "seed": 0, "report_dir": common.RESULTS,
+        "prepare_worker": None, "train_worker": None,
+    }),
     "serving_latency": ([], {
         "sizes": None, "requests": None, "batches": None, "batch": 256,
         "quick": False, "child": None, "options": None,

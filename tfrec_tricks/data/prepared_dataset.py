@@ -123,7 +123,7 @@ class PreparedDataset:
 
     def num_examples(self, split: str) -> int:
         """Prefix examples of ``split`` (what the in-memory path holds)."""
-        lengths, targets = self._rows(split, every_position=False)
+        _, targets = self._length_counts(split, every_position=False)
         return int(targets.sum())
 
     def summary(self) -> str:
@@ -238,13 +238,17 @@ class PreparedDataset:
         dataset = self.examples(
             split, every_position, shuffle, seed, input_context
         )
-        lengths, targets = self._rows(split, every_position)
+        row_counts, target_counts = self._length_counts(split, every_position)
         if bucket_by_length:
             boundaries = length_boundaries(self.max_len)
-            band = np.searchsorted(boundaries, lengths, side="right")
+            band = np.searchsorted(
+                boundaries, np.arange(self.max_len + 1), side="right"
+            )
             bands = len(boundaries) + 1
-            rows = np.bincount(band, minlength=bands)
-            band_targets = np.bincount(band, weights=targets, minlength=bands)
+            rows = np.zeros(bands, np.int64)
+            np.add.at(rows, band, row_counts)
+            band_targets = np.zeros(bands, np.int64)
+            np.add.at(band_targets, band, target_counts)
             sizes = [
                 rows_per_batch(batch_size, t, r)
                 for t, r in zip(band_targets, rows)
@@ -267,8 +271,9 @@ class PreparedDataset:
                 window_size_func=lambda key: size_of_band[key],
             )
         else:
-            size = rows_per_batch(batch_size, targets.sum(), len(lengths))
-            count = math.ceil(len(lengths) / size)
+            total = int(row_counts.sum())
+            size = rows_per_batch(batch_size, target_counts.sum(), total)
+            count = math.ceil(total / size)
             dataset = dataset.batch(size)
         if input_context is None or input_context.num_input_pipelines == 1:
             # Keras needs the batch count to run several steps per call.
@@ -277,37 +282,44 @@ class PreparedDataset:
             )
         return without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
 
-    def _rows(self, split: str, every_position: bool):
-        """History length and target count of every row of ``split``.
+    def _length_counts(self, split: str, every_position: bool):
+        """Rows and targets of ``split`` by history length.
 
-        From ``metadata.json``'s histograms: the same rows ``user_windows``
-        forms (a test compares them), without reading the shards.
+        From ``metadata.json``'s histograms: the rows ``user_windows``
+        forms (tests count the batches), counted without reading the shards
+        and without an array of every row.
+
+        Returns:
+            ``(rows, targets)``: int64 arrays [max_len + 1], the number of
+            rows whose history holds ``length`` items and their targets,
+            at index ``length``.
         """
         _check_split(split)
         max_len = self.max_len
-        lengths, targets = [], []
+        rows = np.zeros(max_len + 1, np.int64)
+        targets = np.zeros(max_len + 1, np.int64)
         if split != "train":
             for position, users in self.metadata[f"{split}_positions"].items():
-                lengths.append(np.full(users, min(int(position), max_len)))
-                targets.append(np.ones(users))
-        else:
-            for end, users in self.metadata["train_ends"].items():
-                end = int(end)
-                if every_position:
-                    merged = min(end, max_len)
-                    row_lengths = [merged] + [max_len] * max(end - max_len, 0)
-                    row_targets = [merged] + [1] * max(end - max_len, 0)
-                else:
-                    row_lengths = np.minimum(np.arange(1, end + 1), max_len)
-                    row_targets = np.ones(end)
-                lengths.append(np.tile(row_lengths, users))
-                targets.append(np.tile(row_targets, users))
-        if not lengths:
-            return np.zeros(0, np.int64), np.zeros(0)
-        return (
-            np.concatenate(lengths).astype(np.int64),
-            np.concatenate(targets).astype(np.float64),
-        )
+                rows[min(int(position), max_len)] += users
+            return rows, rows.copy()
+        for end, users in self.metadata["train_ends"].items():
+            end = int(end)
+            # Rows of windows cut to max_len items: one target each.
+            cut = max(end - max_len, 0)
+            if every_position:
+                merged = min(end, max_len)
+                rows[merged] += users
+                targets[merged] += users * merged
+            else:
+                # Prefix rows: one per target, histories of 1 .. end items.
+                shorter = min(end, max_len)
+                rows[1:shorter] += users
+                targets[1:shorter] += users
+                rows[shorter] += users
+                targets[shorter] += users
+            rows[max_len] += users * cut
+            targets[max_len] += users * cut
+        return rows, targets
 
 
 def user_windows(

@@ -132,28 +132,90 @@ def training_statistics(
     """
     if num_items is None:
         num_items = len(sequences.item_names)
-    user_of_row = np.repeat(np.arange(sequences.num_users), sequences.lengths)
-    position = np.arange(len(sequences.items)) - sequences.starts[user_of_row]
-    train_end = sequences.train_ends[user_of_row]
-    del user_of_row
-    targets = sequences.items[(position >= 1) & (position <= train_end)]
-    counts = np.bincount(targets, minlength=num_items).astype(np.int64)
-    # How many training histories hold the interaction at ``position``.
-    weight = np.maximum(
-        np.minimum(train_end, position + max_len) - position, 0
-    ).astype(np.float64)
-    del position, train_end
+    counts = np.zeros(num_items, np.int64)
+    for block in _user_blocks(sequences, max_len):
+        block_counts = np.bincount(block.targets(), minlength=num_items)
+        if len(block_counts) > len(counts):
+            counts = np.r_[
+                counts, np.zeros(len(block_counts) - len(counts), np.int64)
+            ]
+        counts[: len(block_counts)] += block_counts
     moments = {}
+    # One feature at a time, its weights and values of every used row in
+    # two arrays: the sums run over whole arrays (NumPy's and BLAS's
+    # summation order), as they would over the rows' columns at once.
+    weights = np.empty(len(sequences.items), np.float64)
+    values = np.empty(len(sequences.items), np.float64)
     for name, column in sequences.features.items():
-        values = column.astype(np.float64)
-        if name in LOG1P_FEATURES:
-            values = signed_log1p(values)
-        used = np.isfinite(values) & (weight > 0)
-        w, x = weight[used], values[used]
+        used = 0
+        for block in _user_blocks(sequences, max_len):
+            x = column[block.rows].astype(np.float64)
+            if name in LOG1P_FEATURES:
+                x = signed_log1p(x)
+            keep = np.isfinite(x) & (block.weight > 0)
+            size = np.count_nonzero(keep)
+            weights[used : used + size] = block.weight[keep]
+            values[used : used + size] = x[keep]
+            used += size
+        w, x = weights[:used], values[:used]
         total = float(w.sum())
         if not total:
             moments[name] = Moments()
             continue
         mean = float(np.dot(w, x) / total)
-        moments[name] = Moments(total, mean, float(np.dot(w, (x - mean) ** 2)))
+        x -= mean
+        np.square(x, out=x)  # (x - mean) ** 2, in place
+        moments[name] = Moments(total, mean, float(np.dot(w, x)))
     return TrainingStatistics(counts, moments)
+
+
+# Rows per block of users: the per-row temporaries stay a few tens of MB.
+BLOCK_ROWS = 1 << 20
+
+
+@dataclasses.dataclass
+class _Block:
+    """Consecutive users' rows: their positions, training ends, weights."""
+
+    items: np.ndarray
+    rows: slice
+    position: np.ndarray
+    train_end: np.ndarray
+    weight: np.ndarray
+
+    def targets(self) -> np.ndarray:
+        """Item ids of the block's training targets."""
+        return self.items[
+            (self.position >= 1) & (self.position <= self.train_end)
+        ]
+
+
+def _user_blocks(sequences: UserSequences, max_len: int):
+    """``_Block``s of about ``BLOCK_ROWS`` rows, users in order.
+
+    A user's rows follow the previous user's (``starts`` are cumulative).
+    """
+    lengths = sequences.lengths
+    ends = np.cumsum(lengths)
+    train_ends = sequences.train_ends
+    first = 0
+    while first < sequences.num_users:
+        start = int(ends[first] - lengths[first])
+        last = int(np.searchsorted(ends, start + BLOCK_ROWS, side="right"))
+        last = max(last, first + 1)
+        stop = int(ends[last - 1])
+        user_of_row = np.repeat(np.arange(first, last), lengths[first:last])
+        position = np.arange(start, stop) - sequences.starts[user_of_row]
+        train_end = train_ends[user_of_row]
+        # How many training histories hold the interaction at ``position``.
+        weight = np.maximum(
+            np.minimum(train_end, position + max_len) - position, 0
+        ).astype(np.float64)
+        yield _Block(
+            sequences.items[start:stop],
+            slice(start, stop),
+            position,
+            train_end,
+            weight,
+        )
+        first = last

@@ -143,34 +143,26 @@ def user_sequences(
         timestamps = None if timestamps is None else timestamps[keep]
         numeric = {k: v[keep] for k, v in (numeric or {}).items()}
     del keep
-    user_codes, user_order = first_appearance_codes(users)
+    user_codes, user_order = _first_appearance(users)
     del users
+    lengths = np.bincount(user_codes, minlength=len(user_order))
+    starts = np.cumsum(lengths) - lengths
     # Sort by user, then time, then file order (stable for equal times).
-    if timestamps is None:
-        order = np.argsort(user_codes, kind="stable")
-    else:
-        order = np.lexsort((timestamps, user_codes))
-    user_codes = user_codes[order]
-    item_codes, item_order = first_appearance_codes(items[order])
-    del items
-    item_ids = item_codes.astype(np.int32)
-    item_ids += 1  # 0 is padding
-    del item_codes
-
-    starts = np.flatnonzero(np.r_[True, user_codes[1:] != user_codes[:-1]])
-    lengths = np.diff(np.r_[starts, len(user_codes)])
+    order = _group_rows(user_codes, starts)
     del user_codes
+    if timestamps is not None:
+        _sort_groups_by_time(order, timestamps, starts, lengths)
+    item_codes, item_order = _first_appearance(_take(items, order))
+    del items
+    item_ids = item_codes.astype(np.int32, copy=False)
+    del item_codes
+    item_ids += 1  # 0 is padding
     features = {}
     if numeric_features:
         if timestamps is not None:
-            sorted_times = timestamps[order]
-            gap = np.empty(len(order), dtype=np.float32)
-            gap[1:] = np.diff(sorted_times)
-            gap[starts] = np.nan
-            features[TIME_GAP] = gap
-            del sorted_times
+            features[TIME_GAP] = _time_gaps(timestamps, order, starts)
         for name, column in sorted((numeric or {}).items()):
-            features[name] = column[order].astype(np.float32)
+            features[name] = _take(column, order, np.float32)
     del order
     validation_positions, test_positions = split_positions(lengths, split)
     for name, positions, needed in (
@@ -229,18 +221,14 @@ def filter_rows(
     """
     keep = np.ones(len(users), dtype=bool)
     while True:
-        before = keep.sum()
+        before = np.count_nonzero(keep)
         for column, bound in (
             (items, min_item_interactions),
             (users, min_user_interactions),
         ):
             if bound > 1:
-                _, inverse, counts = np.unique(
-                    column[keep], return_inverse=True, return_counts=True
-                )
-                kept = np.flatnonzero(keep)
-                keep[kept[counts[inverse] < bound]] = False
-        if keep.sum() == before:
+                _drop_rare(column, keep, bound)
+        if np.count_nonzero(keep) == before:
             return keep
 
 
@@ -251,13 +239,200 @@ def first_appearance_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> codes.tolist(), values.tolist()
     ([0, 1, 0], ['b', 'a'])
     """
-    uniques, first, inverse = np.unique(
-        values, return_index=True, return_inverse=True
-    )
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)], uniques[order]
+    codes, ordered = _first_appearance(values)
+    return codes.astype(np.intp), ordered
+
+
+# Rows per step of the chunked loops below: their temporaries stay a few
+# tens of MB, whatever the size of the table.
+CHUNK_ROWS = 1 << 20
+
+
+def _chunks(size: int):
+    """``slice``s of at most ``CHUNK_ROWS`` covering ``range(size)``."""
+    for start in range(0, size, CHUNK_ROWS):
+        yield slice(start, min(start + CHUNK_ROWS, size))
+
+
+def _index_dtype(size: int) -> type:
+    """int32 for row indices and codes when they fit: half the memory."""
+    return np.int32 if size < 2**31 else np.int64
+
+
+def _code_range(values: np.ndarray) -> int | None:
+    """``max + 1`` when ``values`` are small non-negative integer codes.
+
+    Codes (a streaming reader's ids into its list of names) are counted
+    and renumbered with arrays of ``max + 1`` entries, in chunks, instead
+    of ``np.unique``'s sorted copies and int64 arrays of every row; other
+    values (raw strings, large integers) take ``np.unique``.
+    """
+    if not (np.issubdtype(values.dtype, np.integer) and len(values)):
+        return None
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= 4 * len(values) + 2**16:
+        return None
+    return high + 1
+
+
+def _drop_rare(column: np.ndarray, keep: np.ndarray, bound: int) -> None:
+    """Clears ``keep`` of rows whose value has < ``bound`` kept rows."""
+    size = _code_range(column)
+    if size is None:
+        _, inverse, counts = np.unique(
+            column[keep], return_inverse=True, return_counts=True
+        )
+        kept = np.flatnonzero(keep)
+        keep[kept[counts[inverse.reshape(-1)] < bound]] = False
+        return
+    counts = np.zeros(size, np.int64)
+    for rows in _chunks(len(column)):
+        counts += np.bincount(column[rows][keep[rows]], minlength=size)
+    for rows in _chunks(len(column)):
+        keep[rows] &= counts[column[rows]] >= bound
+
+
+def _first_appearance(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``first_appearance_codes``, with int32 codes of small integer codes.
+
+    Codes already numbered in order of first appearance (a streaming
+    reader's, before any row was filtered out) are returned as they are.
+    """
+    size = _code_range(values)
+    if size is None:
+        uniques, first, inverse = np.unique(
+            values, return_index=True, return_inverse=True
+        )
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        return rank[inverse.reshape(-1)], uniques[order]
+    if _numbered_in_order(values):
+        return values, np.arange(size, dtype=values.dtype)
+    rank, ordered = _first_appearance_rank(values, size)
+    codes = np.empty(len(values), rank.dtype)
+    for rows in _chunks(len(values)):
+        codes[rows] = rank[values[rows]]
+    return codes, ordered.astype(values.dtype)
+
+
+def _numbered_in_order(values: np.ndarray) -> bool:
+    """Whether integer ``values`` are 0, 1, ... by first appearance.
+
+    That is, every value is at most one more than all before it.
+    """
+    highest = -1
+    for rows in _chunks(len(values)):
+        chunk = values[rows].astype(np.int64)
+        before = np.maximum.accumulate(np.r_[highest, chunk[:-1]])
+        if (chunk > before + 1).any():
+            return False
+        highest = max(highest, int(chunk.max()))
+    return True
+
+
+def _first_appearance_rank(
+    values: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Code of each value in ``range(size)``, and the values in order.
+
+    Returns:
+        ``rank`` [size] (the code of value ``v`` is ``rank[v]``; -1 for
+        absent values) and the present values in order of first
+        appearance.
+    """
+    n = len(values)
+    first = np.full(size, n, np.int64)
+    for rows in _chunks(n):
+        np.minimum.at(first, values[rows], np.arange(rows.start, rows.stop))
+    present = np.flatnonzero(first < n)
+    ordered = present[np.argsort(first[present], kind="stable")]
+    rank = np.full(size, -1, _index_dtype(n))
+    rank[ordered] = np.arange(len(ordered))
+    return rank, ordered
+
+
+def _take(
+    column: np.ndarray, order: np.ndarray, dtype: type | None = None
+) -> np.ndarray:
+    """``column[order].astype(dtype)``, a chunk at a time."""
+    result = np.empty(len(order), dtype or column.dtype)
+    for rows in _chunks(len(order)):
+        result[rows] = column[order[rows]]
+    return result
+
+
+def _group_rows(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Row order grouping rows by code, each group in row order.
+
+    ``np.argsort(codes, kind="stable")`` as a counting sort: each chunk of
+    rows is sorted alone and placed after the rows of earlier chunks, so
+    the order is the only array of every row (int32 when it fits).
+
+    Args:
+        codes: int array [n] of codes in ``range(len(starts))``.
+        starts: int64 [K]. Where each code's rows begin in the order
+            (the cumulative counts of the codes before it).
+    """
+    order = np.empty(len(codes), _index_dtype(len(codes)))
+    filled = starts.copy()
+    for rows in _chunks(len(codes)):
+        chunk = codes[rows]
+        within = np.argsort(chunk, kind="stable")
+        ranked = chunk[within]
+        heads = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+        sizes = np.diff(np.r_[heads, len(ranked)])
+        offsets = np.arange(len(ranked)) - np.repeat(heads, sizes)
+        order[filled[ranked] + offsets] = within + rows.start
+        filled[ranked[heads]] += sizes
+    return order
+
+
+def _user_blocks(lengths: np.ndarray):
+    """``(first, last)`` user ranges of about ``CHUNK_ROWS`` rows each."""
+    ends = np.cumsum(lengths)
+    first = 0
+    while first < len(lengths):
+        row = ends[first] - lengths[first] + CHUNK_ROWS
+        last = max(int(np.searchsorted(ends, row, side="right")), first + 1)
+        yield first, last
+        first = last
+
+
+def _sort_groups_by_time(
+    order: np.ndarray,
+    timestamps: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    """Sorts each user's rows of ``order`` by time, stably, in place.
+
+    ``order`` groups the rows by user, each user's rows in file order; a
+    block of users at a time is sorted (``np.lexsort``, stable: rows of
+    equal time stay in file order) unless it already is in time order,
+    as logs mostly are.
+    """
+    for first, last in _user_blocks(lengths):
+        rows = slice(starts[first], starts[last - 1] + lengths[last - 1])
+        block = order[rows]
+        times = timestamps[block]
+        user = np.repeat(np.arange(last - first), lengths[first:last])
+        if ((np.diff(times) >= 0) | (user[1:] != user[:-1])).all():
+            continue
+        order[rows] = block[np.lexsort((times, user))]
+
+
+def _time_gaps(
+    timestamps: np.ndarray, order: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """float32 seconds since the user's previous row, NaN at the first."""
+    gap = np.empty(len(order), dtype=np.float32)
+    for rows in _chunks(len(order)):
+        lead = max(rows.start - 1, 0)
+        times = timestamps[order[lead : rows.stop]]
+        gap[lead + 1 : rows.stop] = np.diff(times)
+    gap[starts] = np.nan
+    return gap
 
 
 def _names(values: np.ndarray, names: list | None) -> list[str]:

@@ -61,6 +61,21 @@ from tfrec_tricks.runs.training_data import (
 )
 
 EVAL_BATCH_SIZE = 512
+# Evaluation scores a batch against the whole catalogue: its [B, N] float32
+# logits are kept near this many values (256 MB), so a large catalogue
+# evaluates in smaller batches rather than running out of memory.
+EVAL_LOGITS_BUDGET = 1 << 26
+
+
+def eval_batch_size(num_items: int) -> int:
+    """Evaluation rows per batch for a catalogue of ``num_items``.
+
+    >>> eval_batch_size(3_000), eval_batch_size(1_000_001)
+    (512, 67)
+    """
+    return max(1, min(EVAL_BATCH_SIZE, EVAL_LOGITS_BUDGET // max(num_items, 1)))
+
+
 # Training options added after run fingerprints existed, with the value
 # that means what runs before them did: left out of the fingerprint then.
 LATER_OPTIONS = {"prepared": None, "distribute": "auto"}
@@ -316,7 +331,9 @@ def train(
     results["test"], results["test_by_target"] = _test_metrics(
         model,
         data.batches(
-            "test", EVAL_BATCH_SIZE, bucket_by_length=config.bucket_by_length
+            "test",
+            eval_batch_size(data.num_items),
+            bucket_by_length=config.bucket_by_length,
         ),
         model_config.metric_ks,
     )
@@ -380,7 +397,9 @@ def fit_inputs(
         return FitInputs(
             data.batches("train", config.batch_size, **train_options),
             data.batches(
-                "validation", EVAL_BATCH_SIZE, bucket_by_length=bucket
+                "validation",
+                eval_batch_size(data.num_items),
+                bucket_by_length=bucket,
             ),
         )
     replicas = strategy.num_replicas_in_sync
@@ -396,7 +415,7 @@ def fit_inputs(
     def validation_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         return data.batches(
             "validation",
-            max(1, EVAL_BATCH_SIZE // replicas),
+            max(1, eval_batch_size(data.num_items) // replicas),
             bucket_by_length=bucket,
         )
 
