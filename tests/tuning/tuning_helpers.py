@@ -1,10 +1,12 @@
 """Shared constants and helpers of the tuning tests."""
 
-import os
 import subprocess
-import sys
 
-from tests.run_helpers import TINY_FLAGS, free_port  # noqa: F401
+from tests.run_helpers import (  # noqa: F401 (free_port: tests use it)
+    TINY_FLAGS,
+    free_port,
+    start_cli,
+)
 
 MAX_LEN = 10
 # Cheap but still searching over techniques: head (softmax / CPR and its
@@ -23,17 +25,10 @@ def search_data(hypermodel):
     return values
 
 
-def cli(args, env=None, **options) -> subprocess.Popen:
+def cli(args, env=None, cwd=None) -> subprocess.Popen:
     """Starts ``tfrec-tricks`` in a fresh process (tf-keras, quiet TF)."""
-    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    environment.update(env or {})
-    return subprocess.Popen(
-        [sys.executable, "-m", "tfrec_tricks.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=environment,
-        **options,
+    return start_cli(
+        *args, cwd=cwd, env={"TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})}
     )
 
 
