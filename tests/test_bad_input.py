@@ -274,6 +274,12 @@ CASES = [
         ["unrecognized arguments: --runner DataflowRunner"],
     ),
     Case(
+        "prepare-local-with-beam-runner",
+        ["prepare", "--output", "new", "--beam-runner", "FlinkRunner"],
+        1,
+        ["--beam-runner applies to --engine beam only"],
+    ),
+    Case(
         "train-prepared-missing",
         ["train", "--prepared", "nowhere"],
         1,

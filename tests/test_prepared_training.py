@@ -119,3 +119,35 @@ def test_cli_prepare_then_train(tmp_path):
         "statistics.json",
         "vocabulary.json",
     ]
+
+
+def test_cli_prepare_with_beam_equals_local(tmp_path):
+    lines = [
+        f"u{u}\ti{(u * 7 + k * 3) % 13}\t{1 + k % 5}\t{100 * k + u}"
+        for u in range(12)
+        for k in range(3 + u % 4)
+    ]
+    (tmp_path / "ratings.tsv").write_text("\n".join(lines) + "\n")
+    common = ["--data", "file", "--data-path", "ratings.tsv", "--format"]
+    for engine, extra in (
+        ("local", []),
+        ("beam", ["--beam-runner", "DirectRunner"]),
+    ):
+        result = run_cli(
+            "prepare",
+            *common,
+            "udata",
+            "--engine",
+            engine,
+            *extra,
+            "--output",
+            engine,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "WARNING" not in result.stderr, result.stderr[-3000:]
+    local, beam = (
+        (tmp_path / engine / "vocabulary.json").read_bytes()
+        for engine in ("local", "beam")
+    )
+    assert local == beam

@@ -74,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "above). Default: local",
     )
     output.add_argument(
+        "--beam-runner",
+        metavar="RUNNER",
+        help="Beam runner for --engine beam, e.g. DataflowRunner, "
+        "FlinkRunner, SparkRunner (same as Beam's --runner). Default: "
+        "DirectRunner",
+    )
+    output.add_argument(
         "--shards",
         type=positive_int,
         metavar="N",
@@ -87,12 +94,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def beam_arguments(args: argparse.Namespace) -> list[str]:
+    """Beam's pipeline options: ``--beam-runner`` and the unknown flags."""
+    extra = list(args.pipeline_args)
+    if args.beam_runner:
+        if args.engine != "beam":
+            raise ValueError(
+                "--beam-runner applies to --engine beam only. Received: "
+                f"--engine {args.engine}"
+            )
+        extra = [f"--runner={args.beam_runner}", *extra]
+    return extra
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
+    import logging
 
     from tfrec_tricks.runs.prepare_dataset import prepare_dataset
     from tfrec_tricks.runs.train_config import TrainConfig
 
+    if args.engine == "beam" and not args.verbose:
+        # Beam logs notices of optional packages (GCP clients, faster
+        # CRCs) at WARNING; --verbose shows them.
+        logging.getLogger().setLevel(logging.ERROR)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(
         **{name: value for name, value in vars(args).items() if name in names}
@@ -103,6 +128,6 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         num_shards=args.shards,
         overwrite=args.overwrite,
-        pipeline_args=args.pipeline_args,
+        pipeline_args=beam_arguments(args),
     )
     return 0
