@@ -134,3 +134,28 @@ def test_a_worker_alone_names_the_address_it_tried(workspace, monkeypatch):
     address = json.loads(env["TF_CONFIG"])["cluster"]["worker"][0]
     with pytest.raises(ConnectionError, match=f"worker 0 at {address}"):
         distribution.wait_for_cluster(timeout=1.0)
+
+
+def test_mirrored_uses_the_local_devices(tmp_path):
+    import tensorflow as tf
+
+    from tests.run_helpers import tiny_config
+    from tfrec_tricks.runs.training import train
+
+    result = train(
+        tiny_config(tmp_path, distribute="mirrored", epochs=2), verbose=0
+    )
+    devices = len(tf.config.list_logical_devices("GPU")) or 1
+    assert result.metrics["num_replicas"] == devices
+    assert result.metrics["epochs_run"] == 2
+    assert 0.0 <= result.metrics["test"]["ndcg@10"] <= 1.0
+
+
+def test_distribute_off_ignores_tf_config(tmp_path, monkeypatch):
+    from tests.run_helpers import tiny_config
+    from tfrec_tricks.runs.training import train
+
+    # A cluster that does not exist: "off" must not try to reach it.
+    monkeypatch.setenv("TF_CONFIG", cluster_env(2)[1]["TF_CONFIG"])
+    result = train(tiny_config(tmp_path, distribute="off", epochs=1), verbose=0)
+    assert result.metrics["num_replicas"] == 1
