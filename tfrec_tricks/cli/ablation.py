@@ -10,6 +10,9 @@ from tfrec_tricks.cli.train import add_overwrite_argument
 
 HELP = "train the paper's variants with one budget; table and chart"
 USES_CONFIG = True
+# Rows train in memory, one process each (train --prepared and
+# multi-worker runs are for single runs).
+SKIP_FIELDS = ("prepared", "distribute")
 DESCRIPTION = """\
 Train the variants of Chang et al. (2024)'s ablation on one data set with one
 encoder, the same seed and the same budget: Softmax, Softmax + Mi, + C, + CP,

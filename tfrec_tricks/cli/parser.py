@@ -27,14 +27,16 @@ COMMANDS = {
 }
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+def add_config_arguments(
+    parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()
+) -> None:
     """The data, training, model and output flags, from the config fields.
 
     Model flags default to unset (None): a ``--config`` file's values, then
     ``ModelConfig``'s defaults, fill what the command line leaves out.
     """
     groups = {}
-    add_field_arguments(parser, TrainConfig, groups)
+    add_field_arguments(parser, TrainConfig, groups, skip=skip)
     add_field_arguments(parser, ModelConfig, groups, unset_defaults=True)
     parser.add_argument(
         "--config",
@@ -75,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         if module.USES_CONFIG:
-            add_config_arguments(sub)
+            add_config_arguments(sub, getattr(module, "SKIP_FIELDS", ()))
         module.add_arguments(sub)
         add_verbose_argument(sub)
         parser.command_parsers[name] = sub
@@ -122,5 +124,9 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
             if getattr(args, name) is not None
         }
     )
-    train = {name: getattr(args, name) for name in flagged_fields(TrainConfig)}
+    train = {
+        name: getattr(args, name)
+        for name in flagged_fields(TrainConfig)
+        if hasattr(args, name)
+    }
     return TrainConfig(**train, model=model)

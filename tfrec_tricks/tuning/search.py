@@ -190,6 +190,11 @@ def run_search(
     Returns:
         A ``SearchResult``.
     """
+    if config.prepared:
+        raise ValueError(
+            "search loads its data in memory; a prepared dataset on disk is "
+            "for train. Received: config.prepared=" + repr(config.prepared)
+        )
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     tf.keras.utils.set_random_seed(config.seed)
