@@ -24,7 +24,7 @@ from benchmarks import common
 SETUPS = ("1 process", "2 workers")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     common.add_data_options(parser, "yoochoose-100k")
     parser.add_argument(
@@ -36,7 +36,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where the prepared data and runs go. Default: a temporary folder",
     )
     common.add_report_dir_option(parser)
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def free_port() -> int:

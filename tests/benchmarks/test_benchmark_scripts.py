@@ -52,6 +52,10 @@ DEFAULTS = {
         "split": "recbole", "report_dir": common.RESULTS,
         "recbole_python": None,
     }),
+    "multi_worker": ([], {
+        "data": "yoochoose-100k", "data_path": None, "epochs": 3,
+        "work_dir": None, "report_dir": common.RESULTS,
+    }),
     "output_head": ([], {
         "sizes": "3706,40000,1000000", "repeats": 7, "warmup": 2,
         "quick": False,
@@ -78,7 +82,7 @@ DEFAULTS = {
         "engines": ["memory", "local", "beam"],
         "work_dir": TMP + "/tfrec_tricks_scale_out",
         "memory_max": 10_000_000, "beam_max": 10_000_000,
-        "epoch_max": 10_000_000, "steps": 3000, "eval_batches": 8,
+        "epoch_max": 1_000_000, "steps": 320, "eval_batches": 8,
         "no_train": False, "seed": 0, "report_dir": common.RESULTS,
         "prepare_worker": None, "train_worker": None,
     }),
