@@ -60,7 +60,8 @@ def test_plan_skips_what_does_not_fit_and_trains_steps_above_epoch_max():
     assert jobs["memory", 50_000_000].skip.startswith("needs about 60 GB")
     assert jobs["beam", 50_000_000].skip == "DirectRunner only up to 10M"
     assert not jobs["local", 50_000_000].skip
-    assert jobs["local", 10_000_000].training == "epoch"
+    assert jobs["local", 1_000_000].training == "epoch"
+    assert jobs["local", 10_000_000].training == "steps"
     assert jobs["local", 50_000_000].training == "steps"
     args = parse("--sizes", "1M", "--engines", "local", "--no-train")
     assert [j.training for j in scale_out.plan(args)] == [None]
@@ -121,6 +122,8 @@ ROWS = [
             steps=0,
             train_seconds=100.0,
             examples=880_000,
+            steady_seconds=90.0,
+            steady_examples=792_000,
         ),
     },
     {
@@ -136,9 +139,11 @@ ROWS = [
         "train": measured(
             300.0,
             3.2,
-            steps=3000,
+            steps=320,
             train_seconds=60.0,
-            examples=384_000,
+            examples=40_960,
+            steady_seconds=50.0,
+            steady_examples=38_912,
         ),
     },
     {
@@ -166,7 +171,7 @@ def test_table_gives_a_row_per_job():
     )
     assert lines[4] == (
         "| local | 50,000,000 | 2,000,000 | 1,000,000 | 450 | 2.80 | "
-        "38 + 200 MB | 3,000 steps | 384,000 | 60 | 6,400 | 3.20 |"
+        "38 + 200 MB | 320 steps | 40,960 | 60 | 778 | 3.20 |"
     )
     assert "failed (exit 1, x.log)" in lines[5]
     assert lines[-1] == (

@@ -1,0 +1,284 @@
+"""Training speed from a prepared dataset on disk vs from memory.
+
+Two measurements on the same data (YOOCHOOSE-100k by default):
+
+1. Whole runs. ``tfrec-tricks prepare --data D --output DIR`` once, then
+   ``tfrec-tricks train --prepared DIR`` and ``tfrec-tricks train --data
+   D`` (the default model: GRU4Rec, d=64, full softmax, batch 128,
+   bucketed batches, 16 steps per call) for ``--epochs`` epochs each, the
+   two taking turns ``--repeats`` times, each a fresh process. Each run's
+   ``seconds_per_epoch_median`` (``metrics.json``: training and the
+   validation pass) is read; the table gives the median over the repeats.
+2. Does the input keep up? In this process, the two pipelines of a run's
+   training batches (``PreparedDataset(DIR).batches("train", 128,
+   shuffle=True, bucket_by_length=True)`` and ``make_dataset`` over the
+   in-memory examples) are iterated alone, an epoch at a time: batches
+   per second. The same model then trains an epoch from each pipeline and
+   from the prepared batches cached in memory (``.cache()``: no input
+   work left), taking turns, the first epoch of each not timed: steps per
+   second. Input batches per second well above the cached steps per
+   second, and equal epochs with and without the cache, mean the input
+   never makes a step wait.
+
+    python -m benchmarks.prepared_speed --data-path ../shared/data
+
+Writes ``benchmarks/results/prepared_speed.md`` and ``.json``.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tfrec_tricks.keras_version import use_legacy_keras
+
+use_legacy_keras()
+
+import tensorflow as tf  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+from benchmarks.epoch_speed import (  # noqa: E402
+    interleaved_epoch_seconds,
+    keras_epoch,
+)
+
+WORK_DIR = os.path.join(tempfile.gettempdir(), "tfrec_tricks_prepared_speed")
+PATHS = ("prepared", "memory")
+
+
+def cli(*arguments: str) -> list[str]:
+    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
+    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
+
+
+def data_flags(args: argparse.Namespace) -> list[str]:
+    flags = ["--data", args.data]
+    if args.data_path:
+        flags += ["--data-path", args.data_path]
+    return flags
+
+
+def train_command(path: str, args: argparse.Namespace, name: str) -> list:
+    """The ``tfrec-tricks train`` command of one run of ``path``."""
+    if path == "prepared":
+        data = ["--prepared", os.path.join(args.work_dir, "prepared")]
+    else:
+        data = data_flags(args)
+    return cli(
+        "train",
+        *data,
+        "--epochs",
+        str(args.epochs),
+        "--patience",
+        str(args.epochs),
+        "--output-dir",
+        os.path.join(args.work_dir, "runs"),
+        "--name",
+        name,
+        "--overwrite",
+        "--quiet",
+    )
+
+
+def run_seconds(command: list[str], run_dir: str) -> float:
+    """Runs a training command; its ``seconds_per_epoch_median``."""
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(run_dir, "metrics.json")) as handle:
+        return json.load(handle)["seconds_per_epoch_median"]
+
+
+def interleaved_runs(args: argparse.Namespace) -> dict[str, list[float]]:
+    """Each path's s/epoch of ``--repeats`` runs, the paths in turns."""
+    seconds = {path: [] for path in PATHS}
+    for repeat in range(args.repeats):
+        for path in PATHS:
+            name = f"{path}-{repeat}"
+            seconds[path].append(
+                run_seconds(
+                    train_command(path, args, name),
+                    os.path.join(args.work_dir, "runs", name),
+                )
+            )
+            print(f"run {name}: {seconds[path][-1]:.2f} s/epoch", flush=True)
+    return seconds
+
+
+def input_rate(dataset: tf.data.Dataset, epochs: int) -> tuple[float, int]:
+    """Median batches per second of iterating ``dataset`` alone."""
+    rates, count = [], 0
+    for _ in range(epochs):
+        start = time.perf_counter()
+        count = 0
+        for _ in dataset:
+            count += 1
+        rates.append(count / (time.perf_counter() - start))
+    return statistics.median(rates), count
+
+
+def pipelines(args: argparse.Namespace):
+    """The two pipelines of a run's training batches, and the model data."""
+    from tfrec_tricks.data import load_source, prepare
+    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.data.prepared_dataset import PreparedDataset
+
+    prepared = PreparedDataset(os.path.join(args.work_dir, "prepared"))
+    source = load_source(args.data, data_path=args.data_path)
+    data = prepare(source.interactions, max_len=prepared.max_len)
+    options = {"shuffle": True, "seed": 0, "bucket_by_length": True}
+    return (
+        {
+            "prepared": prepared.batches("train", 128, **options),
+            "memory": make_dataset(data.train, 128, **options),
+        },
+        prepared,
+    )
+
+
+def model_for(prepared):
+    """The default run's model (``train``'s), compiled as ``train`` does."""
+    from tfrec_tricks.models import SequentialRetrievalModel
+    from tfrec_tricks.runs.train_config import TrainConfig
+
+    config = TrainConfig()
+    tf.keras.utils.set_random_seed(0)
+    model = SequentialRetrievalModel.from_data(
+        config.model_config(prepared.num_items), prepared
+    )
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+        steps_per_execution=config.steps_per_execution,
+    )
+    return model
+
+
+def report(runs: dict, rates: dict, steps: dict, epoch: dict) -> str:
+    """The markdown tables of both measurements."""
+    medians = {path: statistics.median(runs[path]) for path in PATHS}
+    lines = [
+        "| `tfrec-tricks train` | s/epoch of each run | median |",
+        "|---|---|---:|",
+    ]
+    for path in PATHS:
+        each = ", ".join(f"{s:.2f}" for s in runs[path])
+        lines.append(f"| {FLAGS[path]} | {each} | {medians[path]:.2f} |")
+    lines += [
+        "",
+        f"On disk / in memory: {medians['prepared'] / medians['memory']:.2f}"
+        "x the time per epoch.",
+        "",
+        "| training batches | batches per epoch | input alone: batches/s | "
+        "training: s/epoch | steps/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in ("prepared", "memory", "cached"):
+        rate, count = rates.get(name, (None, steps[name]))
+        lines.append(
+            f"| {LABELS[name]} | {steps[name]:,} | "
+            + (f"{rate:,.0f}" if rate else "")
+            + f" | {epoch[name]:.2f} | {steps[name] / epoch[name]:,.0f} |"
+        )
+    headroom = rates["prepared"][0] / (steps["cached"] / epoch["cached"])
+    lines += [
+        "",
+        f"The prepared input alone yields {headroom:.1f}x the batches per "
+        "second the model trains on (cached batches); an epoch from it "
+        f"takes {epoch['prepared'] / epoch['cached']:.2f}x the cached "
+        "epoch's time.",
+    ]
+    return "\n".join(lines)
+
+
+FLAGS = {"prepared": "`--prepared DIR`", "memory": "`--data` (in memory)"}
+LABELS = {
+    "prepared": "on disk (`PreparedDataset.batches`)",
+    "memory": "in memory (`make_dataset`)",
+    "cached": "on disk, cached in memory (model alone)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    common.add_data_options(parser, default="yoochoose-100k")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=3,
+        help="epochs per run and per model (the first of each model not "
+        "timed). Default: 3",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="runs of each path, taking turns. Default: 3",
+    )
+    parser.add_argument(
+        "--work-dir",
+        default=WORK_DIR,
+        help=f"the prepared dataset and the runs. Default: {WORK_DIR}",
+    )
+    common.add_report_dir_option(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.epochs < 2:
+        parser.error(f"--epochs must be at least 2. Received: {args.epochs}")
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1. Received: {args.repeats}")
+    subprocess.run(
+        cli(
+            "prepare",
+            *data_flags(args),
+            "--output",
+            os.path.join(args.work_dir, "prepared"),
+            "--overwrite",
+        ),
+        check=True,
+    )
+    runs = interleaved_runs(args)
+
+    datasets, prepared = pipelines(args)
+    rates = {name: input_rate(d, args.epochs) for name, d in datasets.items()}
+    datasets["cached"] = datasets["prepared"].cache()
+    jobs = {
+        name: keras_epoch(model_for(prepared), dataset)
+        for name, dataset in datasets.items()
+    }
+    epoch = interleaved_epoch_seconds(jobs, args.epochs)
+    steps = {name: rates[name][1] for name in rates}
+    steps["cached"] = steps["prepared"]
+    command = common.command_line("prepared_speed", argv)
+    text = "\n".join(
+        [
+            f"Command: `{command}`",
+            "",
+            f"{args.data}: {prepared.num_examples('train'):,} training "
+            f"examples, {prepared.num_items - 1:,} items. {args.repeats} "
+            f"runs of {args.epochs} epochs per path, taking turns; then "
+            f"the input pipelines alone and one model per pipeline, "
+            f"median of {args.epochs - 1} epochs after a first untimed "
+            "one. Load average at the end: "
+            + ", ".join(f"{v:.1f}" for v in os.getloadavg())
+            + ".",
+            "",
+            report(runs, rates, steps, epoch),
+        ]
+    )
+    common.write_report(
+        common.report_stem(args.report_dir, "prepared_speed"),
+        text,
+        {"runs": runs, "input_rates": rates, "epoch_seconds": epoch},
+    )
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
