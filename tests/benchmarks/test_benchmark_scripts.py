@@ -56,6 +56,13 @@ DEFAULTS = {
         "data": "yoochoose-100k", "data_path": None, "epochs": 3,
         "work_dir": None, "report_dir": common.RESULTS,
     }),
+    "large_catalogue": ([], {
+        "interactions": 3_000_000, "users": 100_000, "items": 1_000_000,
+        "repeat_probability": 0.2, "heads": ["cpr", "softmax"],
+        "train_steps": 192, "work_dir": TMP + "/tfrec_tricks_large_catalogue",
+        "seed": 0, "report_dir": common.RESULTS, "generate_worker": None,
+        "train_worker": None,
+    }),
     "output_head": ([], {
         "sizes": "3706,40000,1000000", "repeats": 7, "warmup": 2,
         "quick": False,
@@ -65,8 +72,8 @@ DEFAULTS = {
         "out_dir": common.RESULTS, "worker": None, "num_items": None,
     }),
     "prepared_speed": ([], {
-        "data": "yoochoose-100k", "data_path": None, "epochs": 3,
-        "repeats": 3, "work_dir": TMP + "/tfrec_tricks_prepared_speed",
+        "data": "yoochoose-100k", "data_path": None, "epochs": 4,
+        "repeats": 5, "work_dir": TMP + "/tfrec_tricks_prepared_speed",
         "report_dir": common.RESULTS,
     }),
     "recbole_reference": (["--recbole-python", sys.executable], {

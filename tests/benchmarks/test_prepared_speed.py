@@ -29,18 +29,19 @@ def test_report_gives_medians_ratio_and_input_headroom():
     rates = {"prepared": (500.0, 100), "memory": (2000.0, 100)}
     steps = {"prepared": 100, "memory": 100, "cached": 100}
     epoch = {"prepared": 2.1, "memory": 2.0, "cached": 2.0}
-    text = prepared_speed.report(runs, rates, steps, epoch)
+    waits = {"prepared": 0.5, "memory": 0.25, "cached": 0.01}
+    text = prepared_speed.report(runs, rates, steps, epoch, waits)
     lines = text.splitlines()
     assert "| `--prepared DIR` | 3.00, 2.00, 2.20 | 2.20 |" in lines
     assert "| `--data` (in memory) | 2.00, 2.10, 4.00 | 2.10 |" in lines
     assert "On disk / in memory: 1.05x the time per epoch." in lines
     assert (
-        "| on disk (`PreparedDataset.batches`) | 100 | 500 | 2.10 | 48 |"
-        in lines
+        "| on disk (`PreparedDataset.batches`) | 100 | 500 | 2.10 | 48 | "
+        "0.50 |" in lines
     )
     assert (
-        "| on disk, cached in memory (model alone) | 100 |  | 2.00 | 50 |"
-        in lines
+        "| on disk, cached in memory (model alone) | 100 |  | 2.00 | 50 | "
+        "0.01 |" in lines
     )
     assert lines[-1] == (
         "The prepared input alone yields 10.0x the batches per second the "

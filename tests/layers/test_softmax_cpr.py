@@ -355,6 +355,50 @@ def test_candidate_scores_equal_full_logits(name):
     np.testing.assert_array_equal(scores == NEG, expected == NEG)
 
 
+@pytest.mark.parametrize(
+    "name", ["R", "CPR", "CPR_multi_Mi2", "add_CPR_multi", "no_mask"]
+)
+@pytest.mark.parametrize("training", [False, True])
+def test_candidate_gradient_is_sparse_rows_of_the_full_gradient(name, training):
+    # The sampled objective scores the batch's targets: with rerankers the
+    # [B, N] product only selects the sets, so the table's gradient is the
+    # candidates' rows (IndexedSlices, a sparse optimizer update) and
+    # equals that of the full logits gathered at the candidates.
+    config = CONFIGS[name]
+    data = _data(seed=8)
+    layer = SoftmaxCPR(**config)
+    mi_layers = config.get("mi_layers", 0) == 2
+    inputs = _inputs(data, mi_layers)
+    table = tf.Variable(data["table"])
+    bias = tf.Variable(data["bias"])
+    targets = tf.constant([3, 9, 0, 4, 11], tf.int32)
+    weights = tf.constant(np.random.default_rng(1).normal(size=(4, 5)))
+    weights = tf.cast(weights, tf.float32)
+
+    def loss(candidate_ids):
+        with tf.GradientTape() as tape:
+            logits = layer(
+                inputs,
+                table,
+                item_bias=bias,
+                candidate_ids=candidate_ids,
+                training=training,
+            )
+            if candidate_ids is None:
+                logits = tf.gather(logits, targets, axis=1)
+            value = tf.reduce_sum(weights * tf.maximum(logits, -10.0))
+        return value, tape.gradient(value, [table, bias])
+
+    sparse_value, sparse_grads = loss(targets)
+    full_value, full_grads = loss(None)
+    np.testing.assert_allclose(sparse_value, full_value, rtol=1e-5)
+    for sparse, full in zip(sparse_grads, full_grads):
+        assert isinstance(sparse, tf.IndexedSlices)
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(sparse), tf.convert_to_tensor(full), atol=1e-5
+        )
+
+
 # ----------------------------------------------------------- candidate sets
 
 

@@ -346,6 +346,36 @@ def test_sampled_loss_matches_a_hand_computation(data, overrides):
     assert abs(uncorrected - loss) > 1e-3
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"tie_embeddings": False},
+        {"head": "cpr", "cpr_reranker_ks": (4,)},
+        {"head": "cpr", "cpr_reranker_ks": (3, 8), "cpr_mi": True},
+    ],
+    ids=["softmax", "untied", "cpr", "cpr_cascade_mi"],
+)
+def test_a_sampled_step_touches_only_the_batchs_item_rows(
+    data, batch, overrides
+):
+    # Otherwise every step costs O(N d) beyond the optimizer: a dense
+    # [N, d] gradient and a dense update of the table.
+    model = make_model(data, objective="sampled", **overrides)
+    model(batch)
+    tables = [model.item_embedding.embeddings, model.item_embedding.output_bias]
+    if not model.item_embedding.tie:
+        tables.append(model.item_embedding.untied_output_embeddings)
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(batch, training=True)
+    grads = tape.gradient(loss, tables)
+    for variable, grad in zip(tables, grads):
+        assert isinstance(grad, tf.IndexedSlices), variable.name
+    rows = set(batch["history"].numpy().ravel()) | set(batch["target"].numpy())
+    touched = set(grads[0].indices.numpy()) | set(grads[1].indices.numpy())
+    assert touched <= rows
+
+
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
 def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
     model = make_model(

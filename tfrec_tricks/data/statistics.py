@@ -11,6 +11,10 @@ and equal what the prefix examples would give.
 
 Partial statistics of disjoint sets of users ``merge`` (Chan et al.'s
 parallel variance), so a Beam pipeline computes them shard by shard.
+
+Memory: the per-row positions and weights are formed a block of users
+(about a million rows) at a time; a feature's weights and values of every
+row (16 bytes per interaction) are the only arrays of the table's size.
 """
 
 import dataclasses

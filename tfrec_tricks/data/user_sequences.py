@@ -14,6 +14,12 @@ The id rules, shared by all engines:
 - a user's rows are sorted by time, rows of equal time in file order;
 - items are numbered 1, 2, ... (0 is padding) in order of first appearance
   in that sorted table, user after user.
+
+Memory: integer codes (``read_encoded``'s) are counted, renumbered and
+sorted by user with arrays of one entry per code and loops over a million
+rows at a time, the row order in int32; per interaction, ``user_sequences``
+holds 4 bytes of row order besides its input and its output (4 bytes of
+item id and 4 per feature).
 """
 
 import dataclasses
@@ -105,8 +111,9 @@ def user_sequences(
         users: array [n] of user ids: raw strings, or integer codes into
             ``user_names`` (a streaming reader's compact form).
         items: array [n] of item ids, likewise (``item_names``).
-        timestamps: float64 array [n] or None (then file order is time
-            order).
+        timestamps: array [n] of times or None (then file order is time
+            order): float64, or integers (only their order and
+            differences count: ``read_encoded``'s offsets).
         numeric: dict of float32 arrays [n], numeric columns (``rating``).
         min_user_interactions: int. Users with fewer rows are dropped.
         min_item_interactions: int. Items with fewer rows are dropped.

@@ -245,10 +245,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             is in that example's history). Without rerankers this costs
             ``O(M d + M log L)`` per example and never touches the rest of
             the catalogue; with rerankers the top-k sets depend on the
-            whole catalogue, so the full ``[B, N]`` logits are computed and
-            gathered (``O(N d)`` per example; `score_candidates` scores a
-            set that holds the cascade's items without it). Defaults to
-            ``None``.
+            whole catalogue, so the ``[B, N]`` base product is computed,
+            without gradient, to select them (``O(N d)`` per example;
+            `score_candidates` scores a set that holds the cascade's items
+            without it); the candidates are then scored from their own
+            table rows, so the table's gradient is the candidates' rows
+            (``tf.IndexedSlices``), never a dense ``[N, d]`` one, and the
+            optimizer's update stays sparse (the sampled objective).
+            Defaults to ``None``.
         training: bool. Enables dropout; disables ``exclude_history``.
 
     Returns:
@@ -742,6 +746,23 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                     tf.stop_gradient(f_rerank), frozen_table, frozen_bias, top
                 )
                 running = self._merge_scores(running, top, scores)
+        if candidate_ids is not None:
+            # The sets are chosen: score only the candidates, from their
+            # gathered rows. The gradient then reaches the table as
+            # sparse rows, not as a dense [N, d] product gradient that
+            # would make every optimizer step O(N).
+            return self._candidate_logits(
+                query,
+                f_base,
+                hidden,
+                ids,
+                table,
+                bias,
+                candidate_ids,
+                None,
+                training,
+                stages=selected,
+            )
         gathered = [top for top, _ in selected]
         if uses_history:
             gathered = [ids] + gathered
@@ -810,11 +831,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 logits, batch_indices(columns), values
             )
 
-        if candidate_ids is None:
-            return logits
-        if candidate_ids.shape.rank == 1:
-            return tf.gather(logits, candidate_ids, axis=1)
-        return tf.gather(logits, candidate_ids, batch_dims=1)
+        return logits
 
     # ------------------------------------------------------ candidate sets
 
@@ -1094,8 +1111,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         base_logits: tf.Tensor | None,
         training: Any,
         assume_unique: bool = False,
+        stages: list | None = None,
     ) -> tf.Tensor:
-        """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``."""
+        """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``.
+
+        ``stages``: the ``(top, f_rerank)`` pairs of the cascade ``call``
+        ran over the catalogue (sets ``[B, k]``, largest ``k`` first):
+        a candidate gets a stage's term iff that stage selected it, as
+        ``call``'s scatter gives it. None runs the cascade over the
+        candidates (`_candidate_cascade`).
+        """
         if candidates.shape.rank == 1 and (
             self.reranker_ks or base_logits is not None
         ):
@@ -1125,7 +1150,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             scores += tf.gather(bias, candidates)
 
         first = None
-        if self.reranker_ks:
+        if stages is not None:
+            scores = self._merge_stages(
+                table, bias, candidates, vectors, scores, stages
+            )
+        elif self.reranker_ks:
             scores, first = self._candidate_cascade(
                 query,
                 table,
@@ -1223,14 +1252,57 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             if selectable is not None:
                 selected &= selectable
             f_rerank = self._project(projection, query, training)
-            scores = self._rerank_scores(
-                f_rerank, table, bias, candidates, vectors=vectors
+            logits = self._merge_stage(
+                table, bias, candidates, vectors, logits, selected, f_rerank
             )
-            if self.merge == "replace":
-                logits = tf.where(selected, scores, logits)
-            else:
-                logits = tf.where(selected, logits + scores, logits)
         return logits, first
+
+    def _merge_stages(
+        self,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidates: tf.Tensor,
+        vectors: tf.Tensor | None,
+        logits: tf.Tensor,
+        stages: list,
+    ) -> tf.Tensor:
+        """The cascade's terms of candidates ``[B, M]``, sets given.
+
+        ``stages``: ``(top, f_rerank)`` per stage in cascade order, each
+        ``top`` a ``[B, k]`` set of distinct ids. Membership is found by a
+        sort and a binary search: ``O((k + M) log k)`` per row.
+        """
+        for top, f_rerank in stages:
+            ordered = tf.sort(top, axis=1)
+            at = tf.searchsorted(
+                ordered, candidates, side="left", out_type=tf.int32
+            )
+            at = tf.minimum(at, tf.shape(ordered)[1] - 1)
+            selected = tf.equal(
+                tf.gather(ordered, at, batch_dims=1), candidates
+            )
+            logits = self._merge_stage(
+                table, bias, candidates, vectors, logits, selected, f_rerank
+            )
+        return logits
+
+    def _merge_stage(
+        self,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidates: tf.Tensor,
+        vectors: tf.Tensor | None,
+        logits: tf.Tensor,
+        selected: tf.Tensor,
+        f_rerank: tf.Tensor,
+    ) -> tf.Tensor:
+        """One stage's term on its ``selected`` candidates (bool ``[B, M]``)."""
+        scores = self._rerank_scores(
+            f_rerank, table, bias, candidates, vectors=vectors
+        )
+        if self.merge == "replace":
+            return tf.where(selected, scores, logits)
+        return tf.where(selected, logits + scores, logits)
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -53,7 +53,14 @@ class SequentialRetrievalModel(tfrs.Model):
     (logQ correction with ``item_frequencies``, accidental-hit removal,
     optional hard negatives). The candidates are the batch's targets,
     scored per query by the head, so for CPR a candidate's partition
-    depends on that query's history. Label SSE (``sse_label_probability``)
+    depends on that query's history. With the softmax heads and CPR, a
+    sampled step's gradient of the item table and bias holds the batch's
+    rows only (``tf.IndexedSlices``), so the model's part of a step does
+    not grow with the catalogue, except for CPR's rerankers, which select
+    their sets from a gradient-free ``[B, N]`` product (MoS normalises
+    over all items: ``O(N)`` by design). Adam, though, decays its moments
+    of the whole table every step, an ``O(N d)`` update that sparse
+    optimizers (e.g. Adagrad) avoid. Label SSE (``sse_label_probability``)
     replaces the targets of the loss during training. The loss is averaged
     over the global batch (``tf.nn.compute_average_loss``), so gradients
     are right under ``tf.distribute`` strategies.

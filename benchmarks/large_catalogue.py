@@ -1,0 +1,876 @@
+"""A 1M-item catalogue end to end: prepare, train, export, serve.
+
+Writes random ``udata`` interactions (``user<TAB>item<TAB>rating<TAB>time``)
+into ``--work-dir``, a chunk of users at a time: ``--users`` users of at
+least 5 interactions each, ``--interactions`` in all; every one of the
+``--items`` items occurs once, the other fresh interactions draw items of
+Zipf popularity (p of the r-th most popular ~ 1/r; ids shuffled), and a
+share ``--repeat-probability`` of the interactions repeat one of the
+user's last 10 items (something for the heads to learn; the rest is
+noise). Then, each stage in a fresh process, timed, with its peak RSS
+(``ru_maxrss`` of that child, from ``os.wait4``):
+
+1. ``generate``: the file above.
+2. ``prepare``: ``tfrec-tricks prepare --data file --data-path F --format
+   udata --output DIR``.
+3. ``train`` (per head of ``--heads``): ``tfrec-tricks train --prepared
+   DIR --objective sampled --head H --embedding-dim 32 --epochs 1``, run by
+   a child that calls the command line's own ``train`` with two callbacks:
+   one times the training steps, one ends the epoch after ``--train-steps``
+   batches (0: the whole epoch). Validation and test then rank their
+   examples over the whole catalogue, in batches, as every run does.
+4. ``export``: ``tfrec-tricks export RUN_DIR --name NAME``.
+5. ``serve``: a plain-TensorFlow process (it imports no ``tfrec_tricks``)
+   loads the SavedModel and scores the request example ``export`` wrote.
+
+The per-step time is the median over the training's compiled calls after
+the first (which traces the graph), divided by its steps. Evaluation runs
+in batches when the training process's peak RSS stays far below what one
+``[examples, N]`` float32 matrix of its test examples would take.
+
+    python -m benchmarks.large_catalogue
+
+Writes ``benchmarks/results/large_catalogue.md``, ``.json`` and ``.png``.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from tfrec_tricks.keras_version import use_legacy_keras
+
+use_legacy_keras()
+
+import numpy as np  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+#: Where the interaction file, the prepared dataset, runs and models go.
+WORK_DIR = os.path.join(tempfile.gettempdir(), "tfrec_tricks_large_catalogue")
+HEADS = ("cpr", "softmax")
+#: The training options of every run (besides the head and the output).
+TRAIN_FLAGS = (
+    "--objective",
+    "sampled",
+    "--embedding-dim",
+    "32",
+    "--epochs",
+    "1",
+)
+#: Every user's fewest interactions (a training, validation and test
+#: example each, and some history).
+MIN_LENGTH = 5
+#: A repeat copies one of the user's last this many items.
+REPEAT_WINDOW = 10
+#: Users written to the file at a time.
+USERS_PER_CHUNK = 20_000
+#: Seconds between a user's interactions.
+GAP_SECONDS = 60
+GB = 1e9
+
+#: The ``serve`` stage: plain TensorFlow, no ``tfrec_tricks``. argv: the
+#: SavedModel, the request JSON (``{"instances": [...]}``), the result.
+SERVE_SCRIPT = """\
+import json, sys, time
+start = time.perf_counter()
+import tensorflow as tf
+model_path, request_path, result_path = sys.argv[1:4]
+assert not any(name.startswith("tfrec_tricks") for name in sys.modules)
+imported = time.perf_counter()
+model = tf.saved_model.load(model_path)
+loaded = time.perf_counter()
+with open(request_path) as handle:
+    instances = json.load(handle)["instances"]
+inputs = {
+    key: tf.constant([row[key] for row in instances]) for key in instances[0]
+}
+serve = model.signatures["serving_default"]
+first = serve(**inputs)
+called = time.perf_counter()
+seconds = []
+for _ in range(5):
+    again = time.perf_counter()
+    output = serve(**inputs)
+    seconds.append(time.perf_counter() - again)
+with open(result_path, "w") as handle:
+    json.dump(
+        {
+            "import_seconds": imported - start,
+            "load_seconds": loaded - imported,
+            "first_call_seconds": called - loaded,
+            "call_seconds": sorted(seconds)[len(seconds) // 2],
+            "rows": len(instances),
+            "history": [row["history"] for row in instances],
+            "item_ids": output["item_ids"].numpy().astype(str).tolist(),
+            "scores": output["scores"].numpy().tolist(),
+        },
+        handle,
+    )
+"""
+
+
+# ------------------------------------------------------------- the file
+
+
+def user_lengths(
+    rng: np.random.Generator, interactions: int, users: int
+) -> np.ndarray:
+    """Interactions per user: at least ``MIN_LENGTH``, ``interactions`` in all.
+
+    Beyond ``MIN_LENGTH`` each, the interactions fall on users uniformly
+    (a multinomial: about Poisson lengths).
+
+    Raises:
+        ValueError: fewer than ``MIN_LENGTH`` interactions per user.
+    """
+    spare = interactions - MIN_LENGTH * users
+    if users < 1 or spare < 0:
+        raise ValueError(
+            f"Every user needs at least {MIN_LENGTH} interactions. Received: "
+            f"interactions={interactions}, users={users}"
+        )
+    extra = rng.multinomial(spare, np.full(users, 1.0 / users))
+    return (MIN_LENGTH + extra).astype(np.int64)
+
+
+def item_pool(
+    rng: np.random.Generator, count: int, items: int, exponent: float = 1.0
+) -> np.ndarray:
+    """``count`` item ids in 1..``items`` in random order: the fresh draws.
+
+    Each item once (a random ``count`` of them when ``count < items``),
+    then draws of Zipf popularity (the r-th most popular item, ids
+    shuffled, with probability ~ ``r ** -exponent``). So every item occurs
+    and the popularity has a head and a long tail.
+    """
+    ids = rng.permutation(items).astype(np.int32) + 1
+    once = ids[: min(count, items)]
+    popularity = np.cumsum(
+        np.arange(1, items + 1, dtype=np.float64) ** -exponent
+    )
+    popularity /= popularity[-1]
+    ranks = np.searchsorted(popularity, rng.random(count - len(once)))
+    drawn = ids[np.minimum(ranks, items - 1)]
+    return rng.permutation(np.concatenate([once, drawn]))
+
+
+def item_sequences(
+    rng: np.random.Generator,
+    lengths: np.ndarray,
+    items: int,
+    repeat_probability: float,
+    exponent: float = 1.0,
+) -> np.ndarray:
+    """The users' items, user after user: int32 ``[sum(lengths)]``.
+
+    A user's interaction is, with ``repeat_probability`` (never the first),
+    a copy of one of their last ``REPEAT_WINDOW`` items, else the next
+    fresh item of ``item_pool``.
+    """
+    total = int(lengths.sum())
+    starts = np.cumsum(lengths) - lengths
+    repeats = rng.random(total) < repeat_probability
+    repeats[starts] = False
+    sequence = np.zeros(total, np.int32)
+    sequence[~repeats] = item_pool(rng, int((~repeats).sum()), items, exponent)
+    # Position by position, over every user at once: a copy reads an
+    # earlier position, already final.
+    for position in range(1, int(lengths.max())):
+        at = starts[lengths > position] + position
+        at = at[repeats[at]]
+        back = rng.integers(1, min(position, REPEAT_WINDOW) + 1, len(at))
+        sequence[at] = sequence[at - back]
+    return sequence
+
+
+def write_interactions(
+    path: str,
+    interactions: int,
+    users: int,
+    items: int,
+    repeat_probability: float,
+    seed: int = 0,
+) -> dict:
+    """Writes the random ``udata`` file (see the module doc).
+
+    Written a chunk of users at a time, under a temporary name renamed
+    when complete.
+
+    Returns:
+        ``{"interactions", "users", "items"}``: the file's counts (items:
+        distinct items that occur).
+    """
+    rng = np.random.default_rng(seed)
+    lengths = user_lengths(rng, interactions, users)
+    sequence = item_sequences(rng, lengths, items, repeat_probability)
+    ratings = rng.integers(1, 6, len(sequence))
+    user_start = 1_000_000_000 + rng.integers(0, 30 * 86400, users)
+    ends = np.cumsum(lengths)
+    partial = path + ".part"
+    with open(partial, "w") as handle:
+        for first in range(0, users, USERS_PER_CHUNK):
+            last = min(first + USERS_PER_CHUNK, users)
+            begin, end = ends[first] - lengths[first], ends[last - 1]
+            chunk = lengths[first:last]
+            user = np.repeat(np.arange(first + 1, last + 1), chunk)
+            position = np.arange(end - begin) - np.repeat(
+                np.cumsum(chunk) - chunk, chunk
+            )
+            stamp = np.repeat(user_start[first:last], chunk)
+            stamp = stamp + GAP_SECONDS * position
+            handle.write(
+                "".join(
+                    f"{u}\t{i}\t{r}\t{t}\n"
+                    for u, i, r, t in zip(
+                        user.tolist(),
+                        sequence[begin:end].tolist(),
+                        ratings[begin:end].tolist(),
+                        stamp.tolist(),
+                    )
+                )
+            )
+    os.replace(partial, path)
+    return {
+        "interactions": int(len(sequence)),
+        "users": int(users),
+        "items": int(len(np.unique(sequence))),
+    }
+
+
+# ------------------------------------------------------------ the stages
+
+
+def measured(command: list[str], log_path: str) -> dict:
+    """Runs ``command`` in a fresh process: wall seconds and peak RSS.
+
+    Returns:
+        ``{"seconds", "cpu_seconds" (user + system, all threads),
+        "peak_rss" (bytes), "returncode", "log"}``; the output goes to
+        ``log_path``.
+    """
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            command, cwd=common.ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
+        # wait4: this child's own peak (RUSAGE_CHILDREN would give the
+        # largest of every child waited for so far).
+        _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss": usage.ru_maxrss * 1024,
+        "returncode": process.returncode,
+        "log": log_path,
+    }
+
+
+def cli(*arguments: str) -> list[str]:
+    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
+    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
+
+
+def worker(name: str, options: dict) -> list[str]:
+    """The argv of this script's ``--NAME-worker`` child."""
+    return [
+        *common.module_command("large_catalogue"),
+        f"--{name}-worker",
+        json.dumps(options),
+    ]
+
+
+def train_arguments(prepared: str, head: str, runs: str) -> list[str]:
+    """``tfrec-tricks train`` arguments of the run of ``head``."""
+    return [
+        "--prepared",
+        prepared,
+        *TRAIN_FLAGS,
+        "--head",
+        head,
+        "--output-dir",
+        runs,
+        "--name",
+        f"large-{head}",
+        "--overwrite",
+        "--quiet",
+    ]
+
+
+def step_seconds(ends: list[tuple[int, float]]) -> float | None:
+    """Median seconds per step from ``(steps done, time)`` at call ends.
+
+    The first entry is the start; the first call (graph tracing) is left
+    out. None with fewer than two calls after it.
+
+    >>> step_seconds([(0, 0.0), (16, 9.0), (32, 10.6), (48, 12.0)])
+    0.09375
+    """
+    rates = [
+        (t1 - t0) / (s1 - s0)
+        for (s0, t0), (s1, t1) in zip(ends[1:], ends[2:])
+        if s1 > s0
+    ]
+    return statistics.median(rates) if len(rates) >= 2 else None
+
+
+def generate_worker(options: dict) -> int:
+    """Child: writes the interaction file, its counts to ``result``."""
+    counts = write_interactions(
+        options["path"],
+        options["interactions"],
+        options["users"],
+        options["items"],
+        options["repeat_probability"],
+        options["seed"],
+    )
+    with open(options["result"], "w") as handle:
+        json.dump(counts, handle)
+    return 0
+
+
+def train_worker(options: dict) -> int:
+    """Child: ``tfrec-tricks train ARGV``, timed, maybe ``steps`` batches.
+
+    Runs the command line's own ``train``. A callback ends the epoch after
+    ``steps`` batches (0: never): Keras then still runs the epoch's
+    validation, and ``train`` its test evaluation, over the whole
+    validation and test sets.
+    """
+    from tfrec_tricks.cli.quiet import load_tensorflow
+
+    load_tensorflow(verbose=False)
+    import tensorflow as tf
+
+    from tfrec_tricks.cli.parser import build_parser, parse, train_config
+    from tfrec_tricks.data.prepared_dataset import PreparedDataset
+    from tfrec_tricks.runs import training
+
+    arguments = parse(build_parser(), ["train", *options["argv"]])
+    config = train_config(arguments)
+    steps = options["steps"]
+
+    def cpu_seconds() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    class Timer(tf.keras.callbacks.Callback):
+        """Call ends in training, the fit's validation, the end of fit."""
+
+        def __init__(self):
+            super().__init__()
+            self.ends, self.cpu_ends, self.validation = [], [], None
+            self.validation_seconds = None
+
+        def on_train_begin(self, logs=None):
+            self.ends = [(0, time.perf_counter())]
+            self.cpu_ends = [(0, cpu_seconds())]
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.ends.append((batch + 1, time.perf_counter()))
+            self.cpu_ends.append((batch + 1, cpu_seconds()))
+            if steps and batch + 1 >= steps:
+                self.model.stop_training = True
+
+        def on_test_begin(self, logs=None):
+            self.validation = time.perf_counter()
+
+        def on_test_end(self, logs=None):
+            self.validation_seconds = time.perf_counter() - self.validation
+
+        def on_train_end(self, logs=None):
+            self.fit_end = time.perf_counter()
+
+    timer = Timer()
+    result = training.train(
+        config, verbose=0, callbacks=[timer], overwrite=arguments.overwrite
+    )
+    done = time.perf_counter()
+    data = PreparedDataset(config.prepared)
+    batch_size = getattr(training, "eval_batch_size", None)
+    num_items = data.num_items
+    trained = timer.ends[-1][0]
+    with open(options["result"], "w") as handle:
+        json.dump(
+            {
+                "run_dir": result.run_dir,
+                "steps": trained,
+                "batch_size": config.batch_size,
+                "examples": min(
+                    trained * config.batch_size, data.num_examples("train")
+                ),
+                "epoch_examples": data.num_examples("train"),
+                "whole_epoch": not steps
+                or trained * config.batch_size >= data.num_examples("train"),
+                "train_seconds": timer.ends[-1][1] - timer.ends[0][1],
+                "step_seconds": step_seconds(timer.ends),
+                "step_cpu_seconds": step_seconds(timer.cpu_ends),
+                "validation_seconds": timer.validation_seconds,
+                "after_fit_seconds": done - timer.fit_end,
+                "validation_examples": data.num_examples("validation"),
+                "test_examples": data.num_examples("test"),
+                "num_items": num_items,
+                "eval_batch_size": (
+                    batch_size(num_items)
+                    if batch_size
+                    else training.EVAL_BATCH_SIZE
+                ),
+                "metrics": result.metrics,
+            },
+            handle,
+        )
+    return 0
+
+
+def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
+    """Trains, exports and serves ``head``; the stages' measurements."""
+    logs = os.path.join(args.work_dir, "logs")
+    runs = os.path.join(args.work_dir, "runs")
+    stages = {}
+    result_path = os.path.join(logs, f"train-{head}.json")
+    print(f"{head}: training", flush=True)
+    stages["train"] = measured(
+        worker(
+            "train",
+            {
+                "argv": train_arguments(prepared, head, runs),
+                "steps": args.train_steps,
+                "result": result_path,
+            },
+        ),
+        os.path.join(logs, f"train-{head}.log"),
+    )
+    if stages["train"]["returncode"]:
+        return stages
+    with open(result_path) as handle:
+        stages["train"].update(json.load(handle))
+    base_path = os.path.join(args.work_dir, "saved_models")
+    name = f"large-{head}"
+    print(f"{head}: exporting", flush=True)
+    stages["export"] = measured(
+        cli(
+            "export",
+            stages["train"]["run_dir"],
+            "--name",
+            name,
+            "--base-path",
+            base_path,
+        ),
+        os.path.join(logs, f"export-{head}.log"),
+    )
+    if stages["export"]["returncode"]:
+        return stages
+    with open(stages["export"]["log"]) as handle:
+        exported = [
+            line.split(" ", 1)[1].strip()
+            for line in handle
+            if line.startswith("Exported ")
+        ][-1]
+    stages["export"]["path"] = exported
+    serve_result = os.path.join(logs, f"serve-{head}.json")
+    print(f"{head}: serving", flush=True)
+    stages["serve"] = measured(
+        [
+            sys.executable,
+            "-c",
+            SERVE_SCRIPT,
+            exported,
+            os.path.join(base_path, f"{name}.request.json"),
+            serve_result,
+        ],
+        os.path.join(logs, f"serve-{head}.log"),
+    )
+    if not stages["serve"]["returncode"]:
+        with open(serve_result) as handle:
+            stages["serve"].update(json.load(handle))
+    print(f"{head}: {json.dumps(stages, default=str)[:2000]}", flush=True)
+    return stages
+
+
+# ------------------------------------------------------------ the report
+
+
+def stage_rows(results: dict) -> list[tuple[str, dict]]:
+    """``(label, measurement)`` of every stage run, in order."""
+    rows = [
+        (name, results[name])
+        for name in ("generate", "prepare")
+        if name in results
+    ]
+    for head, stages in results.get("heads", {}).items():
+        rows += [(f"{stage} ({head})", m) for stage, m in stages.items()]
+    return rows
+
+
+def epoch_hours(train: dict) -> float | None:
+    """Hours a whole epoch would take at the run's median step time.
+
+    >>> epoch_hours({"step_seconds": 1.2, "epoch_examples": 384_000,
+    ...              "batch_size": 128})
+    1.0
+    """
+    if train.get("step_seconds") is None:
+        return None
+    steps = -(-train["epoch_examples"] // train["batch_size"])
+    return steps * train["step_seconds"] / 3600
+
+
+def _milliseconds(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.0f}"
+
+
+def _failed(result: dict) -> str:
+    log = os.path.basename(result["log"])
+    return f"failed (exit {result['returncode']}, {log})"
+
+
+def stage_table(results: dict) -> str:
+    """Markdown: seconds and peak RSS of each stage, and what it did."""
+    lines = [
+        "| stage | seconds | CPU seconds | peak RSS GB | |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, result in stage_rows(results):
+        note = ""
+        if result["returncode"]:
+            note = _failed(result)
+        elif label == "generate":
+            note = (
+                f"{result['interactions']:,} interactions, "
+                f"{result['users']:,} users, {result['items']:,} items"
+            )
+        elif label == "prepare":
+            note = f"N = {results['num_items']:,} (padding included)"
+        elif label.startswith("train"):
+            epoch = "the whole epoch"
+            if not result["whole_epoch"]:
+                epoch = (
+                    f"{result['steps']:,} steps, {result['examples']:,} of "
+                    f"the epoch's {result['epoch_examples']:,} examples"
+                )
+                hours = epoch_hours(result)
+                if hours is not None:
+                    epoch += f" (the whole epoch: {hours:.1f} h at this rate)"
+            note = (
+                f"{epoch}; then validation and test over all N, "
+                f"{result['eval_batch_size']} examples per batch"
+            )
+        elif label.startswith("export"):
+            note = os.path.basename(os.path.dirname(result["path"]))
+        elif label.startswith("serve"):
+            note = (
+                f"load {result['load_seconds']:.1f} s, "
+                f"{result['rows']} rows: first call "
+                f"{result['first_call_seconds'] * 1e3:.0f} ms, then "
+                f"{result['call_seconds'] * 1e3:.0f} ms"
+            )
+        lines.append(
+            f"| {label} | {result['seconds']:.0f} | "
+            f"{result.get('cpu_seconds', 0):.0f} | "
+            f"{result['peak_rss'] / GB:.2f} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def head_table(results: dict) -> str:
+    """Markdown: per head, the training numbers and the test metrics."""
+    lines = [
+        "| head | ms/step | CPU ms/step | train s | validation s (in fit) "
+        "| after fit s | test NDCG@10 | test HR@10 | train peak RSS GB | "
+        "one [test examples, N] float32 matrix, GB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for head, stages in results.get("heads", {}).items():
+        train = stages["train"]
+        if train["returncode"]:
+            lines.append(f"| {head} | {_failed(train)} ||||||||| ")
+            continue
+        test = train["metrics"]["test"]
+        step = _milliseconds(train["step_seconds"])
+        cpu = _milliseconds(train.get("step_cpu_seconds"))
+        matrix = train["test_examples"] * train["num_items"] * 4
+        lines.append(
+            f"| {head} | {step} | {cpu} | {train['train_seconds']:.0f} | "
+            f"{train['validation_seconds'] or 0:.0f} | "
+            f"{train['after_fit_seconds']:.0f} | {test['ndcg@10']:.4f} | "
+            f"{test['hr@10']:.4f} | {train['peak_rss'] / GB:.2f} | "
+            f"{matrix / GB:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def batched_evaluation(results: dict) -> list[str]:
+    """Lines on whether each run evaluated in batches."""
+    lines = []
+    for head, stages in results.get("heads", {}).items():
+        train = stages["train"]
+        if train["returncode"]:
+            continue
+        matrix = train["test_examples"] * train["num_items"] * 4
+        batched = train["peak_rss"] < matrix / 10
+        lines.append(
+            f"- {head}: {train['validation_examples']:,} validation and "
+            f"{train['test_examples']:,} test examples ranked over "
+            f"N = {train['num_items']:,} items; peak RSS "
+            f"{train['peak_rss'] / GB:.2f} GB against "
+            f"{matrix / GB:,.0f} GB for one [test examples, N] float32 "
+            "matrix: "
+            + (
+                "evaluated in batches."
+                if batched
+                else "NOT clearly batched (peak above a tenth of it)."
+            )
+        )
+    return lines
+
+
+def plot(results: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = stage_rows(results)
+    at = np.arange(len(rows))
+    fig, (seconds, memory) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    seconds.barh(
+        at - 0.2,
+        [r["seconds"] for _, r in rows],
+        height=0.4,
+        color="tab:blue",
+        label="wall",
+    )
+    seconds.barh(
+        at + 0.2,
+        [r.get("cpu_seconds", 0) for _, r in rows],
+        height=0.4,
+        color="tab:cyan",
+        label="CPU (all threads)",
+    )
+    memory.barh(at, [r["peak_rss"] / GB for _, r in rows], color="tab:orange")
+    seconds.set_yticks(at, [label for label, _ in rows])
+    seconds.set_xlabel("seconds")
+    seconds.legend(fontsize=8)
+    memory.set_xlabel("peak RSS, GB")
+    seconds.invert_yaxis()  # shared: the first stage on top in both
+    for ax in (seconds, memory):
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(
+        f"A catalogue of {results.get('num_items', 0) - 1:,} items, end to "
+        "end (one process per stage)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(results: dict, args: argparse.Namespace, command: str) -> str:
+    """The markdown report."""
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    return "\n".join(
+        [
+            f"Command: `{command}`",
+            "",
+            f"Random udata file: {args.interactions:,} interactions of "
+            f"{args.users:,} users (at least {MIN_LENGTH} each) over "
+            f"{args.items:,} items (each once, the rest of Zipf popularity), "
+            f"{args.repeat_probability:.0%} repeats of one of the user's "
+            f"last {REPEAT_WINDOW} items. Training: `tfrec-tricks train "
+            f"--prepared DIR {' '.join(TRAIN_FLAGS)} --head H` (GRU4Rec, "
+            "batch 128, Adam; in-batch sampled softmax with logQ "
+            "correction)"
+            + (
+                f", stopped after {args.train_steps:,} steps (a prefix of "
+                "the shuffled epoch; the table gives the whole epoch's time "
+                "at the measured rate)"
+                if args.train_steps
+                else ", one epoch"
+            )
+            + "; validation and test rank every example over the whole "
+            "catalogue. One fresh process per stage; load average at the "
+            f"end: {load}.",
+            "",
+            stage_table(results),
+            "",
+            head_table(results),
+            "",
+            "ms/step: median of the compiled calls (16 steps each) after "
+            "the first, wall time; CPU ms/step the same of the process's "
+            "CPU time (user + system, all threads), which a busy shared "
+            "machine inflates less. After fit: `train`'s validation pass "
+            "of the restored weights, the test pass and the saving.",
+            "",
+            *batched_evaluation(results),
+            "",
+            "![seconds and peak RSS per stage](large_catalogue.png)",
+        ]
+    )
+
+
+# ------------------------------------------------------------ main
+
+
+def positive(text: str) -> int:
+    """argparse type: an int >= 1 (``1_000_000`` and ``1M`` too).
+
+    >>> positive("1M"), positive("250k"), positive("3000")
+    (1000000, 250000, 3000)
+    """
+    units = {"k": 1_000, "m": 1_000_000}
+    scale = units.get(text.strip()[-1:].lower(), 1)
+    digits = text.strip()[:-1] if scale > 1 else text.strip()
+    try:
+        value = int(digits.replace("_", "")) * scale
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer (k, M allowed). Received: {text!r}"
+        )
+    return value
+
+
+def heads(text: str) -> list[str]:
+    """argparse type of ``--heads``: comma-separated names of HEADS."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names or any(name not in HEADS for name in names):
+        raise argparse.ArgumentTypeError(
+            f"heads are {', '.join(HEADS)}. Received: {text!r}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = common.build_parser(__doc__)
+    parser.add_argument(
+        "--interactions",
+        type=positive,
+        default=3_000_000,
+        help="interactions of the file. Default: 3M",
+    )
+    parser.add_argument(
+        "--users", type=positive, default=100_000, help="Default: 100k"
+    )
+    parser.add_argument(
+        "--items", type=positive, default=1_000_000, help="Default: 1M"
+    )
+    parser.add_argument(
+        "--repeat-probability",
+        type=float,
+        default=0.2,
+        help="share of interactions repeating a recent item. Default: 0.2",
+    )
+    parser.add_argument(
+        "--heads",
+        type=heads,
+        default=list(HEADS),
+        help=f"output heads, comma-separated. Default: {','.join(HEADS)}",
+    )
+    parser.add_argument(
+        "--train-steps",
+        type=int,
+        default=192,
+        help="training batches of the epoch's stream; 0: the whole epoch. "
+        "Default: 192",
+    )
+    parser.add_argument(
+        "--work-dir",
+        default=WORK_DIR,
+        help=f"the file, prepared data, runs, models and logs (about 1 GB)."
+        f" Default: {WORK_DIR}",
+    )
+    common.add_seed_option(parser)
+    common.add_report_dir_option(parser)
+    parser.add_argument("--generate-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--train-worker", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.generate_worker:
+        return generate_worker(json.loads(args.generate_worker))
+    if args.train_worker:
+        return train_worker(json.loads(args.train_worker))
+    if args.train_steps < 0:
+        parser.error(
+            f"--train-steps must be >= 0. Received: {args.train_steps}"
+        )
+    if not 0.0 <= args.repeat_probability < 1.0:
+        parser.error(
+            "--repeat-probability must be in [0, 1). Received: "
+            f"{args.repeat_probability}"
+        )
+    if args.interactions < MIN_LENGTH * args.users:
+        parser.error(
+            f"--interactions must be at least {MIN_LENGTH} per user. "
+            f"Received: {args.interactions} for {args.users} users"
+        )
+    logs = os.path.join(args.work_dir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    path = os.path.join(args.work_dir, "interactions.udata")
+    prepared = os.path.join(args.work_dir, "prepared")
+    results = {}
+    print("generating", flush=True)
+    counts_path = os.path.join(logs, "generate.json")
+    results["generate"] = measured(
+        worker(
+            "generate",
+            {
+                "path": path,
+                "interactions": args.interactions,
+                "users": args.users,
+                "items": args.items,
+                "repeat_probability": args.repeat_probability,
+                "seed": args.seed,
+                "result": counts_path,
+            },
+        ),
+        os.path.join(logs, "generate.log"),
+    )
+    if not results["generate"]["returncode"]:
+        with open(counts_path) as handle:
+            results["generate"].update(json.load(handle))
+        print("preparing", flush=True)
+        results["prepare"] = measured(
+            cli(
+                "prepare",
+                "--data",
+                "file",
+                "--data-path",
+                path,
+                "--format",
+                "udata",
+                "--output",
+                prepared,
+                "--overwrite",
+            ),
+            os.path.join(logs, "prepare.log"),
+        )
+    if results.get("prepare", {}).get("returncode") == 0:
+        with open(os.path.join(prepared, "metadata.json")) as handle:
+            results["num_items"] = json.load(handle)["num_items"]
+        results["heads"] = {
+            head: run_head(head, args, prepared) for head in args.heads
+        }
+    command = common.command_line("large_catalogue", argv)
+    text = report(results, args, command)
+    common.write_report(
+        common.report_stem(args.report_dir, "large_catalogue"),
+        text,
+        results,
+        chart=lambda chart_path: plot(results, chart_path),
+    )
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
