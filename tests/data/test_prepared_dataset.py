@@ -12,6 +12,7 @@ from tfrec_tricks.data.loaders import load_file
 from tfrec_tricks.data.prefix_merging import merge_prefixes
 from tfrec_tricks.data.preparation import prepare
 from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
@@ -118,24 +119,41 @@ def test_same_examples_as_in_memory(tmp_path, source, max_len, split):
         merge_prefixes(data.train),
         dataset.examples("train", every_position=True),
     )
+    for stride in sorted({1, 2, max_len}):
+        assert_same_examples(
+            train_windows(data.train, stride),
+            dataset.examples("train", window_stride=stride),
+        )
 
 
-@pytest.mark.parametrize("every_position", [False, True])
+@pytest.mark.parametrize("rows", ["prefixes", "every_position", "windows"])
 @pytest.mark.parametrize("bucket", [False, True])
-def test_batches_hold_every_example_once(tmp_path, every_position, bucket):
+def test_batches_hold_every_example_once(tmp_path, rows, bucket):
     table = TABLES["synthetic"](tmp_path)
     data, dataset = both_paths(table, tmp_path, 8)
+    options = {
+        "prefixes": {},
+        "every_position": {"every_position": True},
+        "windows": {"window_stride": 5},
+    }[rows]
     batches = dataset.batches(
         "train",
         batch_size=16,
         shuffle=True,
         seed=1,
         bucket_by_length=bucket,
-        every_position=every_position,
+        **options,
     )
-    memory = merge_prefixes(data.train) if every_position else data.train
-    memory = memory if every_position else memory.as_dict()
+    memory = {
+        "prefixes": lambda: data.train.as_dict(),
+        "every_position": lambda: merge_prefixes(data.train),
+        "windows": lambda: train_windows(data.train, 5),
+    }[rows]()
     assert_same_examples(memory, batches)
+    if rows == "windows" and not bucket:
+        # batch_size counts windows (rows), not target positions.
+        sizes = [len(batch["target"]) for batch in batches]
+        assert sizes[:-1] == [16] * (len(sizes) - 1)
     # The count Keras sees is the count of batches there are.
     assert int(batches.cardinality()) == sum(1 for _ in batches)
     if bucket:

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
 from tfrec_tricks.data.preparation import SequenceExamples
+from tfrec_tricks.data.train_windows import merged_stride, train_windows
 
 
 def length_boundaries(max_len: int) -> list[int]:
@@ -32,6 +33,7 @@ def make_dataset(
     seed: int | None = None,
     bucket_by_length: bool = False,
     every_position: bool = False,
+    window_stride: int | None = None,
 ) -> tf.data.Dataset:
     """Batches (and optionally shuffles) examples, with prefetching.
 
@@ -56,6 +58,12 @@ def make_dataset(
     mean targets per row allow), so an epoch takes about as many steps of
     about as many examples as without merging.
 
+    With ``window_stride`` (training) each user's training sequence is cut
+    into windows of ``max_len`` items, a target at each position
+    (``train_windows``: the windowed protocol of SASRec, not the prefix
+    protocol; early positions of a window see shorter histories).
+    ``batch_size`` then counts windows, as in SASRec.
+
     Args:
         examples: a ``SequenceExamples`` split.
         batch_size: int. Defaults to 128.
@@ -65,6 +73,9 @@ def make_dataset(
             Defaults to False.
         every_position: bool. Merge prefixes into rows with a target per
             position. Defaults to False.
+        window_stride: int or None. Train windows ``window_stride``
+            targets apart (``1 .. max_len``; see ``train_windows``).
+            Defaults to None: prefix examples.
 
     Example:
 
@@ -80,8 +91,20 @@ def make_dataset(
     >>> [batch["user"].numpy().tolist() for batch in dataset]
     [[0, 2, 4], [1, 3, 5]]
     """
-    arrays = merge_prefixes(examples) if every_position else examples.as_dict()
-    return batch_arrays(arrays, batch_size, shuffle, seed, bucket_by_length)
+    if merged_stride(every_position, window_stride) is None:
+        arrays = examples.as_dict()
+    elif every_position:
+        arrays = merge_prefixes(examples)  # any examples, not only prepare's
+    else:
+        arrays = train_windows(examples, window_stride)
+    return batch_arrays(
+        arrays,
+        batch_size,
+        shuffle,
+        seed,
+        bucket_by_length,
+        count_targets=window_stride is None,
+    )
 
 
 def batch_arrays(
@@ -90,6 +113,7 @@ def batch_arrays(
     shuffle: bool = False,
     seed: int | None = None,
     bucket_by_length: bool = False,
+    count_targets: bool = True,
 ) -> tf.data.Dataset:
     """``make_dataset`` over a dict of per-example arrays.
 
@@ -101,12 +125,14 @@ def batch_arrays(
         shuffle: bool. Reshuffle every epoch. Defaults to False.
         seed: int or None. Shuffle seed.
         bucket_by_length: bool. See ``make_dataset``. Defaults to False.
+        count_targets: bool. With ``position_targets``, ``batch_size``
+            counts target positions; False: rows (training windows).
     """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive. Received: {batch_size}")
     history = np.asarray(arrays["history"])
     targets_per_row = np.ones(len(history))
-    if POSITION_TARGETS in arrays:
+    if POSITION_TARGETS in arrays and count_targets:
         targets_per_row = (np.asarray(arrays[POSITION_TARGETS]) > 0).sum(1)
     if not bucket_by_length:
         dataset = tf.data.Dataset.from_tensor_slices(arrays)

@@ -91,20 +91,40 @@ def merge_prefixes(
         extends &= (same | ~previous).all(axis=1)
 
     ends = np.flatnonzero(np.r_[~extends, True])
-    run_lengths = np.diff(np.r_[-1, ends])
+    return rows_with_runs(examples, ends, np.diff(np.r_[-1, ends]))
+
+
+def rows_with_runs(
+    examples: SequenceExamples, rows: np.ndarray, runs: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Merged rows: example ``rows[i]`` training its last ``runs[i]`` targets.
+
+    Position ``p`` of a row's history gets the item at ``p + 1`` as its
+    target, the last position the row's own target; positions before the
+    row's last ``runs[i]`` ones get 0 (not trained).
+
+    Args:
+        examples: a ``SequenceExamples`` with right-padded histories.
+        rows: int array [R], indices of the examples that become rows.
+        runs: int array [R], each in ``1 .. `` its history's length.
+
+    Returns:
+        ``examples.as_dict()`` at ``rows``, plus ``"position_targets"``
+        int32 [R, L].
+    """
     arrays = {
-        name: np.asarray(value)[ends]
+        name: np.asarray(value)[rows]
         for name, value in examples.as_dict().items()
     }
-    row_lengths = lengths[ends]
+    history = arrays["history"]
+    steps = np.arange(history.shape[1])[None, :]
+    row_lengths = (history > 0).sum(axis=1)
     # Position p's target is the item at p + 1, the row's target at its end.
-    shifted = np.zeros_like(arrays["history"])
-    shifted[:, :-1] = arrays["history"][:, 1:]
+    shifted = np.zeros_like(history)
+    shifted[:, :-1] = history[:, 1:]
     last = np.maximum(row_lengths - 1, 0)
-    shifted[np.arange(len(ends)), last] = arrays["target"]
-    in_run = (steps >= (row_lengths - run_lengths)[:, None]) & (
-        steps <= last[:, None]
-    )
+    shifted[np.arange(len(rows)), last] = arrays["target"]
+    in_run = (steps >= (row_lengths - runs)[:, None]) & (steps <= last[:, None])
     arrays[POSITION_TARGETS] = np.where(in_run, shifted, 0).astype(np.int32)
     return arrays
 

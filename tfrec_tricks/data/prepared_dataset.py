@@ -24,6 +24,11 @@ from tfrec_tricks.data.pipeline import (
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.train_windows import (
+    check_stride,
+    merged_stride,
+    window_ends,
+)
 from tfrec_tricks.errors import DataError
 
 SPLIT_NAMES = ("train", "validation", "test")
@@ -125,7 +130,7 @@ class PreparedDataset:
 
     def num_examples(self, split: str) -> int:
         """Prefix examples of ``split`` (what the in-memory path holds)."""
-        _, targets = self._length_counts(split, every_position=False)
+        _, targets = self._length_counts(split, stride=None)
         return int(targets.sum())
 
     def summary(self) -> str:
@@ -149,13 +154,14 @@ class PreparedDataset:
         shuffle: bool = False,
         seed: int | None = None,
         input_context: tf.distribute.InputContext | None = None,
+        window_stride: int | None = None,
     ) -> tf.data.Dataset:
         """Unbatched examples of ``split``, formed from the shards.
 
         Each element has ``history`` [max_len] int32 (right-padded),
         ``target`` and ``user`` int32 scalars, one [max_len] float32 entry
-        per feature and, with ``every_position`` (train only), a
-        ``position_targets`` [max_len] int32 entry.
+        per feature and, with ``every_position`` or ``window_stride``
+        (train only), a ``position_targets`` [max_len] int32 entry.
 
         Args:
             split: str. "train", "validation" or "test".
@@ -164,21 +170,29 @@ class PreparedDataset:
             seed: int or None. Shuffle seed.
             input_context: a ``tf.distribute.InputContext``: read only this
                 input pipeline's shards (multi-worker training).
+            window_stride: int or None. Training windows (see
+                ``tfrec_tricks.data.train_windows``).
         """
         return self._examples(
-            split, every_position, shuffle, seed, input_context
+            split,
+            merged_stride(every_position, window_stride),
+            shuffle,
+            seed,
+            input_context,
         )
 
     def _examples(
         self,
         split: str,
-        every_position: bool,
+        stride: int | None,
         shuffle: bool,
         seed: int | None,
         input_context: tf.distribute.InputContext | None,
         boundaries: list[int] | None = None,
     ) -> tf.data.Dataset:
         """``examples``; with ``boundaries``, each has its ``BAND`` too.
+
+        ``stride``: merged rows (``user_windows``); None: prefix rows.
 
         The band (``np.searchsorted(boundaries, history length, "right")``)
         is computed for a batch of users' examples at once: per example,
@@ -187,10 +201,10 @@ class PreparedDataset:
         epoch's training steps).
         """
         _check_split(split)
-        if every_position and split != "train":
+        if stride is not None and split != "train":
             raise ValueError(
-                "every_position merges training prefixes only. Received: "
-                f"split={split!r}"
+                "every_position and window_stride form training rows only. "
+                f"Received: split={split!r}"
             )
         files = self.files
         dataset = tf.data.Dataset.from_tensor_slices(files)
@@ -223,7 +237,7 @@ class PreparedDataset:
                 fmt.parse_users(serialized, names),
                 split,
                 max_len,
-                every_position,
+                stride,
             )
             if boundaries is not None:
                 length = tf.reduce_sum(
@@ -254,10 +268,12 @@ class PreparedDataset:
         bucket_by_length: bool = False,
         every_position: bool = False,
         input_context: tf.distribute.InputContext | None = None,
+        window_stride: int | None = None,
     ) -> tf.data.Dataset:
         """Batches of ``split``, as ``make_dataset`` batches in-memory data.
 
-        ``batch_size``, ``bucket_by_length`` and ``every_position`` mean
+        ``batch_size``, ``bucket_by_length``, ``every_position`` and
+        ``window_stride`` mean
         what they mean for ``tfrec_tricks.data.pipeline.make_dataset``:
         with bucketing, each batch holds one band of history lengths
         (``length_boundaries``), as many rows as hold about ``batch_size``
@@ -272,15 +288,18 @@ class PreparedDataset:
                 f"batch_size must be positive. Received: {batch_size}"
             )
         boundaries = length_boundaries(self.max_len)
+        stride = merged_stride(every_position, window_stride)
         dataset = self._examples(
             split,
-            every_position,
+            stride,
             shuffle,
             seed,
             input_context,
             boundaries if bucket_by_length else None,
         )
-        row_counts, target_counts = self._length_counts(split, every_position)
+        row_counts, target_counts = self._length_counts(split, stride)
+        if window_stride is not None:
+            target_counts = row_counts  # batch_size counts windows
         if bucket_by_length:
             band = np.searchsorted(
                 boundaries, np.arange(self.max_len + 1), side="right"
@@ -317,7 +336,7 @@ class PreparedDataset:
             )
         return without_autotune(dataset.prefetch(tf.data.AUTOTUNE))
 
-    def _length_counts(self, split: str, every_position: bool):
+    def _length_counts(self, split: str, stride: int | None):
         """Rows and targets of ``split`` by history length.
 
         From ``metadata.json``'s histograms: the rows ``user_windows``
@@ -337,31 +356,28 @@ class PreparedDataset:
             for position, users in self.metadata[f"{split}_positions"].items():
                 rows[min(int(position), max_len)] += users
             return rows, rows.copy()
-        for end, users in self.metadata["train_ends"].items():
-            end = int(end)
-            # Rows of windows cut to max_len items: one target each.
-            cut = max(end - max_len, 0)
-            if every_position:
-                merged = min(end, max_len)
-                rows[merged] += users
-                targets[merged] += users * merged
-            else:
-                # Prefix rows: one per target, histories of 1 .. end items.
-                shorter = min(end, max_len)
-                rows[1:shorter] += users
-                targets[1:shorter] += users
-                rows[shorter] += users
-                targets[shorter] += users
-            rows[max_len] += users * cut
-            targets[max_len] += users * cut
-        return rows, targets
+        histogram = self.metadata["train_ends"]
+        ends = np.array([int(end) for end in histogram], np.int64)
+        users = np.array(list(histogram.values()), np.int64)
+        if stride is not None:
+            which, last, runs = window_ends(ends, max_len, stride)
+            length = np.minimum(last, max_len)
+            np.add.at(rows, length, users[which])
+            np.add.at(targets, length, users[which] * runs)
+            return rows, targets
+        for end, count in zip(ends, users):
+            # Prefix rows: one per target, histories of 1 .. max_len items.
+            shorter = min(end, max_len)
+            rows[1:shorter] += count
+            rows[shorter] += count + count * max(end - max_len, 0)
+        return rows, rows.copy()
 
 
 def user_windows(
     users: dict[str, tf.Tensor],
     split: str,
     max_len: int,
-    every_position: bool = False,
+    stride: int | None = None,
 ) -> dict[str, tf.Tensor]:
     """The examples of a batch of parsed users (``parse_users``).
 
@@ -372,13 +388,17 @@ def user_windows(
             up to the first held-out one; "validation" / "test": the
             held-out position, for users that have one.
         max_len: int. History length.
-        every_position: bool. Train only: one row per user holding its
-            first ``min(train_end, max_len)`` targets, plus one row per
-            later target (whose history was cut to ``max_len`` items).
+        stride: int or None. Train only: merged rows with a target per
+            position, the windows of ``window_ends`` (1: the rows of
+            ``merge_prefixes``, one per user holding its first
+            ``min(train_end, max_len)`` targets, plus one per later
+            target; ``max_len``: non-overlapping windows). None: one row
+            per target.
 
     Returns:
         A dict of batched examples (``history`` [E, max_len], ...), the
-        rows of ``sequence_examples`` / ``merge_prefixes`` for these users.
+        rows of ``sequence_examples`` / ``merge_prefixes`` /
+        ``train_windows`` for these users.
     """
     items = users["items"]
     values = items.flat_values
@@ -390,19 +410,8 @@ def user_windows(
             validation >= 0, validation, tf.where(test >= 0, test, -1)
         )
         ends = tf.where(held_out >= 0, held_out - 1, lengths - 1)
-        if every_position:
-            has_train = ends >= 1
-            merged = tf.minimum(ends, max_len)
-            first = tf.RaggedTensor.from_row_lengths(
-                tf.boolean_mask(merged, has_train),
-                tf.cast(has_train, tf.int64),
-            )
-            later = tf.ragged.range(
-                tf.fill(tf.shape(ends), tf.constant(max_len + 1, tf.int64)),
-                tf.maximum(ends + 1, max_len + 1),
-            )
-            positions = tf.concat([first, later], axis=1)
-            runs = tf.concat([first, tf.ones_like(later)], axis=1).flat_values
+        if stride is not None:
+            positions, runs = _window_ends(ends, max_len, stride)
         else:
             positions = tf.ragged.range(
                 tf.ones_like(ends), tf.maximum(ends + 1, 1)
@@ -432,7 +441,7 @@ def user_windows(
             examples[name] = tf.where(
                 valid, tf.gather(column.flat_values, index), 0.0
             )
-    if split == "train" and every_position:
+    if split == "train" and stride is not None:
         # Position p's target is the item after it, within the row's run.
         in_run = valid & (steps >= (length - runs)[:, None])
         following = tf.gather(values, tf.where(in_run, index + 1, 0))
@@ -440,6 +449,23 @@ def user_windows(
             tf.where(in_run, following, 0), tf.int32
         )
     return examples
+
+
+def _window_ends(
+    ends: tf.Tensor, max_len: int, stride: int
+) -> tuple[tf.RaggedTensor, tf.Tensor]:
+    """``window_ends`` in TensorFlow: positions [U, None] and runs [W]."""
+    check_stride(stride, max_len)
+    later = tf.where(ends > max_len, (ends - max_len + stride - 1) // stride, 0)
+    first = ends - later * stride
+    index = tf.ragged.range(tf.cast(ends >= 1, tf.int64) + later)
+    first_of_row = tf.gather(first, index.value_rowids())
+    starts = first_of_row + index.flat_values * stride
+    positions = index.with_flat_values(starts)
+    runs = tf.where(
+        index.flat_values == 0, first_of_row, tf.constant(stride, tf.int64)
+    )
+    return positions, runs
 
 
 def _check_split(split: str) -> None:
