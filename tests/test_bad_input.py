@@ -306,6 +306,25 @@ CASES = [
         ["max_len=20 (prepared with 10)"],
         _prepared,
     ),
+    # Training protocols that contradict each other or the history length.
+    Case(
+        "window-stride-above-max-len",
+        ["train", *TINY, "--train-windows", "--window-stride", "60"],
+        1,
+        ["window_stride must be in 0..max_len=", "window_stride=60"],
+    ),
+    Case(
+        "windows-and-every-position",
+        ["train", *TINY, "--train-windows", "--every-position"],
+        1,
+        ["two training protocols; choose one"],
+    ),
+    Case(
+        "window-stride-without-windows",
+        ["train", *TINY, "--window-stride", "3"],
+        1,
+        ["window_stride applies to train_windows only"],
+    ),
     # Serving's model list is read before a version is published.
     Case(
         "unreadable-models-config",

@@ -59,7 +59,7 @@ def merge_prefixes(
     [[6, 7, 9], [4, 0, 0]]
     """
     if isinstance(examples, dict):
-        examples = _as_examples(examples)
+        examples = as_sequence_examples(examples)
     history = np.asarray(examples.history)
     target = np.asarray(examples.target)
     n, width = history.shape
@@ -129,7 +129,8 @@ def rows_with_runs(
     return arrays
 
 
-def _as_examples(arrays: dict[str, np.ndarray]) -> SequenceExamples:
+def as_sequence_examples(arrays: dict[str, np.ndarray]) -> SequenceExamples:
+    """``SequenceExamples`` of ``as_dict()`` arrays (``user`` optional)."""
     target = np.asarray(arrays["target"])
     return SequenceExamples(
         history=np.asarray(arrays["history"]),

@@ -36,7 +36,11 @@ not train).
 
 import numpy as np
 
-from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, rows_with_runs
+from tfrec_tricks.data.prefix_merging import (
+    POSITION_TARGETS,
+    as_sequence_examples,
+    rows_with_runs,
+)
 from tfrec_tricks.data.preparation import SequenceExamples
 
 
@@ -105,7 +109,7 @@ def merged_stride(
 
 
 def train_windows(
-    examples: SequenceExamples, stride: int
+    examples: SequenceExamples | dict[str, np.ndarray], stride: int
 ) -> dict[str, np.ndarray]:
     """The training windows of ``prepare``'s training examples.
 
@@ -113,7 +117,8 @@ def train_windows(
         examples: a training ``SequenceExamples`` as ``prepare`` writes it:
             each user's prefix examples together, in time order, the
             ``k``-th (from 0) with target position ``k + 1``, so with a
-            history of ``min(k + 1, max_len)`` items.
+            history of ``min(k + 1, max_len)`` items; or its
+            ``as_dict()`` arrays.
         stride: int in ``1 .. max_len``. See ``window_ends``.
 
     Returns:
@@ -133,6 +138,8 @@ def train_windows(
     >>> rows["history"].tolist(), rows["position_targets"].tolist()
     ([[5, 6], [7, 8], [3, 0]], [[6, 7], [8, 9], [4, 0]])
     """
+    if isinstance(examples, dict):
+        examples = as_sequence_examples(examples)
     history = np.asarray(examples.history)
     user = np.asarray(examples.user)
     n, max_len = history.shape

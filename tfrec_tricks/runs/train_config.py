@@ -142,6 +142,27 @@ class TrainConfig:
         "items; GRU4Rec's loop costs per time step.",
         group="training",
     )
+    train_windows: bool = option(
+        False,
+        "train on windows of L (--max-len) items of each user's training "
+        "sequence with a target at every position, as SASRec and SSE-PT "
+        "do, instead of one row per target (RecBole's prefixes): the "
+        "encoder runs once per window, not once per target, so long "
+        "histories (MovieLens) train many times faster. Every target is "
+        "still trained once per epoch, but early positions of a window see "
+        "shorter histories than their prefix rows would. --batch-size then "
+        "counts windows. Validation and test are unchanged.",
+        group="training",
+    )
+    window_stride: int = option(
+        0,
+        "with --train-windows, targets between the ends of consecutive "
+        "windows, 1..L. 0: L, non-overlapping windows. A smaller stride "
+        "gives early positions longer histories at L/S times the rows (1: "
+        "the prefix pairs, as --every-position).",
+        group="training",
+        metavar="S",
+    )
     steps_per_execution: int = option(
         16,
         "training steps per compiled call (Keras' compile option; the "
@@ -180,6 +201,35 @@ class TrainConfig:
         if self.name is not None:
             check_run_name(self.name)
         check_split(self.split)
+        self.training_window_stride()
+
+    def training_window_stride(self) -> int | None:
+        """The stride of ``train_windows`` (None: prefix rows).
+
+        Raises:
+            ValueError: a stride outside ``0 .. max_len``, a stride without
+                ``train_windows``, or ``train_windows`` with
+                ``every_position``.
+        """
+        if self.train_windows and self.every_position:
+            raise ValueError(
+                "train_windows and every_position are two training "
+                "protocols; choose one. Received: train_windows=True, "
+                "every_position=True"
+            )
+        if not 0 <= self.window_stride <= self.max_len:
+            raise ValueError(
+                f"window_stride must be in 0..max_len={self.max_len} (0: "
+                f"max_len). Received: window_stride={self.window_stride}"
+            )
+        if self.window_stride and not self.train_windows:
+            raise ValueError(
+                "window_stride applies to train_windows only. Received: "
+                f"window_stride={self.window_stride}, train_windows=False"
+            )
+        if not self.train_windows:
+            return None
+        return self.window_stride or self.max_len
 
     @property
     def run_name(self) -> str:

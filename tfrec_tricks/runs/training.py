@@ -78,7 +78,12 @@ def eval_batch_size(num_items: int) -> int:
 
 # Training options added after run fingerprints existed, with the value
 # that means what runs before them did: left out of the fingerprint then.
-LATER_OPTIONS = {"prepared": None, "distribute": "auto"}
+LATER_OPTIONS = {
+    "prepared": None,
+    "distribute": "auto",
+    "train_windows": False,
+    "window_stride": 0,
+}
 TENSORBOARD_DIR = "tensorboard"
 
 
@@ -392,6 +397,7 @@ def fit_inputs(
         "seed": config.seed,
         "bucket_by_length": bucket,
         "every_position": config.every_position,
+        "window_stride": config.training_window_stride(),
     }
     if strategy is None:
         return FitInputs(

@@ -68,6 +68,7 @@ class TrainingData:
         bucket_by_length: bool = False,
         every_position: bool = False,
         input_context: tf.distribute.InputContext | None = None,
+        window_stride: int | None = None,
     ) -> tf.data.Dataset:
         """Batches of ``split`` (see ``make_dataset`` for the options).
 
@@ -84,6 +85,7 @@ class TrainingData:
                 bucket_by_length=bucket_by_length,
                 every_position=every_position,
                 input_context=input_context,
+                window_stride=window_stride,
             )
         dataset = make_dataset(
             getattr(self.prepared, split),
@@ -92,6 +94,7 @@ class TrainingData:
             seed=seed,
             bucket_by_length=bucket_by_length,
             every_position=every_position,
+            window_stride=window_stride,
         )
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(

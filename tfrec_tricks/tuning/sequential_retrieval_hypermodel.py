@@ -13,6 +13,10 @@ import tensorflow as tf  # noqa: E402
 from tfrec_tricks.config_fields import field_default  # noqa: E402
 from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
 from tfrec_tricks.data.prefix_merging import merge_prefixes  # noqa: E402
+from tfrec_tricks.data.train_windows import (  # noqa: E402
+    merged_stride,
+    train_windows,
+)
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -226,6 +230,10 @@ sizes below N only (CPR) |
         every_position: bool. Train each session's prefixes as one row
             with a target per position (``make_dataset``'s
             ``every_position``): faster SASRec epochs. Defaults to False.
+        window_stride: int or None. Train on windows of ``max_len`` items,
+            ``window_stride`` targets apart, with a target at every
+            position (``make_dataset``'s ``window_stride``; the batch size
+            then counts windows). Defaults to None: prefix rows.
         name: str or None. Passed on to ``keras_tuner.HyperModel``.
         tunable: bool. Passed on to ``keras_tuner.HyperModel``.
 
@@ -269,6 +277,7 @@ sizes below N only (CPR) |
         compile_options: dict | None = None,
         bucket_by_length: bool = True,
         every_position: bool = False,
+        window_stride: int | None = None,
         name: str | None = None,
         tunable: bool = True,
     ):
@@ -276,6 +285,8 @@ sizes below N only (CPR) |
         self.data = data
         self.bucket_by_length = bucket_by_length
         self.every_position = every_position
+        self.window_stride = window_stride
+        merged_stride(every_position, window_stride)  # not both
         self.item_graph = item_graph
         self.fixed = dict(fixed or {})
         self.hyperparameters = hyperparameters
@@ -457,12 +468,15 @@ sizes below N only (CPR) |
         arrays = self._arrays(x)
         if self.every_position:
             arrays = merge_prefixes(arrays)
+        elif self.window_stride is not None:
+            arrays = train_windows(arrays, self.window_stride)
         train = batch_arrays(
             arrays,
             self.batch_size(hp),
             shuffle=True,
             seed=self.seed,
             bucket_by_length=self.bucket_by_length,
+            count_targets=self.window_stride is None,
         )
         if kwargs.get("validation_data") is not None:
             validation = kwargs["validation_data"]
