@@ -163,6 +163,64 @@ def test_training_every_position_in_one_pass(tmp_path):
     assert saved["train"]["every_position"] is True
 
 
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+def test_training_windows_on_disk_and_in_memory(tmp_path, encoder):
+    """--train-windows trains; the prepared path gives the same metrics."""
+    from tfrec_tricks.runs.prepare_dataset import prepare_dataset
+
+    model = {"embedding_dim": 8, "encoder": encoder}
+    memory = train(
+        tiny_config(
+            tmp_path, epochs=2, train_windows=True, window_stride=4, model=model
+        ),
+        verbose=0,
+    )
+    assert memory.history["loss"][-1] < memory.history["loss"][0]
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["train_windows"] is True
+    assert saved["train"]["window_stride"] == 4
+    prepared = prepare_dataset(
+        tiny_config(tmp_path), str(tmp_path / "prepared"), verbose=False
+    )
+    disk = train(
+        tiny_config(
+            tmp_path,
+            epochs=2,
+            train_windows=True,
+            window_stride=4,
+            model=model,
+            prepared=prepared,
+            name="disk",
+        ),
+        verbose=0,
+    )
+    # Same rows, other shuffles: close, not equal.
+    for split in ("validation", "test"):
+        assert (
+            abs(
+                disk.metrics[split]["ndcg@10"]
+                - memory.metrics[split]["ndcg@10"]
+            )
+            < 0.1
+        )
+
+
+def test_eval_negatives_reports_the_sampled_protocol_beside(tmp_path):
+    config = tiny_config(tmp_path, epochs=1, eval_negatives=20)
+    result = train(config, verbose=0)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["eval_negatives"] == 20
+    for split in ("validation", "test"):
+        sampled, full = metrics[f"{split}_sampled"], metrics[split]
+        assert set(sampled) == set(full)
+        # 20 negatives are far easier than 39 other items.
+        assert sampled["hr@10"] > full["hr@10"]
+    assert result.metrics["test_sampled"] == metrics["test_sampled"]
+    # Seeded per user and target: the same numbers again.
+    again = train(dataclasses.replace(config, name="again"), verbose=0).metrics
+    assert again["test_sampled"] == metrics["test_sampled"]
+
+
 def test_bad_budget_is_rejected():
     with pytest.raises(
         ValueError, match="epochs must be positive. Received: epochs=0"

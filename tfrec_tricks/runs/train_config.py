@@ -172,6 +172,17 @@ class TrainConfig:
         metavar="S",
     )
     seed: int = option(0, "", group="training")
+    eval_negatives: int = option(
+        0,
+        "also rank each validation and test target against N sampled "
+        "items the user had not interacted with before it (uniform, "
+        "seeded: SASRec's and SSE-PT's protocol, e.g. 100 on MovieLens-1M)"
+        " and report those metrics beside the full ranking. They are NOT "
+        "comparable with full ranking (much higher). 0: off.",
+        check="non_negative",
+        group="training",
+        metavar="N",
+    )
     distribute: str = option(
         "auto",
         "tf.distribute strategy. auto: MultiWorkerMirroredStrategy when "

@@ -52,6 +52,10 @@ from tfrec_tricks.runs.run_directory import (
     read_run_file,
     start_run,
 )
+from tfrec_tricks.runs.sampled_evaluation import (
+    sampled_metrics,
+    seen_items,
+)
 from tfrec_tricks.runs.train_config import TrainConfig
 from tfrec_tricks.runs.training_data import (
     TrainingData,
@@ -83,6 +87,7 @@ LATER_OPTIONS = {
     "distribute": "auto",
     "train_windows": False,
     "window_stride": 0,
+    "eval_negatives": 0,
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -342,6 +347,10 @@ def train(
         ),
         model_config.metric_ks,
     )
+    if config.eval_negatives:
+        results.update(
+            _sampled_results(model, data, config, model_config.metric_ks)
+        )
     results.update(
         {
             # Every epoch of the run, those before an interruption too.
@@ -549,6 +558,25 @@ def _test_metrics(
     return metrics_from_ranks(ranks, ks), by_kind
 
 
+def _sampled_results(
+    model: tf.keras.Model, data: TrainingData, config: TrainConfig, ks: tuple
+) -> dict:
+    """Validation and test metrics against ``config.eval_negatives``."""
+    batch_size = eval_batch_size(data.num_items)
+    seen = seen_items(data.batches("train", batch_size))
+    return {"eval_negatives": config.eval_negatives} | {
+        f"{split}_sampled": sampled_metrics(
+            model,
+            data.batches(split, batch_size),
+            seen,
+            config.eval_negatives,
+            config.seed,
+            ks,
+        )
+        for split in ("validation", "test")
+    }
+
+
 def hparams_values(settings: dict) -> dict:
     """Flat ``"model.head"`` -> value pairs TensorBoard's HParams accepts.
 
@@ -595,6 +623,14 @@ def format_results(results: dict, run_dir: str) -> str:
             row = "".join(f"{part[n]:>{width}.4f}" for n in names)
             label = f"test {kind}"
             lines.append(f"{label:<12}{row}   ({part['share']:.0%} of test)")
+    for split in ("validation", "test"):
+        sampled = results.get(f"{split}_sampled")
+        if sampled:
+            row = "".join(f"{sampled[n]:>{width}.4f}" for n in names)
+            lines.append(
+                f"{split:<12}{row}   ({results['eval_negatives']} sampled "
+                "negatives: not full ranking)"
+            )
     seconds = results["seconds_per_epoch_median"]
     lines.append(
         f"\n{results['epochs_run']} epochs, median "

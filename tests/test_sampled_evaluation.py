@@ -1,0 +1,74 @@
+"""train --eval-negatives: the users' earlier items and the sampled ranks."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.user_sequences import user_sequences
+from tfrec_tricks.runs.sampled_evaluation import (
+    SeenItems,
+    sampled_metrics,
+    seen_items,
+)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return synthetic.generate(num_users=40, num_items=50, seed=3).interactions
+
+
+@pytest.mark.parametrize("max_len", [2, 50])
+def test_seen_items_are_the_items_before_the_validation_target(table, max_len):
+    data = prepare(table, max_len=max_len)
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    seen = seen_items(make_dataset(data.train, 7, shuffle=True, seed=0))
+    checked = 0
+    for user in range(sequences.num_users):
+        start = sequences.starts[user]
+        end = sequences.train_ends[user] + 1  # positions 0 .. train end
+        if end < 2:
+            continue
+        items = sequences.items[start : start + end]
+        np.testing.assert_array_equal(seen[user], np.unique(items))
+        checked += 1
+    assert checked > 30
+
+
+def test_seen_items_lookup_of_an_unknown_user_is_empty():
+    seen = SeenItems(np.array([3]), np.array([5]))
+    assert seen[2].tolist() == [] and seen[3].tolist() == [5]
+
+
+class TargetFirst(tf.keras.Model):
+    """Scores each batch's target above everything; the rest by item id."""
+
+    def call(self, batch, training=False):
+        num_items = 30
+        scores = tf.tile(
+            tf.range(num_items, dtype=tf.float32)[None, :],
+            [tf.shape(batch["target"])[0], 1],
+        )
+        hot = tf.one_hot(batch["target"], num_items, on_value=100.0)
+        return scores + hot
+
+
+def test_sampled_metrics_rank_the_target_among_the_negatives():
+    batch = {
+        "user": np.array([0, 1], np.int32),
+        "history": np.array([[4, 5], [6, 0]], np.int32),
+        "target": np.array([7, 3], np.int32),
+    }
+    batches = tf.data.Dataset.from_tensors(batch)
+    seen = SeenItems(np.array([0, 1]), np.array([1, 2]))
+    perfect = sampled_metrics(TargetFirst(), batches, seen, 10, seed=0)
+    assert perfect["hr@10"] == 1.0 and perfect["ndcg@10"] == 1.0
+
+    class TargetLast(TargetFirst):
+        def call(self, batch, training=False):
+            return -super().call(batch, training)
+
+    worst = sampled_metrics(TargetLast(), batches, seen, 10, seed=0)
+    assert worst["hr@10"] == 0.0
