@@ -15,9 +15,11 @@ LAYER_MODULES = [
     "tfrec_tricks.layers.top_k",
     "tfrec_tricks.layers.common",
     "tfrec_tricks.metrics",
+    "tfrec_tricks.history_ranking",
     "tfrec_tricks.sampled_ranking",
     "tfrec_tricks.runs.repeat_headroom",
     "tfrec_tricks.runs.run_directory",
+    "tfrec_tricks.runs.optimizers",
 ]
 # These need tf-keras (TFRS); they are doctested in the tf-keras run only.
 PIPELINE_MODULES = [

@@ -47,6 +47,14 @@ DEFAULTS = {
         "epochs": 30, "patience": 3, "output_dir": "runs/benchmarks",
         "name": "baseline",
     }),
+    "cpr_diagnosis": ([], {
+        "data": "yoochoose-100k", "data_path": None, "file_format": "auto",
+        "max_sessions": None, "synthetic_users": 1000,
+        "synthetic_items": 1000, "encoders": ["gru4rec", "sasrec"],
+        "dropout": 0.2, "head_dropout": 0.3, "epochs": 10, "patience": 3,
+        "output_dir": "runs/benchmarks", "split": "recbole", "seed": 0,
+        "report_dir": common.RESULTS, "name": None,
+    }),
     "epoch_speed": ([], {
         "data": "yoochoose-100k", "data_path": None, "epochs": 4,
         "split": "recbole", "report_dir": common.RESULTS,
@@ -110,6 +118,13 @@ DEFAULTS = {
         "data": "ml-100k", "data_path": None, "tuner": "random",
         "max_trials": 20, "trial_epochs": 5, "epochs": 30, "patience": 3,
         "seed": 0, "output_dir": "runs/benchmarks", "fixed": "{}",
+    }),
+    "windowed_speed": ([], {
+        "data": "ml-1m", "data_path": None,
+        "models": ["gru4rec:Softmax", "gru4rec:CPR:100+Mi", "sasrec:Softmax",
+                   "sasrec:CPR:100+Mi"],
+        "epochs": 3, "prefix_batches": 320, "max_users": None, "seed": 0,
+        "report_dir": common.RESULTS,
     }),
 }  # fmt: skip
 

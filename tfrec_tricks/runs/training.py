@@ -40,6 +40,7 @@ from tfrec_tricks.metrics import (
 )
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
+from tfrec_tricks.runs.optimizers import make_optimizer
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
 from tfrec_tricks.runs.run_directory import (
     check_finished_run,
@@ -88,6 +89,7 @@ LATER_OPTIONS = {
     "train_windows": False,
     "window_stride": 0,
     "eval_negatives": 0,
+    "optimizer": "adam",
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -263,7 +265,7 @@ def train(
             model_config, data.prepared, item_graph=data.item_graph
         )
         model.compile(
-            optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+            optimizer=make_optimizer(config.optimizer, config.learning_rate),
             # Several steps per tf.function call: the per-call overhead is
             # about as long as a whole step on short-session batches.
             steps_per_execution=config.steps_per_execution,

@@ -216,6 +216,7 @@ def run_search(
         bucket_by_length=config.bucket_by_length,
         every_position=config.every_position,
         window_stride=config.training_window_stride(),
+        optimizer=config.optimizer,
     )
     search_dir = os.path.join(output_dir, config.run_name)
     os.makedirs(search_dir, exist_ok=True)

@@ -21,6 +21,7 @@ from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
 )
+from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 
 # ModelConfig fields set from the data, never tuned.
@@ -234,6 +235,9 @@ sizes below N only (CPR) |
             ``window_stride`` targets apart, with a target at every
             position (``make_dataset``'s ``window_stride``; the batch size
             then counts windows). Defaults to None: prefix rows.
+        optimizer: str. A key of ``tfrec_tricks.runs.optimizers.OPTIMIZERS``
+            (its learning rate is the tuned ``learning_rate``). Defaults to
+            "adam".
         name: str or None. Passed on to ``keras_tuner.HyperModel``.
         tunable: bool. Passed on to ``keras_tuner.HyperModel``.
 
@@ -278,6 +282,7 @@ sizes below N only (CPR) |
         bucket_by_length: bool = True,
         every_position: bool = False,
         window_stride: int | None = None,
+        optimizer: str = "adam",
         name: str | None = None,
         tunable: bool = True,
     ):
@@ -286,6 +291,7 @@ sizes below N only (CPR) |
         self.bucket_by_length = bucket_by_length
         self.every_position = every_position
         self.window_stride = window_stride
+        self.optimizer = optimizer
         merged_stride(every_position, window_stride)  # not both
         self.item_graph = item_graph
         self.fixed = dict(fixed or {})
@@ -424,7 +430,7 @@ sizes below N only (CPR) |
             config, self.data, item_graph=self.item_graph
         )
         model.compile(
-            optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+            optimizer=make_optimizer(self.optimizer, config.learning_rate),
             **self.compile_options,
         )
         # Weights exist now, so checkpoints restore at once (Hyperband,
