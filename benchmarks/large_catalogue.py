@@ -63,6 +63,8 @@ TRAIN_FLAGS = (
     "--epochs",
     "1",
 )
+#: ``--optimizer`` choices and the learning rate each trains with.
+LEARNING_RATES = {"adagrad": 0.1, "adam": 1e-3}
 #: Every user's fewest interactions (a training, validation and test
 #: example each, and some history).
 MIN_LENGTH = 5
@@ -286,12 +288,15 @@ def worker(name: str, options: dict) -> list[str]:
     ]
 
 
-def train_arguments(prepared: str, head: str, runs: str) -> list[str]:
+def train_arguments(
+    prepared: str, head: str, runs: str, optimizer: str = "adagrad"
+) -> list[str]:
     """``tfrec-tricks train`` arguments of the run of ``head``."""
     return [
         "--prepared",
         prepared,
         *TRAIN_FLAGS,
+        *optimizer_flags(optimizer),
         "--head",
         head,
         "--output-dir",
@@ -300,6 +305,16 @@ def train_arguments(prepared: str, head: str, runs: str) -> list[str]:
         f"large-{head}",
         "--overwrite",
         "--quiet",
+    ]
+
+
+def optimizer_flags(optimizer: str) -> list[str]:
+    """``--optimizer NAME --learning-rate R`` (``LEARNING_RATES``)."""
+    return [
+        "--optimizer",
+        optimizer,
+        "--learning-rate",
+        str(LEARNING_RATES[optimizer]),
     ]
 
 
@@ -439,7 +454,7 @@ def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
         worker(
             "train",
             {
-                "argv": train_arguments(prepared, head, runs),
+                "argv": train_arguments(prepared, head, runs, args.optimizer),
                 "steps": args.train_steps,
                 "result": result_path,
             },
@@ -682,8 +697,9 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
             f"{args.items:,} items (each once, the rest of Zipf popularity), "
             f"{args.repeat_probability:.0%} repeats of one of the user's "
             f"last {REPEAT_WINDOW} items. Training: `tfrec-tricks train "
-            f"--prepared DIR {' '.join(TRAIN_FLAGS)} --head H` (GRU4Rec, "
-            "batch 128, Adam; in-batch sampled softmax with logQ "
+            f"--prepared DIR {' '.join(TRAIN_FLAGS)} "
+            f"{' '.join(optimizer_flags(args.optimizer))} --head H` "
+            "(GRU4Rec, batch 128; in-batch sampled softmax with logQ "
             "correction)"
             + (
                 f", stopped after {args.train_steps:,} steps (a prefix of "
@@ -755,7 +771,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="interactions of the file. Default: 3M",
     )
     parser.add_argument(
-        "--users", type=positive, default=100_000, help="Default: 100k"
+        "--users",
+        type=positive,
+        default=20_000,
+        help="users (each gives a validation and a test example ranked "
+        "over the whole catalogue). Default: 20k",
     )
     parser.add_argument(
         "--items", type=positive, default=1_000_000, help="Default: 1M"
@@ -771,6 +791,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=heads,
         default=list(HEADS),
         help=f"output heads, comma-separated. Default: {','.join(HEADS)}",
+    )
+    parser.add_argument(
+        "--optimizer",
+        choices=tuple(LEARNING_RATES),
+        default="adagrad",
+        help="the runs' --optimizer (Adam's update is O(items) per step; "
+        "learning rates: "
+        + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATES.items())
+        + "). Default: adagrad",
     )
     parser.add_argument(
         "--train-steps",

@@ -65,9 +65,9 @@ DEFAULTS = {
         "work_dir": None, "report_dir": common.RESULTS,
     }),
     "large_catalogue": ([], {
-        "interactions": 3_000_000, "users": 100_000, "items": 1_000_000,
+        "interactions": 3_000_000, "users": 20_000, "items": 1_000_000,
         "repeat_probability": 0.2, "heads": ["cpr", "softmax"],
-        "train_steps": 192, "work_dir": TMP + "/tfrec_tricks_large_catalogue",
+        "optimizer": "adagrad", "train_steps": 192, "work_dir": TMP + "/tfrec_tricks_large_catalogue",
         "seed": 0, "report_dir": common.RESULTS, "generate_worker": None,
         "train_worker": None,
     }),

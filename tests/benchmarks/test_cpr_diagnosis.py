@@ -148,9 +148,10 @@ def test_the_report_of_fake_numbers():
         "0.9000)."
     )
     assert lines[-1].startswith(
-        "- **sasrec: the base degraded.** CPR ranks non-history items "
-        "worse than the softmax (NDCG@10 of new targets among non-history "
-        "items 0.1900 vs 0.2000, -0.0800 ± 0.0100)."
+        "- **sasrec: the non-history ranking degraded, not the merge.** "
+        "CPR ranks non-history items worse than the softmax (NDCG@10 of "
+        "new targets among non-history items 0.1900 vs 0.2000, "
+        "-0.0800 ± 0.0100)."
     )
 
 

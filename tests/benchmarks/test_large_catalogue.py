@@ -128,8 +128,11 @@ def test_train_arguments_are_the_command_lines():
     argv = large_catalogue.train_arguments("/p", "cpr", "/runs")
     text = " ".join(argv)
     assert text.startswith("--prepared /p --objective sampled")
-    assert "--embedding-dim 32 --epochs 1 --head cpr" in text
+    assert "--embedding-dim 32 --epochs 1 --optimizer adagrad" in text
+    assert "--learning-rate 0.1 --head cpr" in text
     assert "--output-dir /runs --name large-cpr" in text
+    adam = " ".join(large_catalogue.train_arguments("/p", "cpr", "/r", "adam"))
+    assert "--optimizer adam --learning-rate 0.001" in adam
 
 
 def fake_results():
