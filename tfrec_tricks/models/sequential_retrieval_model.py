@@ -650,11 +650,44 @@ class SequentialRetrievalModel(tfrs.Model):
         states = [tf.gather(s, rows) for s in states]
         return history, states, tf.gather_nd(targets, index)
 
+    def _reads_last_state_only(self, training) -> bool:
+        """Whether the scores read only the last state of a history.
+
+        The softmax heads do (``_last_state``), unless they exclude the
+        history's items; CPR and MoS read more of it.
+        """
+        return self.head is None and not self._exclude_history(training)
+
+    @staticmethod
+    def target_positions(
+        history: tf.Tensor, states: list, position_targets: tf.Tensor
+    ) -> tuple:
+        """``expand_positions`` for scores that read the last state only.
+
+        Row ``(b, p)`` becomes a one-item history (the item at ``p``) with
+        the last layer's state at ``p``: what ``_last_state`` reads of the
+        expanded row, without copying ``[M, L', d]`` states (training
+        windows hold up to ``L`` targets per row).
+
+        Returns:
+            ``(history, states, targets)``: [M, 1], ``[[M, 1, d]]``, [M].
+        """
+        width = tf.shape(history)[1]
+        targets = tf.cast(position_targets, tf.int32)[:, :width]
+        index = tf.where(targets > 0)  # [M, 2]: (row, position)
+        last = tf.gather_nd(history, index)[:, None]
+        state = tf.gather_nd(states[-1], index)[:, None, :]
+        return last, [state], tf.gather_nd(targets, index)
+
     def compute_loss(self, inputs, training=False):
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
         history, states = self.encode(inputs, training=training)
         every_position = POSITION_TARGETS in inputs
-        if every_position:
+        if every_position and self._reads_last_state_only(training):
+            history, states, targets = self.target_positions(
+                history, states, inputs[POSITION_TARGETS]
+            )
+        elif every_position:
             history, states, targets = self.expand_positions(
                 history, states, inputs[POSITION_TARGETS]
             )
