@@ -67,7 +67,8 @@ DEFAULTS = {
     "large_catalogue": ([], {
         "interactions": 3_000_000, "users": 20_000, "items": 1_000_000,
         "repeat_probability": 0.2, "heads": ["cpr", "softmax"],
-        "optimizer": "adagrad", "train_steps": 192, "work_dir": TMP + "/tfrec_tricks_large_catalogue",
+        "optimizer": "adagrad", "train_steps": 192,
+        "work_dir": TMP + "/tfrec_tricks_large_catalogue",
         "seed": 0, "report_dir": common.RESULTS, "generate_worker": None,
         "train_worker": None,
     }),
