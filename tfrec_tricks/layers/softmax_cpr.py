@@ -705,7 +705,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         query = self._query(hidden, ids, layers, last)
         f_base = self._project(self.base_projection, query, training)
 
-        if candidate_ids is not None and not self.reranker_ks:
+        def candidate_logits(stages=None):
             return self._candidate_logits(
                 query,
                 f_base,
@@ -716,7 +716,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 candidate_ids,
                 None,
                 training,
+                stages=stages,
             )
+
+        if candidate_ids is not None and not self.reranker_ks:
+            return candidate_logits()
 
         uses_history = self._uses_history(training)
         # With a history scatter, padding is masked by that same scatter
@@ -751,18 +755,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             # gathered rows. The gradient then reaches the table as
             # sparse rows, not as a dense [N, d] product gradient that
             # would make every optimizer step O(N).
-            return self._candidate_logits(
-                query,
-                f_base,
-                hidden,
-                ids,
-                table,
-                bias,
-                candidate_ids,
-                None,
-                training,
-                stages=selected,
-            )
+            return candidate_logits(stages=selected)
         gathered = [top for top, _ in selected]
         if uses_history:
             gathered = [ids] + gathered
