@@ -7,8 +7,9 @@ from tfrec_tricks.cli.options import positive_int
 HELP = "search the techniques and settings with KerasTuner"
 USES_CONFIG = True
 # The search loads its data in memory and distributes trials with
-# KerasTuner's own chief / workers, not a prepared dataset or TF_CONFIG.
-SKIP_FIELDS = ("prepared", "distribute")
+# KerasTuner's own chief / workers, not a prepared dataset or TF_CONFIG;
+# trials select on full ranking only (no sampled-negative evaluation).
+SKIP_FIELDS = ("prepared", "distribute", "eval_negatives")
 DESCRIPTION = """\
 Search with KerasTuner over the techniques (output head, CPR partitions,
 reranker sizes, Mi, tied embeddings, SSE probabilities, soft one-hot
