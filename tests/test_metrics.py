@@ -167,6 +167,24 @@ def test_tf_target_ranks_match_numpy():
     )
 
 
+def test_tf_target_ranks_count_the_padding_column_never():
+    # The padding column scores highest, and ties the target in row 1.
+    scores = np.array([[9.0, 0.5, 0.2, 0.7], [0.5, 0.5, 0.1, 0.5]])
+    ranks = tf_target_ranks(scores, np.array([1, 1])).numpy()
+    np.testing.assert_array_equal(ranks, [2, 2])
+    np.testing.assert_array_equal(ranks, target_ranks(scores, [1, 1]))
+
+
+def test_ranking_metrics_share_one_ranking_pass():
+    scores, targets = random_case(3, decimals=1)
+    ranks = tf_target_ranks(scores, targets)
+    for kind in ("ndcg", "hr", "mrr"):
+        direct, shared = RankingMetric(kind, 5), RankingMetric(kind, 5)
+        direct.update_state(targets, scores)
+        shared.update_from_ranks(ranks)
+        assert float(shared.result()) == pytest.approx(float(direct.result()))
+
+
 @pytest.mark.parametrize("kind", ["ndcg", "hr", "mrr"])
 @pytest.mark.parametrize("k", [1, 5, 10])
 @pytest.mark.parametrize("decimals", [None, 1])

@@ -155,14 +155,18 @@ def full_ranking_metrics(
 
 
 def tf_target_ranks(scores: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
-    """TensorFlow twin of ``target_ranks`` (float32 ranks, same tie rule)."""
+    """TensorFlow twin of ``target_ranks`` (float32 ranks, same tie rule).
+
+    The pessimistic rank 1 + #higher + #(other ties) is the number of real
+    items scoring at least the target's score (the target included): one
+    comparison pass over ``[B, N]``, without copying the real columns.
+    """
     scores = tf.cast(scores, tf.float32)
     targets = tf.cast(tf.reshape(targets, [-1]), tf.int32)
     target_scores = tf.gather(scores, targets, batch_dims=1)[:, None]
-    real = scores[:, 1:]
-    higher = tf.reduce_sum(tf.cast(real > target_scores, tf.float32), axis=1)
-    ties = tf.reduce_sum(tf.cast(real == target_scores, tf.float32), axis=1)
-    return higher + ties  # 1 + higher + (ties - 1)
+    at_least = tf.reduce_sum(tf.cast(scores >= target_scores, tf.float32), 1)
+    padding = tf.cast(scores[:, 0] >= target_scores[:, 0], tf.float32)
+    return at_least - padding
 
 
 @register
@@ -200,7 +204,18 @@ class RankingMetric(tf.keras.metrics.Mean):
         self.k = int(k)
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        ranks = tf_target_ranks(y_pred, y_true)
+        return self.update_from_ranks(
+            tf_target_ranks(y_pred, y_true), sample_weight=sample_weight
+        )
+
+    def update_from_ranks(self, ranks, sample_weight=None):
+        """Updates from 1-based target ranks [B] (``tf_target_ranks``).
+
+        Several metrics of one model share one ranking pass this way: over
+        a large catalogue the ``[B, N]`` comparison costs as much as the
+        logits.
+        """
+        ranks = tf.cast(ranks, tf.float32)
         hit = tf.cast(ranks <= self.k, tf.float32)
         if self.kind == "hr":
             values = hit

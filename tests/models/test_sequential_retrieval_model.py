@@ -333,8 +333,12 @@ def test_sampled_loss_matches_a_hand_computation(data, overrides):
         counts / counts.sum(),
         hard=overrides.get("num_hard_negatives"),
     )
+    # Evaluation gathers the candidates from its full logits; training
+    # scores only the candidates: both give the hand-computed loss.
     loss = float(model.compute_loss(batch, training=False))
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
+    trained = float(model.compute_loss(batch, training=True))
+    np.testing.assert_allclose(trained, expected, rtol=1e-5)
     # Without the logQ correction the loss differs.
     assert model.config.logq_correction
     uncorrected = _hand_sampled_loss(

@@ -18,7 +18,7 @@ from tfrec_tricks.layers import (
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT, history_positions
 from tfrec_tricks.layers.top_k import brute_force_top_k
-from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric
+from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric, tf_target_ranks
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
@@ -698,7 +698,13 @@ class SequentialRetrievalModel(tfrs.Model):
         logits = None
         if not sampled or not training:
             logits = self._scores(history, states, training)
-        if sampled:
+        if sampled and logits is not None:
+            # Evaluation has the full logits already: the candidates' are
+            # a gather, not a second pass over the catalogue (for CPR's
+            # rerankers, a second top-k over [B, N]).
+            scores = tf.gather(logits, loss_targets, axis=1)
+            per_example = self.sampled_softmax_loss(scores, loss_targets)
+        elif sampled:
             scores = self._scores(
                 history, states, training, candidate_ids=loss_targets
             )
@@ -719,9 +725,11 @@ class SequentialRetrievalModel(tfrs.Model):
                 logits = self._scores(
                     history, states, training, exclude_history=True
                 )
-            # One comparison pass over [B, N]: cheap next to the logits.
+            # One comparison pass over [B, N] for every metric: over a
+            # large catalogue it costs as much as the logits themselves.
+            ranks = tf_target_ranks(logits, targets)
             for metric in self.ranking_metrics:
-                metric.update_state(targets, logits)
+                metric.update_from_ranks(ranks)
         return loss
 
     def train_step(self, inputs):
