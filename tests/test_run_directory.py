@@ -227,3 +227,36 @@ def test_differences_name_each_changed_leaf():
         "data.0.bytes: 5 -> 6",
         "train.seed: 0 -> 1",
     ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"optimizer": "adagrad"},
+        {"train_windows": True},
+        {
+            "model": {
+                "head": "cpr",
+                "cpr_reranker_ks": (5,),
+                "cpr_base_loss": 0.3,
+            }
+        },
+    ],
+)
+def test_options_added_later_enter_the_fingerprint_only_when_set(
+    tmp_path, options
+):
+    from tfrec_tricks.runs.training import (
+        LATER_OPTIONS,
+        MODEL_LATER_OPTIONS,
+        fingerprint,
+    )
+
+    before = fingerprint(tiny_config(tmp_path), 40, data=[])
+    # Runs from before these options existed keep their fingerprint.
+    assert not set(LATER_OPTIONS) & set(before["train"])
+    assert not set(MODEL_LATER_OPTIONS) & set(before["model"])
+    after = fingerprint(tiny_config(tmp_path, **options), 40, data=[])
+    assert after != before
+    if "model" in options:
+        assert after["model"]["cpr_base_loss"] == 0.3

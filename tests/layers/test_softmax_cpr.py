@@ -355,6 +355,66 @@ def test_candidate_scores_equal_full_logits(name):
     np.testing.assert_array_equal(scores == NEG, expected == NEG)
 
 
+def _reference_base_logits(layer, data, mi_layers=False):
+    """f_V . e_x + b_x by rows, padding masked: the head's plain softmax."""
+    out = np.zeros((data["ids"].shape[0], N))
+    for i in range(data["ids"].shape[0]):
+        real = [t for t in range(L) if data["ids"][i, t] != 0]
+        last = real[-1] if real else 0
+        q = data["hidden"][i, last].astype("float64")
+        if layer.use_mi:
+            sources = [data["layer0"], data["hidden"]] if mi_layers else []
+            sources = sources or [data["hidden"]]
+            parts = []
+            for states in sources[::-1][: layer.mi_layers]:
+                for j in range(layer.mi_window):
+                    p = last - j
+                    ok = p >= 0 and data["ids"][i, p] != 0
+                    parts.append(states[i, p] if ok else np.zeros(D))
+            mixed = _proj(layer.mi_projection, np.concatenate(parts))
+            q = np.concatenate([q, _gelu(mixed)])
+        out[i] = data["table"] @ _proj(layer.base_projection, q) + data["bias"]
+        if layer.mask_padding:
+            out[i, 0] = NEG
+    return out
+
+
+@pytest.mark.parametrize("name", CANDIDATE_CONFIGS)
+def test_base_logits_are_the_plain_softmax_inside_the_head(name):
+    config = CONFIGS[name]
+    data = _data(seed=5)
+    layer = SoftmaxCPR(**config)
+    mi_layers = config.get("mi_layers", 0) == 2
+    logits, base = _call(
+        layer, data, mi_layers=mi_layers, return_base_logits=True
+    )
+    expected = _reference_base_logits(layer, data, mi_layers)
+    np.testing.assert_allclose(base.numpy(), expected, rtol=1e-5, atol=1e-5)
+    # The logits themselves do not change.
+    np.testing.assert_allclose(
+        logits.numpy(), _call(layer, data, mi_layers=mi_layers).numpy()
+    )
+    # Candidates (shared or per row) get the same base logits.
+    for ids in (
+        np.array([0, 2, 3, 9, 13], "int32"),
+        np.random.default_rng(1).integers(0, N, (4, 6)).astype("int32"),
+    ):
+        scores, candidate_base = _call(
+            layer,
+            data,
+            mi_layers=mi_layers,
+            candidate_ids=tf.constant(ids),
+            return_base_logits=True,
+        )
+        gathered = expected[:, ids] if ids.ndim == 1 else None
+        if gathered is None:
+            gathered = np.take_along_axis(expected, ids, axis=1)
+        np.testing.assert_allclose(
+            candidate_base.numpy(), gathered, rtol=1e-5, atol=1e-5
+        )
+        assert scores.shape == candidate_base.shape
+
+
 @pytest.mark.parametrize(
     "name", ["R", "CPR", "CPR_multi_Mi2", "add_CPR_multi", "no_mask"]
 )

@@ -49,6 +49,17 @@ SWITCHES = {
         "cpr_reranker_ks": (5,),
         "encoder": "sasrec",
     },
+    "cpr_base_loss": {
+        "head": "cpr",
+        "cpr_reranker_ks": (5,),
+        "cpr_base_loss": 1.0,
+    },
+    "sampled_cpr_base_loss": {
+        "objective": "sampled",
+        "head": "cpr",
+        "cpr_reranker_ks": (5,),
+        "cpr_base_loss": 0.5,
+    },
 }
 
 
@@ -585,3 +596,52 @@ def test_reported_loss_is_the_mean_over_the_epochs_examples(
         ),
         1e-5,
     )
+
+
+@pytest.mark.parametrize("objective", ["full", "sampled"])
+@pytest.mark.parametrize("training", [False, True])
+def test_cpr_base_loss_adds_the_weighted_loss_of_the_base_logits(
+    data, batch, objective, training
+):
+    tf.keras.utils.set_random_seed(3)
+    config = make_config(
+        data,
+        head="cpr",
+        cpr_reranker_ks=(5,),
+        cpr_base_loss=0.5,
+        objective=objective,
+        dropout=0.0,
+        head_dropout=0.0,
+        cpr_start_as_softmax=False,  # base and CPR logits differ
+    )
+    model = SequentialRetrievalModel.from_data(config, data)
+    history, states = model.encode(batch, training=False)
+    targets = tf.cast(tf.reshape(batch["target"], [-1]), tf.int32)
+    logits, base = model._scores(
+        history, states, False, return_base_logits=True
+    )
+    plain = SequentialRetrievalModel.from_data(
+        ModelConfig(**{**config.to_dict(), "cpr_base_loss": 0.0}), data
+    )
+    plain(batch)
+    plain.set_weights(model.get_weights())
+    if objective == "full":
+        cpr = tf.nn.sparse_softmax_cross_entropy_with_logits(targets, logits)
+        base_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+            targets, base
+        )
+    else:
+        cpr = model.sampled_softmax_loss(
+            tf.gather(logits, targets, axis=1), targets
+        )
+        base_loss = model.sampled_softmax_loss(
+            tf.gather(base, targets, axis=1), targets
+        )
+    expected = float(tf.reduce_mean(cpr + 0.5 * base_loss))
+    loss = float(model.compute_loss(batch, training=training))
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+    # Without the option, the loss is CPR's alone.
+    assert float(plain.compute_loss(batch, training=training)) == pytest.approx(
+        float(tf.reduce_mean(cpr)), rel=1e-5
+    )
+    assert float(tf.reduce_mean(base_loss)) > 0.1

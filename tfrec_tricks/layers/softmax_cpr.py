@@ -254,9 +254,19 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             optimizer's update stays sparse (the sampled objective).
             Defaults to ``None``.
         training: bool. Enables dropout; disables ``exclude_history``.
+        return_base_logits: bool. Also return the base partition's logits
+            ``f_V . e_x + b_x`` of every item (padding masked), the plain
+            softmax inside the head, from the same product (no extra
+            ``[B, N]`` work; with ``candidate_ids``, from the candidates'
+            rows). Under ``merge="replace"`` the CPR loss never trains
+            them on history items or inside the reranker sets, so they
+            drift away from ranking new items well; a plain softmax loss
+            on them beside the CPR loss keeps that skill
+            (``ModelConfig.cpr_base_loss``). Defaults to ``False``.
 
     Returns:
-        float32 logits ``[B, N]``, or ``[B, M]`` with ``candidate_ids``.
+        float32 logits ``[B, N]``, or ``[B, M]`` with ``candidate_ids``;
+        with ``return_base_logits``, the pair ``(logits, base_logits)``.
         History ids outside ``[0, N)`` raise ValueError in eager mode.
 
     Example:
@@ -693,7 +703,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         item_bias: Any = None,
         candidate_ids: Any = None,
         training: Any = None,
-    ) -> tf.Tensor:
+        return_base_logits: bool = False,
+    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
         hidden, ids, layers, last, table, bias = self._read_inputs(
             inputs, item_embeddings, item_bias
         )
@@ -706,7 +717,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         f_base = self._project(self.base_projection, query, training)
 
         def candidate_logits(stages=None):
-            return self._candidate_logits(
+            logits = self._candidate_logits(
                 query,
                 f_base,
                 hidden,
@@ -718,6 +729,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 training,
                 stages=stages,
             )
+            if not return_base_logits:
+                return logits
+            base = self._base_candidate_logits(
+                f_base, table, bias, candidate_ids
+            )
+            return logits, base
 
         if candidate_ids is not None and not self.reranker_ks:
             return candidate_logits()
@@ -772,9 +789,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         else:
             product = _product_and_rows(f_base, table, None, product)
         logits = product if bias is None else product + bias
-        if self.mask_padding and not pad_in_scatter:
+        base_logits = logits
+        if self.mask_padding:
             is_padding = tf.equal(tf.range(num_items), 0)
-            logits = tf.where(is_padding, tf.constant(PADDING_LOGIT), logits)
+            base_logits = tf.where(
+                is_padding, tf.constant(PADDING_LOGIT), logits
+            )
+            if not pad_in_scatter:
+                logits = base_logits
 
         for (top, f_rerank), vectors in zip(selected, stage_vectors):
             scores = self._rerank_scores(
@@ -824,7 +846,38 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 logits, batch_indices(columns), values
             )
 
+        if return_base_logits:
+            return logits, base_logits
         return logits
+
+    def _base_candidate_logits(
+        self,
+        f_base: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidates: tf.Tensor,
+    ) -> tf.Tensor:
+        """The base logits ``f_V . e_x + b_x`` of candidates ``[M]`` or
+        ``[B, M]``: ``[B, M]``, from the candidates' rows alone."""
+        if candidates.shape.rank == 1:
+            scores = tf.matmul(
+                f_base, tf.gather(table, candidates), transpose_b=True
+            )
+            candidates = tf.broadcast_to(
+                candidates[None, :],
+                [tf.shape(f_base)[0], tf.shape(candidates)[0]],
+            )
+        else:
+            scores = tf.einsum(
+                "bd,bmd->bm", f_base, tf.gather(table, candidates)
+            )
+        if bias is not None:
+            scores += tf.gather(bias, candidates)
+        if self.mask_padding:
+            scores = tf.where(
+                tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
+            )
+        return scores
 
     # ------------------------------------------------------ candidate sets
 

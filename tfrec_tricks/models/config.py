@@ -198,6 +198,14 @@ class ModelConfig:
         "reference does",
         const=False,
     )
+    cpr_base_loss: float = option(
+        0.0,
+        "CPR: weight of a plain softmax loss on the head's base logits "
+        "f_V . e + b, added to the CPR loss; it keeps the base ranking new "
+        "items (0: none, as the reference).",
+        check="non_negative",
+        metavar="W",
+    )
     mos_components: int = option(
         4,
         "mixture of softmax components K.",

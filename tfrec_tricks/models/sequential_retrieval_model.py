@@ -388,17 +388,24 @@ class SequentialRetrievalModel(tfrs.Model):
         training,
         candidate_ids=None,
         exclude_history=False,
+        return_base_logits=False,
     ):
-        """Logits [B, N] (or [B, M] for candidate ids [M]) of the head."""
+        """Logits [B, N] (or [B, M] for candidate ids [M]) of the head.
+
+        ``return_base_logits`` (CPR head only): the pair ``(logits, base
+        logits)``, see ``SoftmaxCPR``.
+        """
         table = self.item_embedding.output_embeddings
         bias = self.item_embedding.output_bias
         if self.head is not None:
+            extra = {"return_base_logits": True} if return_base_logits else {}
             return self.head(
                 self._head_inputs(history, states, training),
                 table,
                 item_bias=bias,
                 candidate_ids=candidate_ids,
                 training=training,
+                **extra,
             )
         h = self._last_state(history, states, training)
         logits = self.item_embedding.logits(h, candidate_ids=candidate_ids)
@@ -589,6 +596,13 @@ class SequentialRetrievalModel(tfrs.Model):
 
     # ----------------------------------------------------------------- loss
 
+    def _per_example_loss(self, scores, targets):
+        """The objective's loss per example: ``[B, N]`` logits (full) or
+        ``[B, B]`` in-batch candidate scores (sampled)."""
+        if self.config.objective == "sampled":
+            return self.sampled_softmax_loss(scores, targets)
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(targets, scores)
+
     def sampled_softmax_loss(self, scores, candidate_ids):
         """Per-query in-batch sampled softmax loss (``tasks.Retrieval``).
 
@@ -695,23 +709,38 @@ class SequentialRetrievalModel(tfrs.Model):
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
         sampled = self.config.objective == "sampled"
-        logits = None
+        # CPR's base logits, trained besides by a plain softmax loss.
+        with_base = self.config.head == "cpr" and self.config.cpr_base_loss > 0
+        logits = base_logits = None
         if not sampled or not training:
-            logits = self._scores(history, states, training)
+            logits = self._scores(
+                history, states, training, return_base_logits=with_base
+            )
+            if with_base:
+                logits, base_logits = logits
         if sampled and logits is not None:
             # Evaluation has the full logits already: the candidates' are
             # a gather, not a second pass over the catalogue (for CPR's
             # rerankers, a second top-k over [B, N]).
             scores = tf.gather(logits, loss_targets, axis=1)
-            per_example = self.sampled_softmax_loss(scores, loss_targets)
+            if with_base:
+                base_logits = tf.gather(base_logits, loss_targets, axis=1)
         elif sampled:
             scores = self._scores(
-                history, states, training, candidate_ids=loss_targets
+                history,
+                states,
+                training,
+                candidate_ids=loss_targets,
+                return_base_logits=with_base,
             )
-            per_example = self.sampled_softmax_loss(scores, loss_targets)
+            if with_base:
+                scores, base_logits = scores
         else:
-            per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                loss_targets, logits
+            scores = logits
+        per_example = self._per_example_loss(scores, loss_targets)
+        if with_base:
+            per_example += self.config.cpr_base_loss * self._per_example_loss(
+                base_logits, loss_targets
             )
         if every_position:
             loss = self._mean_over_replicas(per_example)

@@ -91,6 +91,8 @@ LATER_OPTIONS = {
     "eval_negatives": 0,
     "optimizer": "adam",
 }
+# The same for ModelConfig fields.
+MODEL_LATER_OPTIONS = {"cpr_base_loss": 0.0}
 TENSORBOARD_DIR = "tensorboard"
 
 
@@ -122,11 +124,11 @@ def fingerprint(
         # Runs from before the option existed keep their fingerprint.
         if train[name] == default:
             del train[name]
-    return make_fingerprint(
-        train,
-        config.model_config(num_items).to_dict(),
-        data,
-    )
+    model = config.model_config(num_items).to_dict()
+    for name, default in MODEL_LATER_OPTIONS.items():
+        if model[name] == default:
+            del model[name]
+    return make_fingerprint(train, model, data)
 
 
 def resolved_config(config: TrainConfig) -> TrainConfig:

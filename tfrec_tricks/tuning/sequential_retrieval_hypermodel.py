@@ -125,6 +125,17 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
         ),
         ("cpr_mi", "Boolean", {"default": _default("cpr_mi")}, cpr),
         (
+            "cpr_base_loss",
+            "Choice",
+            {
+                "values": sorted(
+                    {0.0, 0.1, 0.3, 1.0, _default("cpr_base_loss")}
+                ),
+                "default": _default("cpr_base_loss"),
+            },
+            cpr,
+        ),
+        (
             "head_dropout",
             "Float",
             {
@@ -188,6 +199,7 @@ class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
     | ``cpr_context``, ``cpr_pointer``, ``cpr_mi`` | True, False (CPR) |
     | ``cpr_reranker_ks`` | "none", "20", "100", "500", "20,100,500", the \
 sizes below N only (CPR) |
+    | ``cpr_base_loss`` | 0.0, 0.1, 0.3, 1.0 (CPR) |
     | ``mos_components`` | 2, 4, 8 (MoS) |
 
     The CPR and MoS entries are conditional on ``head``, the buckets on
