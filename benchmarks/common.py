@@ -6,11 +6,13 @@
 - Run naming: ``command_line`` is the command a report quotes to rerun
   it; ``module_command`` starts a script as a child process;
   ``report_stem`` names a report's files.
+- Data files: ``add_file_options`` (``--format``, ``--max-sessions``),
+  ``data_file_path`` (a file of the first sessions) and ``data_label``.
 - Report writing: ``write_report`` writes a report's markdown, its numbers
   (JSON) and its chart (PNG) next to each other.
 
-Imports no TensorFlow: a script calls ``use_legacy_keras()`` before it
-imports TensorFlow, and may import this module before or after.
+Imports ``tfrec_tricks.data``, and so TensorFlow: a script calls
+``use_legacy_keras()`` before it imports this module.
 """
 
 import argparse
@@ -20,6 +22,7 @@ import shlex
 import sys
 from collections.abc import Callable
 
+from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS
 
 #: The repository root, the working folder of ``module_command``'s child.
@@ -62,6 +65,109 @@ def add_data_options(
         or f"data source (see tfrec-tricks train --help). Default: {default}",
     )
     add_data_path_option(parser)
+
+
+def add_file_options(parser: argparse.ArgumentParser) -> None:
+    """``--format`` of ``--data file`` and ``--max-sessions N``.
+
+    With ``--name``, the option that names the runs and the report
+    (``data_label``), the script must add itself.
+    """
+    parser.add_argument(
+        "--format",
+        dest="file_format",
+        choices=("auto", *FORMATS),
+        default="auto",
+        help="format of --data file. Default: auto",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --data file, keep the file's first N sessions (users). "
+        "Default: all",
+    )
+
+
+def check_file_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> None:
+    """Exits with a usage error for ``add_file_options`` misused."""
+    if args.max_sessions is not None and (
+        args.data != "file" or args.max_sessions < 1
+    ):
+        parser.error(
+            "--max-sessions takes a positive count and --data file. "
+            f"Received: --max-sessions {args.max_sessions} --data {args.data}"
+        )
+    if args.data == "file" and not args.data_path:
+        parser.error("--data file needs --data-path FILE")
+
+
+def data_file_path(args: argparse.Namespace) -> str | None:
+    """``--data-path``, or the subset file of ``--max-sessions`` (written
+    under ``<output-dir>/data`` by ``first_sessions``)."""
+    if args.data == "file" and args.max_sessions is not None:
+        return first_sessions(
+            args.data_path,
+            args.max_sessions,
+            os.path.join(args.output_dir, "data"),
+        )
+    return args.data_path
+
+
+def data_label(args: argparse.Namespace) -> str:
+    """What the runs and the report are named after."""
+    if args.name:
+        return args.name
+    if args.data != "file":
+        return args.data
+    stem = os.path.splitext(os.path.basename(args.data_path or "file"))[0]
+    return stem if args.max_sessions is None else f"{stem}-{args.max_sessions}"
+
+
+def first_sessions(path: str, max_sessions: int, directory: str) -> str:
+    """Writes the first ``max_sessions`` sessions of a file; its path.
+
+    A session (user) is the first column of a line; the header (a first
+    line naming ``SessionId`` or ``user``) is kept. The lines of a session
+    need not be adjacent: the sessions kept are the first ``max_sessions``
+    distinct ids, in the order the file first names them. Written as
+    ``<directory>/<stem>-first<N><suffix>``, the same bytes for the same
+    input, so that runs on it are reused.
+    """
+    if max_sessions < 1:
+        raise ValueError(
+            f"max_sessions must be positive. Received: {max_sessions}"
+        )
+    stem, suffix = os.path.splitext(os.path.basename(path))
+    target = os.path.join(directory, f"{stem}-first{max_sessions}{suffix}")
+    kept, lines = set(), []
+    with open(path) as handle:
+        for number, line in enumerate(handle):
+            fields = line.replace("::", "\t").split(None, 1)
+            if not fields:
+                continue
+            if number == 0 and fields[0].lower() in ("sessionid", "user"):
+                lines.append(line)
+                continue
+            if fields[0] not in kept:
+                if len(kept) == max_sessions:
+                    continue
+                kept.add(fields[0])
+            lines.append(line)
+    text = "".join(lines)
+    if os.path.isfile(target):
+        with open(target) as handle:
+            if handle.read() == text:
+                return target
+    os.makedirs(directory, exist_ok=True)
+    partial = target + ".partial"
+    with open(partial, "w") as handle:
+        handle.write(text)
+    os.replace(partial, target)
+    return target
 
 
 def add_split_option(parser: argparse.ArgumentParser) -> None:

@@ -46,7 +46,6 @@ Writes ``benchmarks/results/cpr_diagnosis.md`` (for the default data;
 """
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -56,7 +55,6 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common, seed_spread  # noqa: E402
-from tfrec_tricks.data.loaders import FORMATS  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.history_ranking import (  # noqa: E402
     concatenate_diagnostics,
@@ -107,21 +105,7 @@ def encoder_list(value: str) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     common.add_data_options(parser, default=DEFAULT_DATA)
-    parser.add_argument(
-        "--format",
-        dest="file_format",
-        choices=("auto", *FORMATS),
-        default="auto",
-        help="format of --data file. Default: auto",
-    )
-    parser.add_argument(
-        "--max-sessions",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --data file, keep the file's first N sessions (users). "
-        "Default: all",
-    )
+    common.add_file_options(parser)
     parser.add_argument(
         "--synthetic-users", type=int, default=1000, metavar="N"
     )
@@ -150,69 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def data_label(args: argparse.Namespace) -> str:
-    """What the runs and the report are named after."""
-    if args.name:
-        return args.name
-    if args.data != "file":
-        return args.data
-    stem = os.path.splitext(os.path.basename(args.data_path or "file"))[0]
-    return stem if args.max_sessions is None else f"{stem}-{args.max_sessions}"
-
-
-def first_sessions(path: str, max_sessions: int, directory: str) -> str:
-    """Writes the first ``max_sessions`` sessions of a file; its path.
-
-    A session (user) is the first column of a line; the header (a first
-    line naming ``SessionId`` or ``user``) is kept. The lines of a session
-    need not be adjacent: the sessions kept are the first ``max_sessions``
-    distinct ids, in the order the file first names them. Written as
-    ``<directory>/<stem>-first<N><suffix>``, the same bytes for the same
-    input, so that runs on it are reused.
-    """
-    if max_sessions < 1:
-        raise ValueError(
-            f"max_sessions must be positive. Received: {max_sessions}"
-        )
-    stem, suffix = os.path.splitext(os.path.basename(path))
-    target = os.path.join(directory, f"{stem}-first{max_sessions}{suffix}")
-    kept, lines = set(), []
-    with open(path) as handle:
-        for number, line in enumerate(handle):
-            fields = line.replace("::", "\t").split(None, 1)
-            if not fields:
-                continue
-            if number == 0 and fields[0].lower() in ("sessionid", "user"):
-                lines.append(line)
-                continue
-            if fields[0] not in kept:
-                if len(kept) == max_sessions:
-                    continue
-                kept.add(fields[0])
-            lines.append(line)
-    text = "".join(lines)
-    if os.path.isfile(target):
-        with open(target) as handle:
-            if handle.read() == text:
-                return target
-    os.makedirs(directory, exist_ok=True)
-    partial = target + ".partial"
-    with open(partial, "w") as handle:
-        handle.write(text)
-    os.replace(partial, target)
-    return target
-
-
 def base_config(args: argparse.Namespace, encoder: str) -> TrainConfig:
     """The runs' shared ``TrainConfig`` for one encoder (no head yet)."""
     options, every_position = ENCODERS[encoder]
-    data_path = args.data_path
-    if args.data == "file" and args.max_sessions is not None:
-        data_path = first_sessions(
-            args.data_path,
-            args.max_sessions,
-            os.path.join(args.output_dir, "data"),
-        )
+    data_path = common.data_file_path(args)
     return TrainConfig(
         data=args.data,
         data_path=data_path,
@@ -225,7 +150,7 @@ def base_config(args: argparse.Namespace, encoder: str) -> TrainConfig:
         split=args.split,
         seed=args.seed,
         output_dir=args.output_dir,
-        name=f"cpr_diagnosis-{data_label(args)}-{encoder}",
+        name=f"cpr_diagnosis-{common.data_label(args)}-{encoder}",
         model={
             "encoder": encoder,
             "head_dropout": args.head_dropout,
@@ -470,7 +395,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     new_count = first["new_non_history"]["count"]
     data = results["data"]
     lines = [
-        f"# Why CPR loses new targets: {data_label(args)}",
+        f"# Why CPR loses new targets: {common.data_label(args)}",
         "",
         f"Command: `{command}`",
         "",
@@ -652,7 +577,7 @@ def report_stem(args: argparse.Namespace) -> str:
     """``cpr_diagnosis`` for the default data, else with the data's label."""
     parts = []
     if args.data != DEFAULT_DATA or args.name:
-        parts.append(data_label(args))
+        parts.append(common.data_label(args))
     return common.report_stem(
         args.report_dir, "cpr_diagnosis", *parts, split=args.split
     )
@@ -661,22 +586,14 @@ def report_stem(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.max_sessions is not None and (
-        args.data != "file" or args.max_sessions < 1
-    ):
-        parser.error(
-            "--max-sessions takes a positive count and --data file. "
-            f"Received: --max-sessions {args.max_sessions} --data {args.data}"
-        )
-    if args.data == "file" and not args.data_path:
-        parser.error("--data file needs --data-path FILE")
+    common.check_file_options(parser, args)
     results = diagnose(args, verbose=2)
     text = report(results, args, common.command_line("cpr_diagnosis", argv))
     common.write_report(
         report_stem(args),
         text,
         numbers=results,
-        chart=lambda path: plot(results, path, data_label(args)),
+        chart=lambda path: plot(results, path, common.data_label(args)),
     )
     print(text)
     return 0

@@ -86,13 +86,14 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     """
     return TrainConfig(
         data=args.data,
-        data_path=args.data_path,
+        data_path=common.data_file_path(args),
+        file_format=args.file_format,
         epochs=args.epochs,
         patience=args.patience,
         every_position=args.every_position,
         split=args.split,
         output_dir=args.output_dir,
-        name=args.name or f"{args.data}-{args.encoder}",
+        name=args.name or f"{common.data_label(args)}-{args.encoder}",
         model={
             "encoder": args.encoder,
             "head_dropout": args.head_dropout,
@@ -109,6 +110,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     the same runs.
     """
     common.add_data_options(parser, default="yoochoose-100k")
+    common.add_file_options(parser)
     parser.add_argument("--encoder", default="sasrec")
     parser.add_argument(
         "--num-layers",
@@ -160,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_rows(parser, args.rows)
+    common.check_file_options(parser, args)
     base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
     text = report(results, args, common.command_line("seed_spread", argv))
@@ -167,13 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         common.report_stem(
             args.report_dir,
             "seed_spread",
-            args.data,
+            common.data_label(args),
             args.encoder,
             split=args.split,
         ),
         text,
         chart=lambda path: plot(
-            results, args.rows, args.seeds, path, args.data
+            results, args.rows, args.seeds, path, common.data_label(args)
         ),
     )
     print(text)
@@ -188,7 +191,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     seeds = args.seeds
     reference = statistics.mean(ndcg(results, args.rows[0], seeds, "test"))
     lines = [
-        f"# Seed-to-seed spread on {args.data}, {args.encoder}",
+        f"# Seed-to-seed spread on {common.data_label(args)}, {args.encoder}",
         "",
         f"Command: `{command}`",
         "",
@@ -201,8 +204,8 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "",
         "| variant | test NDCG@10 per seed "
         f"({', '.join(map(str, seeds))}) | mean | range | mean vs first "
-        "| val NDCG@10 per seed |",
-        "|---|---|---:|---:|---:|---|",
+        "| val NDCG@10 per seed | val mean | test repeat | test new |",
+        "|---|---|---:|---:|---:|---|---:|---:|",
     ]
     for row in args.rows:
         test = ndcg(results, row, seeds, "test")
@@ -212,9 +215,28 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
             f"| {row} | {' / '.join(f'{v:.4f}' for v in test)} | "
             f"{mean:.4f} | {max(test) - min(test):.4f} | "
             f"{mean / reference - 1:+.1%} | "
-            f"{' / '.join(f'{v:.4f}' for v in validation)} |"
+            f"{' / '.join(f'{v:.4f}' for v in validation)} | "
+            f"{statistics.mean(validation):.4f} | "
+            f"{by_target(results, row, seeds, 'repeat')} | "
+            f"{by_target(results, row, seeds, 'new')} |"
         )
+    lines += [
+        "",
+        "Test repeat / new: the mean test NDCG@10 of the targets that repeat "
+        "an item of their history and of the others (empty for runs made "
+        "before it was recorded).",
+    ]
     return "\n".join(lines) + "\n"
+
+
+def by_target(results: dict, row: str, seeds: list, kind: str) -> str:
+    """Mean test NDCG@10 of one target kind over the seeds, or ''."""
+    values = [
+        results[row, seed].get("test_by_target", {}).get(kind, {})
+        for seed in seeds
+    ]
+    values = [v["ndcg@10"] for v in values if "ndcg@10" in v]
+    return f"{statistics.mean(values):.4f}" if len(values) == len(seeds) else ""
 
 
 def plot(results: dict, rows: list, seeds: list, path: str, data: str) -> None:

@@ -25,6 +25,8 @@ TMP = tempfile.gettempdir()
 TRAINING_RUNS = {
     "data": "yoochoose-100k",
     "data_path": None,
+    "file_format": "auto",
+    "max_sessions": None,
     "encoder": "sasrec",
     "num_layers": None,
     "rows": ["Softmax", "Softmax + CPR:100 + Mi"],

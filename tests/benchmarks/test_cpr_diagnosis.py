@@ -164,7 +164,7 @@ def test_report_names(tmp_path):
         data_path="/data/retailrocket-sessions/interactions.tsv",
         max_sessions=20000,
     )
-    assert diagnosis.data_label(args) == "interactions-20000"
+    assert common.data_label(args) == "interactions-20000"
     assert diagnosis.report_stem(args) == str(
         tmp_path / "cpr_diagnosis-interactions-20000"
     )
@@ -185,18 +185,18 @@ def test_first_sessions_keeps_the_first_sessions_and_the_header(tmp_path):
         "SessionId\tItemId\tTime\n"
         "7\t1\t0\n7\t2\t1\n3\t5\t0\n7\t1\t2\n9\t4\t0\n3\t1\t1\n"
     )
-    path = diagnosis.first_sessions(str(source), 2, str(tmp_path / "out"))
+    path = common.first_sessions(str(source), 2, str(tmp_path / "out"))
     assert path == str(tmp_path / "out" / "sessions-first2.tsv")
     assert open(path).read() == (
         "SessionId\tItemId\tTime\n7\t1\t0\n7\t2\t1\n3\t5\t0\n7\t1\t2\n3\t1\t1\n"
     )
     # Same input: the file is left as it is (its runs are reused).
     before = (tmp_path / "out" / "sessions-first2.tsv").stat().st_mtime_ns
-    assert diagnosis.first_sessions(str(source), 2, str(tmp_path / "out"))
+    assert common.first_sessions(str(source), 2, str(tmp_path / "out"))
     after = (tmp_path / "out" / "sessions-first2.tsv").stat().st_mtime_ns
     assert before == after
     with pytest.raises(ValueError, match="Received: 0"):
-        diagnosis.first_sessions(str(source), 0, str(tmp_path))
+        common.first_sessions(str(source), 0, str(tmp_path))
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,10 @@ def test_report_gives_mean_range_and_change():
         return {
             "test": {"ndcg@10": test},
             "validation": {"ndcg@10": validation},
+            "test_by_target": {
+                "repeat": {"ndcg@10": 2 * test},
+                "new": {"ndcg@10": test / 2},
+            },
         }
 
     results = {
@@ -57,13 +61,20 @@ def test_report_gives_mean_range_and_change():
         patience=5,
         rows=["Softmax", "MoS"],
         seeds=[0, 1],
+        name=None,
     )
     command = "python -m benchmarks.seed_spread --rows Softmax MoS"
     text = seed_spread.report(results, args, command)
     assert "| Softmax | 0.4000 / 0.4200 | 0.4100 | 0.0200 | +0.0% |" in text
     # MoS: mean 0.43, range 0.04, +4.9% over 0.41.
     assert "| MoS | 0.4100 / 0.4500 | 0.4300 | 0.0400 | +4.9% |" in text
-    assert "0.3200 / 0.3300" in text
+    # Validation per seed and its mean; test repeat and new target means.
+    assert "| 0.3200 / 0.3300 | 0.3250 | 0.8600 | 0.2150 |" in text
+    # Runs from before the split by target kind leave those cells empty.
+    del results["MoS", 1]["test_by_target"]
+    assert "| 0.3200 / 0.3300 | 0.3250 |  |  |" in seed_spread.report(
+        results, args, command
+    )
     assert "split recbole" in text
     assert f"Command: `{command}`" in text
 
@@ -91,6 +102,25 @@ def test_base_config_is_the_ablations(options):
         cli_parser.parse(parser, ["ablation", *shared, *options])
     )
     assert seed_spread.base_config(args) == expected
+
+
+def test_a_file_of_sessions_names_the_runs_and_keeps_its_first_sessions(
+    tmp_path,
+):
+    source = tmp_path / "clicks.tsv"
+    source.write_text("".join(f"s{i % 4}\ti{i}\t{i}\n" for i in range(12)))
+    args = seed_spread.build_parser().parse_args(
+        [
+            "--data", "file", "--data-path", str(source), "--format",
+            "sessions", "--max-sessions", "2", "--output-dir",
+            str(tmp_path / "out"), "--encoder", "gru4rec",
+        ]
+    )  # fmt: skip
+    config = seed_spread.base_config(args)
+    assert config.name == "clicks-2-gru4rec"
+    assert config.file_format == "sessions"
+    kept = open(config.data_path).read().split()[::3]
+    assert sorted(set(kept)) == ["s0", "s1"]
 
 
 def test_report_stem_names_only_a_non_default_split(tmp_path):

@@ -55,6 +55,18 @@ ROWS: dict[str, dict] = {
         "cpr_mi": True,
         "cpr_merge": "add",
     },
+    "Softmax + CPR:100 + Mi, base loss 0.3": {
+        "head": "cpr",
+        "cpr_reranker_ks": (100,),
+        "cpr_mi": True,
+        "cpr_base_loss": 0.3,
+    },
+    "Softmax + CPR:100 + Mi, base loss 1": {
+        "head": "cpr",
+        "cpr_reranker_ks": (100,),
+        "cpr_mi": True,
+        "cpr_base_loss": 1.0,
+    },
 }
 PAPER_ROWS = tuple(list(ROWS)[:9])
 
