@@ -19,7 +19,9 @@ import argparse
 import json
 import os
 import shlex
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 from tfrec_tricks.data.loaders import FORMATS
@@ -321,3 +323,51 @@ def write_report(
         paths["png"] = stem + ".png"
         chart(paths["png"])
     return paths
+
+
+# ------------------------------------------------------------ child processes
+
+#: ``--optimizer`` choices of the scale scripts and the learning rate each
+#: trains with (Adagrad's: TFRS's retrieval examples').
+LEARNING_RATES = {"adagrad": 0.1, "adam": 1e-3}
+
+
+def cli(*arguments: str) -> list[str]:
+    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
+    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
+
+
+def optimizer_flags(optimizer: str) -> list[str]:
+    """``--optimizer NAME --learning-rate R`` (``LEARNING_RATES``)."""
+    return [
+        "--optimizer",
+        optimizer,
+        "--learning-rate",
+        str(LEARNING_RATES[optimizer]),
+    ]
+
+
+def measured(command: list[str], log_path: str) -> dict:
+    """Runs ``command`` in a fresh process: wall seconds and peak RSS.
+
+    Returns:
+        ``{"seconds", "cpu_seconds" (user + system, all threads),
+        "peak_rss" (bytes), "returncode", "log"}``; the output goes to
+        ``log_path``.
+    """
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
+        # wait4: this child's own peak (RUSAGE_CHILDREN would give the
+        # largest of every child waited for so far).
+        _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_rss": usage.ru_maxrss * 1024,
+        "returncode": process.returncode,
+        "log": log_path,
+    }

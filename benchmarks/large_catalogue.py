@@ -38,7 +38,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,8 +62,6 @@ TRAIN_FLAGS = (
     "--epochs",
     "1",
 )
-#: ``--optimizer`` choices and the learning rate each trains with.
-LEARNING_RATES = {"adagrad": 0.1, "adam": 1e-3}
 #: Every user's fewest interactions (a training, validation and test
 #: example each, and some history).
 MIN_LENGTH = 5
@@ -248,37 +245,6 @@ def write_interactions(
 # ------------------------------------------------------------ the stages
 
 
-def measured(command: list[str], log_path: str) -> dict:
-    """Runs ``command`` in a fresh process: wall seconds and peak RSS.
-
-    Returns:
-        ``{"seconds", "cpu_seconds" (user + system, all threads),
-        "peak_rss" (bytes), "returncode", "log"}``; the output goes to
-        ``log_path``.
-    """
-    start = time.perf_counter()
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            command, cwd=common.ROOT, stdout=log, stderr=subprocess.STDOUT
-        )
-        # wait4: this child's own peak (RUSAGE_CHILDREN would give the
-        # largest of every child waited for so far).
-        _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return {
-        "seconds": time.perf_counter() - start,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_rss": usage.ru_maxrss * 1024,
-        "returncode": process.returncode,
-        "log": log_path,
-    }
-
-
-def cli(*arguments: str) -> list[str]:
-    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
-    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
-
-
 def worker(name: str, options: dict) -> list[str]:
     """The argv of this script's ``--NAME-worker`` child."""
     return [
@@ -296,7 +262,7 @@ def train_arguments(
         "--prepared",
         prepared,
         *TRAIN_FLAGS,
-        *optimizer_flags(optimizer),
+        *common.optimizer_flags(optimizer),
         "--head",
         head,
         "--output-dir",
@@ -305,16 +271,6 @@ def train_arguments(
         f"large-{head}",
         "--overwrite",
         "--quiet",
-    ]
-
-
-def optimizer_flags(optimizer: str) -> list[str]:
-    """``--optimizer NAME --learning-rate R`` (``LEARNING_RATES``)."""
-    return [
-        "--optimizer",
-        optimizer,
-        "--learning-rate",
-        str(LEARNING_RATES[optimizer]),
     ]
 
 
@@ -450,7 +406,7 @@ def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
     stages = {}
     result_path = os.path.join(logs, f"train-{head}.json")
     print(f"{head}: training", flush=True)
-    stages["train"] = measured(
+    stages["train"] = common.measured(
         worker(
             "train",
             {
@@ -468,8 +424,8 @@ def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
     base_path = os.path.join(args.work_dir, "saved_models")
     name = f"large-{head}"
     print(f"{head}: exporting", flush=True)
-    stages["export"] = measured(
-        cli(
+    stages["export"] = common.measured(
+        common.cli(
             "export",
             stages["train"]["run_dir"],
             "--name",
@@ -490,7 +446,7 @@ def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
     stages["export"]["path"] = exported
     serve_result = os.path.join(logs, f"serve-{head}.json")
     print(f"{head}: serving", flush=True)
-    stages["serve"] = measured(
+    stages["serve"] = common.measured(
         [
             sys.executable,
             "-c",
@@ -698,7 +654,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
             f"{args.repeat_probability:.0%} repeats of one of the user's "
             f"last {REPEAT_WINDOW} items. Training: `tfrec-tricks train "
             f"--prepared DIR {' '.join(TRAIN_FLAGS)} "
-            f"{' '.join(optimizer_flags(args.optimizer))} --head H` "
+            f"{' '.join(common.optimizer_flags(args.optimizer))} --head H` "
             "(GRU4Rec, batch 128; in-batch sampled softmax with logQ "
             "correction)"
             + (
@@ -794,11 +750,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--optimizer",
-        choices=tuple(LEARNING_RATES),
+        choices=tuple(common.LEARNING_RATES),
         default="adagrad",
         help="the runs' --optimizer (Adam's update is O(items) per step; "
         "learning rates: "
-        + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATES.items())
+        + ", ".join(f"{k} {v:g}" for k, v in common.LEARNING_RATES.items())
         + "). Default: adagrad",
     )
     parser.add_argument(
@@ -849,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     print("generating", flush=True)
     counts_path = os.path.join(logs, "generate.json")
-    results["generate"] = measured(
+    results["generate"] = common.measured(
         worker(
             "generate",
             {
@@ -868,8 +824,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(counts_path) as handle:
             results["generate"].update(json.load(handle))
         print("preparing", flush=True)
-        results["prepare"] = measured(
-            cli(
+        results["prepare"] = common.measured(
+            common.cli(
                 "prepare",
                 "--data",
                 "file",

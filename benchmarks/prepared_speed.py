@@ -56,11 +56,6 @@ WORK_DIR = os.path.join(tempfile.gettempdir(), "tfrec_tricks_prepared_speed")
 PATHS = ("prepared", "memory")
 
 
-def cli(*arguments: str) -> list[str]:
-    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
-    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
-
-
 def data_flags(args: argparse.Namespace) -> list[str]:
     flags = ["--data", args.data]
     if args.data_path:
@@ -74,7 +69,7 @@ def train_command(path: str, args: argparse.Namespace, name: str) -> list:
         data = ["--prepared", os.path.join(args.work_dir, "prepared")]
     else:
         data = data_flags(args)
-    return cli(
+    return common.cli(
         "train",
         *data,
         "--epochs",
@@ -276,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1. Received: {args.repeats}")
     subprocess.run(
-        cli(
+        common.cli(
             "prepare",
             *data_flags(args),
             "--output",

@@ -38,9 +38,10 @@ batches of the full dataset's stream instead, and evaluates the first
 ``--eval-batches`` validation and test batches (``train``'s evaluation
 batches: 512 users, fewer for large catalogues; ranked over the whole
 catalogue): the memory of a run on the whole catalogue, in minutes. (A
-step's time grows with the catalogue: Adam updates the whole [items, d]
-table every step, so an epoch of 10M interactions would take hours here,
-one of 50M days.)
+step's time grows with the catalogue under ``--optimizer adam``, the
+default: Adam updates the whole [items, d] table every step, so an epoch
+of 10M interactions would take hours here, one of 50M days; ``--optimizer
+adagrad`` updates only the batch's rows.)
 
     python -m benchmarks.scale_out
     python -m benchmarks.scale_out --sizes 1M,10M --engines local,beam
@@ -53,7 +54,6 @@ import dataclasses
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -221,35 +221,6 @@ def interactions_file(work_dir: str, count: int, seed: int) -> str:
     return path
 
 
-def measured(command: list[str], log_path: str) -> dict:
-    """Runs ``command`` in a fresh process: wall seconds and peak RSS.
-
-    Returns:
-        ``{"seconds", "peak_rss" (bytes), "returncode", "log"}``; the
-        output goes to ``log_path``.
-    """
-    start = time.perf_counter()
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            command, cwd=common.ROOT, stdout=log, stderr=subprocess.STDOUT
-        )
-        # wait4 gives this child's own peak (RUSAGE_CHILDREN would give the
-        # largest of every child this script has waited for).
-        _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return {
-        "seconds": time.perf_counter() - start,
-        "peak_rss": usage.ru_maxrss * 1024,
-        "returncode": process.returncode,
-        "log": log_path,
-    }
-
-
-def cli(*arguments: str) -> list[str]:
-    """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
-    return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]
-
-
 def data_flags(path: str) -> list[str]:
     return ["--data", "file", "--data-path", path, "--format", "udata"]
 
@@ -260,17 +231,25 @@ def prepare_command(engine: str, path: str, output: str) -> list[str]:
         worker = json.dumps({"path": path, "result": output + ".json"})
         return [*common.module_command("scale_out"), "--prepare-worker", worker]
     extra = ["--engine", "beam"] if engine == "beam" else []
-    return cli(
+    return common.cli(
         "prepare", *data_flags(path), "--output", output, "--overwrite", *extra
     )
 
 
-def train_arguments(engine: str, path: str, prepared: str, name: str, runs):
+def train_arguments(
+    engine: str,
+    path: str,
+    prepared: str,
+    name: str,
+    runs: str,
+    optimizer: str = "adam",
+) -> list[str]:
     """``tfrec-tricks train`` arguments of a run of ``engine``'s data."""
     data = data_flags(path) if engine == "memory" else ["--prepared", prepared]
     return [
         *data,
         *TRAIN_FLAGS,
+        *common.optimizer_flags(optimizer),
         "--epochs",
         "1",
         "--output-dir",
@@ -301,7 +280,7 @@ def run_job(job: Job, args: argparse.Namespace, baselines: dict) -> dict:
     logs = os.path.join(args.work_dir, "logs")
     os.makedirs(logs, exist_ok=True)
     print(f"{tag}: preparing", flush=True)
-    result = measured(
+    result = common.measured(
         prepare_command(job.engine, path, prepared),
         os.path.join(logs, f"prepare-{tag}.log"),
     )
@@ -332,12 +311,13 @@ def run_job(job: Job, args: argparse.Namespace, baselines: dict) -> dict:
                 prepared,
                 tag,
                 os.path.join(args.work_dir, "runs"),
+                args.optimizer,
             ),
             "steps": args.steps if job.training == "steps" else 0,
             "eval_batches": args.eval_batches,
             "result": result_path,
         }
-        row["train"] = measured(
+        row["train"] = common.measured(
             [
                 *common.module_command("scale_out"),
                 "--train-worker",
@@ -363,7 +343,7 @@ def measure_baselines(args: argparse.Namespace) -> dict:
     baselines = {}
     for engine in args.engines:
         output = os.path.join(args.work_dir, f"prepared-baseline-{engine}")
-        result = measured(
+        result = common.measured(
             prepare_command(engine, path, output),
             os.path.join(logs, f"prepare-baseline-{engine}.log"),
         )
@@ -703,6 +683,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="validation and test batches above --epoch-max. Default: 8",
     )
     parser.add_argument(
+        "--optimizer",
+        choices=tuple(common.LEARNING_RATES),
+        default="adam",
+        help="the runs' --optimizer (Adam's update is O(items) per step; "
+        "learning rates: "
+        + ", ".join(f"{k} {v:g}" for k, v in common.LEARNING_RATES.items())
+        + "). Default: adam",
+    )
+    parser.add_argument(
         "--no-train",
         action="store_true",
         help="measure the preparation only",
@@ -739,6 +728,7 @@ def main(argv: list[str] | None = None) -> int:
             "Random udata files (n/25 users, n/50 Zipf items, timestamps in "
             "file order). One fresh process per number; peak = the "
             "process's peak RSS. Training: GRU4Rec d=32, sampled softmax, "
+            f"{' '.join(common.optimizer_flags(args.optimizer))}, "
             "batch 128; train s = the epoch's (or the steps') training "
             "part, without validation; examples/s after the first compiled "
             f"call. Above {human(args.epoch_max)} interactions: the first "

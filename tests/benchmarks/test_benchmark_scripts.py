@@ -101,7 +101,8 @@ DEFAULTS = {
         "work_dir": TMP + "/tfrec_tricks_scale_out",
         "memory_max": 10_000_000, "beam_max": 10_000_000,
         "epoch_max": 1_000_000, "steps": 320, "eval_batches": 8,
-        "no_train": False, "seed": 0, "report_dir": common.RESULTS,
+        "optimizer": "adam", "no_train": False, "seed": 0,
+        "report_dir": common.RESULTS,
         "prepare_worker": None, "train_worker": None,
     }),
     "serving_latency": ([], {
