@@ -67,6 +67,13 @@ ROWS: dict[str, dict] = {
         "cpr_mi": True,
         "cpr_base_loss": 1.0,
     },
+    "Softmax + CPR:100 + Mi, add, base loss 1": {
+        "head": "cpr",
+        "cpr_reranker_ks": (100,),
+        "cpr_mi": True,
+        "cpr_merge": "add",
+        "cpr_base_loss": 1.0,
+    },
 }
 PAPER_ROWS = tuple(list(ROWS)[:9])
 

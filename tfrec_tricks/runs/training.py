@@ -91,8 +91,11 @@ LATER_OPTIONS = {
     "eval_negatives": 0,
     "optimizer": "adam",
 }
-# The same for ModelConfig fields.
-MODEL_LATER_OPTIONS = {"cpr_base_loss": 0.0}
+# The same for ModelConfig fields: name -> (that value, the head the field
+# applies to). Left out of the resolved model config when it has that
+# value or another head, and out of the ``model`` overrides when they set
+# that value: runs that differ only there are the same run.
+MODEL_LATER_OPTIONS = {"cpr_base_loss": (0.0, "cpr")}
 TENSORBOARD_DIR = "tensorboard"
 
 
@@ -125,9 +128,13 @@ def fingerprint(
         if train[name] == default:
             del train[name]
     model = config.model_config(num_items).to_dict()
-    for name, default in MODEL_LATER_OPTIONS.items():
-        if model[name] == default:
+    overrides = dict(train["model"])
+    for name, (before, head) in MODEL_LATER_OPTIONS.items():
+        if model[name] == before or model["head"] != head:
             del model[name]
+        if name in overrides and overrides[name] == before:
+            del overrides[name]
+    train["model"] = overrides
     return make_fingerprint(train, model, data)
 
 
