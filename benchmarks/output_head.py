@@ -23,7 +23,9 @@ Heads: ``plain`` is ``Dense(N)`` on ``h``; ``tied`` is
 ``TiedItemEmbedding(N, d)(h, reverse=True)`` (``h U^T + b``, padding
 masked); the CPR heads and ``MoS`` score with the same tied table and bias.
 ``CPR:k`` means ``SoftmaxCPR(reranker_ks=(k,))`` with C and P on, ``+Mi``
-adds ``use_mi=True`` over 2 layers x 3 positions.
+adds ``use_mi=True`` over 2 layers x 3 positions, ``+add`` sets
+``merge="add"``, and ``+base`` adds the cross-entropy of the head's base
+logits to the loss (``--cpr-base-loss 1``; ``--heads`` takes any of them).
 
 Usage::
 
@@ -97,14 +99,22 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
     items.build(None)
     table, bias = items.output_embeddings, items.output_bias
 
-    def cpr(ks, mi):
-        layer = SoftmaxCPR(reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3)
+    def cpr(ks, mi, merge="replace", base=False):
+        layer = SoftmaxCPR(
+            reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3, merge=merge
+        )
 
         def logits(h_states, layer0, ids):
             inputs = {"hidden_states": h_states, "history_ids": ids}
             if mi:
                 inputs["layer_hidden_states"] = [layer0, h_states]
-            return layer(inputs, table, item_bias=bias, training=True)
+            return layer(
+                inputs,
+                table,
+                item_bias=bias,
+                training=True,
+                return_base_logits=base,
+            )
 
         return layer, logits
 
@@ -119,10 +129,14 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
         if name == "CP":
             return cpr((), False)
         if name.startswith("CPR:"):
-            spec = name[4:]
-            mi = spec.endswith("+Mi")
-            ks = tuple(int(k) for k in spec.replace("+Mi", "").split(","))
-            return cpr(ks, mi)
+            # CPR:K[,K...][+Mi][+add][+base]
+            sizes, *options = name[4:].split("+")
+            unknown = set(options) - {"Mi", "add", "base"}
+            if unknown:
+                raise ValueError(f"unknown CPR options. Received: {name!r}")
+            ks = tuple(int(k) for k in sizes.split(","))
+            merge = "add" if "add" in options else "replace"
+            return cpr(ks, "Mi" in options, merge, "base" in options)
         if name.startswith("MoS"):
             mos = MixtureOfSoftmax(num_components=4)
 
@@ -147,10 +161,18 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
             with tf.GradientTape() as tape:
                 tape.watch([h_states, layer0])
                 logits = logits_fn(h_states, layer0, ids)
-                loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(
-                        labels=targets, logits=logits
-                    )
+                # "+base": the CPR loss plus that of its base logits
+                # (``--cpr-base-loss 1``).
+                parts = logits if isinstance(logits, tuple) else (logits,)
+                loss = tf.add_n(
+                    [
+                        tf.reduce_mean(
+                            tf.nn.sparse_softmax_cross_entropy_with_logits(
+                                labels=targets, logits=part
+                            )
+                        )
+                        for part in parts
+                    ]
                 )
             grads = tape.gradient(loss, weights + [h_states, layer0])
             # Reduce every gradient so the step's work cannot be pruned.

@@ -306,3 +306,14 @@ def test_serving_latency_report_and_chart(tmp_path):
     assert "| 100 | softmax | index | 2.00 | 3.00 | 1.00 |" in text
     assert "- N=100: CPR:100+Mi through the index is 2.00x" in text
     assert pathlib.Path(paths["png"]).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_output_head_steps_of_cpr_variants_run_and_add_the_base_loss():
+    heads = ["CPR:4+Mi", "CPR:4+Mi+base", "CPR:4+add+base"]
+    steps, arguments = output_head.build_steps(heads, 30, 4, 6, 8)
+    losses = {name: float(step(*arguments)) for name, step in steps.items()}
+    assert all(loss > 0 for loss in losses.values())
+    # The base loss is a second cross-entropy, on top of the CPR one.
+    assert losses["CPR:4+Mi+base"] > losses["CPR:4+Mi"] + 1.0
+    with pytest.raises(ValueError, match="CPR:4\\+sum"):
+        output_head.build_steps(["CPR:4+sum"], 30, 4, 6, 8)
