@@ -64,6 +64,7 @@ from tfrec_tricks.history_ranking import (  # noqa: E402
     summarize_diagnostics,
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT  # noqa: E402
+from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
     eval_batch_size,
@@ -75,12 +76,20 @@ DEFAULT_DATA = "yoochoose-100k"
 K = 10
 #: The two heads compared: ablation rows (``tfrec_tricks.runs.ablation``).
 SOFTMAX, CPR = "Softmax", "Softmax + CPR:100 + Mi"
-#: The models of a report, in table order: key -> label.
-MODELS = {
-    "softmax": "Softmax",
-    "cpr": "CPR:100 + Mi",
-    "cpr_base": "CPR:100 + Mi, base logits only",
-}
+#: The models of a report, in table order.
+MODELS = ("softmax", "cpr", "cpr_base")
+
+
+def model_labels(cpr_row: str) -> dict:
+    """``{model key: label}`` of a report on ``cpr_row`` (an ablation row)."""
+    short = cpr_row.removeprefix("Softmax + ")
+    return {
+        "softmax": SOFTMAX,
+        "cpr": short,
+        "cpr_base": f"{short}, base logits only",
+    }
+
+
 #: Encoder -> its model options and whether it trains every position.
 ENCODERS = {
     "gru4rec": ({}, False),
@@ -106,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     common.add_data_options(parser, default=DEFAULT_DATA)
     common.add_file_options(parser)
+    parser.add_argument(
+        "--cpr-row",
+        default=CPR,
+        metavar="ROW",
+        help="the ablation row of the CPR model compared with the softmax. "
+        f"Default: {CPR}",
+    )
     parser.add_argument(
         "--synthetic-users", type=int, default=1000, metavar="N"
     )
@@ -326,12 +342,12 @@ def verdict(encoder: str, result: dict) -> str:
 
 def diagnose(args: argparse.Namespace, verbose: int = 0) -> dict:
     """Trains (or reuses) each encoder's two runs and diagnoses them."""
-    results = {"encoders": {}}
+    results = {"encoders": {}, "labels": model_labels(args.cpr_row)}
     data = None
     for encoder in args.encoders:
         base = base_config(args, encoder)
         runs = {}
-        for key, row in (("softmax", SOFTMAX), ("cpr", CPR)):
+        for key, row in (("softmax", SOFTMAX), ("cpr", args.cpr_row)):
             config = seed_spread.row_config(base, row, args.seed, args.dropout)
             if verbose:
                 print(f"== {encoder}, {row}", flush=True)
@@ -399,7 +415,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "",
         f"Command: `{command}`",
         "",
-        f"Softmax vs Softmax + CPR:100 + Mi, seed {args.seed}, dropout "
+        f"Softmax vs {args.cpr_row}, seed {args.seed}, dropout "
         f"{args.dropout}, head dropout {args.head_dropout}, at most "
         f"{args.epochs} epochs, patience {args.patience} on validation "
         f"NDCG@10, split {args.split}; SASRec: 2 layers, every position. "
@@ -420,7 +436,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "|---|---|---:|---:|---:|---:|",
     ]
     for encoder, result in encoders.items():
-        for name, label in MODELS.items():
+        for name, label in results["labels"].items():
             summary = result["summaries"][name]
             kinds = summary["by_kind"]
             run = result["runs"].get(name, {})  # the base is no run
@@ -451,7 +467,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for encoder, result in encoders.items():
-        for name, label in MODELS.items():
+        for name, label in results["labels"].items():
             inner = result["summaries"][name]["new_non_history"]
             change = result["comparison"].get(name, {}).get("non_history")
             lines.append(
@@ -514,7 +530,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     ]
     for encoder, result in encoders.items():
         for kind, kind_label in (("all", "all"), ("new", "new")):
-            for name, label in MODELS.items():
+            for name, label in results["labels"].items():
                 part = result["summaries"][name]["history_in_top_k"][kind]
                 total = max(part["count"], 1)
                 lines.append(
@@ -560,7 +576,8 @@ def plot(results: dict, path: str, title: str) -> None:
                     positions + offset,
                     100 * shares,
                     width,
-                    label=f"{MODELS[name]} (mean {part['mean']:.2f})",
+                    label=f"{results['labels'][name]} "
+                    f"(mean {part['mean']:.2f})",
                 )
             axis.set_xticks(positions)
             axis.set_xlabel("history items in the top-10")
@@ -578,6 +595,8 @@ def report_stem(args: argparse.Namespace) -> str:
     parts = []
     if args.data != DEFAULT_DATA or args.name:
         parts.append(common.data_label(args))
+    if args.cpr_row != CPR:
+        parts.append(row_slug(args.cpr_row))
     return common.report_stem(
         args.report_dir, "cpr_diagnosis", *parts, split=args.split
     )
@@ -587,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     common.check_file_options(parser, args)
+    if ROWS.get(args.cpr_row, {}).get("head") != "cpr":
+        cpr_rows = [row for row, o in ROWS.items() if o.get("head") == "cpr"]
+        parser.error(
+            f"--cpr-row must be an ablation row of the CPR head, one of "
+            f"{cpr_rows}. Received: {args.cpr_row!r}"
+        )
     results = diagnose(args, verbose=2)
     text = report(results, args, common.command_line("cpr_diagnosis", argv))
     common.write_report(

@@ -51,7 +51,8 @@ DEFAULTS = {
     }),
     "cpr_diagnosis": ([], {
         "data": "yoochoose-100k", "data_path": None, "file_format": "auto",
-        "max_sessions": None, "synthetic_users": 1000,
+        "max_sessions": None, "cpr_row": "Softmax + CPR:100 + Mi",
+        "synthetic_users": 1000,
         "synthetic_items": 1000, "encoders": ["gru4rec", "sasrec"],
         "dropout": 0.2, "head_dropout": 0.3, "epochs": 10, "patience": 3,
         "output_dir": "runs/benchmarks", "split": "recbole", "seed": 0,

@@ -89,6 +89,7 @@ def test_the_case_follows_the_significant_parts(non_history, merge, case):
 def test_the_report_of_fake_numbers():
     results = {
         "data": {"num_items": 101, "test_examples": 4},
+        "labels": diagnosis.model_labels(diagnosis.CPR),
         "encoders": {
             "gru4rec": fake_result(change(-0.01, 0.01), change(0.09, 0.01)),
             "sasrec": fake_result(change(-0.08, 0.01), change(0.02, 0.015)),
@@ -282,4 +283,24 @@ def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     np.testing.assert_array_equal(
         scores[rows, kept][outside[rows, kept]],
         logits[rows, kept][outside[rows, kept]],
+    )
+
+
+def test_another_cpr_row_names_the_report_and_its_rows(tmp_path):
+    row = "Softmax + CPR:100 + Mi, base loss 1"
+    labels = diagnosis.model_labels(row)
+    assert labels["cpr"] == "CPR:100 + Mi, base loss 1"
+    assert labels["cpr_base"] == "CPR:100 + Mi, base loss 1, base logits only"
+    args = fake_args(cpr_row=row, report_dir=str(tmp_path))
+    assert diagnosis.report_stem(args).endswith(
+        "cpr_diagnosis-softmax_cpr-100_mi-baseloss1"
+    )
+
+
+def test_a_cpr_row_of_another_head_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        diagnosis.main(["--cpr-row", "MoS"])
+    assert exit_info.value.code == 2
+    assert "--cpr-row must be an ablation row of the CPR head" in (
+        capsys.readouterr().err
     )
