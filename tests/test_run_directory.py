@@ -256,13 +256,15 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
     # Runs from before these options existed keep their fingerprint.
     assert not set(LATER_OPTIONS) & set(before["train"])
     assert not set(MODEL_LATER_OPTIONS) & set(before["model"])
-    # So do runs that set the option to the value of those runs.
+    # So do runs that set the option to the value of those runs: a CPR run
+    # with cpr_base_loss=0 has the fingerprint of a CPR run from before.
     cpr = {"head": "cpr", "cpr_reranker_ks": (5,)}
-    paper = fingerprint(tiny_config(tmp_path, model=cpr), 40, data=[])
     pinned = {**cpr, "cpr_base_loss": 0.0}
-    assert fingerprint(tiny_config(tmp_path, model=pinned), 40, data=[]) == (
-        paper
-    )
+    paper = fingerprint(tiny_config(tmp_path, model=pinned), 40, data=[])
+    assert "cpr_base_loss" not in paper["model"]
+    assert "cpr_base_loss" not in paper["train"]["model"]
+    default = fingerprint(tiny_config(tmp_path, model=cpr), 40, data=[])
+    assert default["model"]["cpr_base_loss"] == 1.0
     after = fingerprint(tiny_config(tmp_path, **options), 40, data=[])
     assert after != before
     if "model" in options:

@@ -315,7 +315,12 @@ def _hand_sampled_loss(logits, targets, probability, hard=None):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"num_hard_negatives": 2}, {"head": "cpr", "cpr_reranker_ks": (4,)}],
+    [
+        {},
+        {"num_hard_negatives": 2},
+        # The paper's CPR: the loss of its logits alone.
+        {"head": "cpr", "cpr_reranker_ks": (4,), "cpr_base_loss": 0.0},
+    ],
     ids=["softmax", "hard_negatives", "cpr"],
 )
 def test_sampled_loss_matches_a_hand_computation(data, overrides):

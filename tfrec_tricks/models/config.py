@@ -199,10 +199,10 @@ class ModelConfig:
         const=False,
     )
     cpr_base_loss: float = option(
-        0.0,
+        1.0,
         "CPR: weight of a plain softmax loss on the head's base logits "
         "f_V . e + b, added to the CPR loss; it keeps the base ranking new "
-        "items (0: none, as the reference).",
+        "items. 0 gives the paper's CPR (as RecBole's).",
         check="non_negative",
         metavar="W",
     )

@@ -16,8 +16,10 @@ from tfrec_tricks.runs.training import (
     train,
 )
 
+# The paper's CPR: no loss on the base logits (``--cpr-base-loss 0``).
+_PAPER_CPR = {"head": "cpr", "cpr_base_loss": 0.0}
 _NO_PARTITIONS = {
-    "head": "cpr",
+    **_PAPER_CPR,
     "cpr_context": False,
     "cpr_pointer": False,
     "cpr_reranker_ks": (),
@@ -33,14 +35,14 @@ ROWS: dict[str, dict] = {
         "cpr_context": True,
         "cpr_pointer": True,
     },
-    "Softmax + CPR:100": {"head": "cpr", "cpr_reranker_ks": (100,)},
+    "Softmax + CPR:100": {**_PAPER_CPR, "cpr_reranker_ks": (100,)},
     "Softmax + CPR:100 + Mi": {
-        "head": "cpr",
+        **_PAPER_CPR,
         "cpr_reranker_ks": (100,),
         "cpr_mi": True,
     },
     "Softmax + CPR:20,100,500 + Mi": {
-        "head": "cpr",
+        **_PAPER_CPR,
         "cpr_reranker_ks": (20, 100, 500),
         "cpr_mi": True,
     },
@@ -50,7 +52,7 @@ ROWS: dict[str, dict] = {
     "SSE-SE p=0.1": {"sse_item_probability": 0.1, "sse_label_probability": 0.1},
     "Soft one-hot time gap": {"features": ("time_gap",)},
     "Softmax + CPR:100 + Mi, add": {
-        "head": "cpr",
+        **_PAPER_CPR,
         "cpr_reranker_ks": (100,),
         "cpr_mi": True,
         "cpr_merge": "add",
