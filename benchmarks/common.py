@@ -119,9 +119,13 @@ def data_file_path(args: argparse.Namespace) -> str | None:
     return args.data_path
 
 
-def data_label(args: argparse.Namespace) -> str:
-    """What the runs and the report are named after."""
-    if args.name:
+def data_label(args: argparse.Namespace, by_name: bool = True) -> str:
+    """What the runs and the report are named after.
+
+    ``--name`` when given and ``by_name``; else the data source, or the
+    file's stem (with ``-N`` for ``--max-sessions N``).
+    """
+    if by_name and args.name:
         return args.name
     if args.data != "file":
         return args.data

@@ -93,7 +93,8 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
         every_position=args.every_position,
         split=args.split,
         output_dir=args.output_dir,
-        name=args.name or f"{common.data_label(args)}-{args.encoder}",
+        name=args.name
+        or f"{common.data_label(args, by_name=False)}-{args.encoder}",
         model={
             "encoder": args.encoder,
             "head_dropout": args.head_dropout,
@@ -170,13 +171,17 @@ def main(argv: list[str] | None = None) -> int:
         common.report_stem(
             args.report_dir,
             "seed_spread",
-            common.data_label(args),
+            common.data_label(args, by_name=False),
             args.encoder,
             split=args.split,
         ),
         text,
         chart=lambda path: plot(
-            results, args.rows, args.seeds, path, common.data_label(args)
+            results,
+            args.rows,
+            args.seeds,
+            path,
+            common.data_label(args, by_name=False),
         ),
     )
     print(text)
@@ -190,8 +195,9 @@ def ndcg(results: dict, row: str, seeds: list, split: str) -> list:
 def report(results: dict, args: argparse.Namespace, command: str) -> str:
     seeds = args.seeds
     reference = statistics.mean(ndcg(results, args.rows[0], seeds, "test"))
+    data = common.data_label(args, by_name=False)
     lines = [
-        f"# Seed-to-seed spread on {common.data_label(args)}, {args.encoder}",
+        f"# Seed-to-seed spread on {data}, {args.encoder}",
         "",
         f"Command: `{command}`",
         "",

@@ -121,6 +121,10 @@ def test_a_file_of_sessions_names_the_runs_and_keeps_its_first_sessions(
     assert config.file_format == "sessions"
     kept = open(config.data_path).read().split()[::3]
     assert sorted(set(kept)) == ["s0", "s1"]
+    # --name prefixes the runs; the report is still named after the data.
+    args.name = "runs-x"
+    assert seed_spread.base_config(args).name == "runs-x"
+    assert common.data_label(args, by_name=False) == "clicks-2"
 
 
 def test_report_stem_names_only_a_non_default_split(tmp_path):
