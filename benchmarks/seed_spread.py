@@ -211,7 +211,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "| variant | test NDCG@10 per seed "
         f"({', '.join(map(str, seeds))}) | mean | range | mean vs first "
         "| val NDCG@10 per seed | val mean | test repeat | test new |",
-        "|---|---|---:|---:|---:|---|---:|---:|",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for row in args.rows:
         test = ndcg(results, row, seeds, "test")

@@ -65,6 +65,10 @@ def test_report_gives_mean_range_and_change():
     )
     command = "python -m benchmarks.seed_spread --rows Softmax MoS"
     text = seed_spread.report(results, args, command)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("| variant"))
+    separator = lines[lines.index(header) + 1]
+    assert header.count("|") == separator.count("|") == 10
     assert "| Softmax | 0.4000 / 0.4200 | 0.4100 | 0.0200 | +0.0% |" in text
     # MoS: mean 0.43, range 0.04, +4.9% over 0.41.
     assert "| MoS | 0.4100 / 0.4500 | 0.4300 | 0.0400 | +4.9% |" in text
