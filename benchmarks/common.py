@@ -336,6 +336,19 @@ def write_report(
 LEARNING_RATES = {"adagrad": 0.1, "adam": 1e-3}
 
 
+def add_optimizer_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--optimizer``: the runs' optimizer, each at its learning rate."""
+    parser.add_argument(
+        "--optimizer",
+        choices=tuple(LEARNING_RATES),
+        default=default,
+        help="the runs' --optimizer (Adam's update is O(items) per step; "
+        "learning rates: "
+        + ", ".join(f"{k} {v:g}" for k, v in LEARNING_RATES.items())
+        + f"). Default: {default}",
+    )
+
+
 def cli(*arguments: str) -> list[str]:
     """The argv of ``tfrec-tricks ARGUMENTS`` under this interpreter."""
     return [sys.executable, "-m", "tfrec_tricks.cli", *arguments]

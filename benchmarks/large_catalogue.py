@@ -748,15 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=list(HEADS),
         help=f"output heads, comma-separated. Default: {','.join(HEADS)}",
     )
-    parser.add_argument(
-        "--optimizer",
-        choices=tuple(common.LEARNING_RATES),
-        default="adagrad",
-        help="the runs' --optimizer (Adam's update is O(items) per step; "
-        "learning rates: "
-        + ", ".join(f"{k} {v:g}" for k, v in common.LEARNING_RATES.items())
-        + "). Default: adagrad",
-    )
+    common.add_optimizer_option(parser, default="adagrad")
     parser.add_argument(
         "--train-steps",
         type=int,

@@ -682,15 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="validation and test batches above --epoch-max. Default: 8",
     )
-    parser.add_argument(
-        "--optimizer",
-        choices=tuple(common.LEARNING_RATES),
-        default="adam",
-        help="the runs' --optimizer (Adam's update is O(items) per step; "
-        "learning rates: "
-        + ", ".join(f"{k} {v:g}" for k, v in common.LEARNING_RATES.items())
-        + "). Default: adam",
-    )
+    common.add_optimizer_option(parser, default="adam")
     parser.add_argument(
         "--no-train",
         action="store_true",

@@ -717,7 +717,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         f_base = self._project(self.base_projection, query, training)
 
         def candidate_logits(stages=None):
-            logits = self._candidate_logits(
+            return self._candidate_logits(
                 query,
                 f_base,
                 hidden,
@@ -728,13 +728,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 None,
                 training,
                 stages=stages,
+                return_base_logits=return_base_logits,
             )
-            if not return_base_logits:
-                return logits
-            base = self._base_candidate_logits(
-                f_base, table, bias, candidate_ids
-            )
-            return logits, base
 
         if candidate_ids is not None and not self.reranker_ks:
             return candidate_logits()
@@ -849,35 +844,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         if return_base_logits:
             return logits, base_logits
         return logits
-
-    def _base_candidate_logits(
-        self,
-        f_base: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidates: tf.Tensor,
-    ) -> tf.Tensor:
-        """The base logits ``f_V . e_x + b_x`` of candidates ``[M]`` or
-        ``[B, M]``: ``[B, M]``, from the candidates' rows alone."""
-        if candidates.shape.rank == 1:
-            scores = tf.matmul(
-                f_base, tf.gather(table, candidates), transpose_b=True
-            )
-            candidates = tf.broadcast_to(
-                candidates[None, :],
-                [tf.shape(f_base)[0], tf.shape(candidates)[0]],
-            )
-        else:
-            scores = tf.einsum(
-                "bd,bmd->bm", f_base, tf.gather(table, candidates)
-            )
-        if bias is not None:
-            scores += tf.gather(bias, candidates)
-        if self.mask_padding:
-            scores = tf.where(
-                tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
-            )
-        return scores
 
     # ------------------------------------------------------ candidate sets
 
@@ -1158,14 +1124,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any,
         assume_unique: bool = False,
         stages: list | None = None,
-    ) -> tf.Tensor:
+        return_base_logits: bool = False,
+    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
         """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``.
 
         ``stages``: the ``(top, f_rerank)`` pairs of the cascade ``call``
         ran over the catalogue (sets ``[B, k]``, largest ``k`` first):
         a candidate gets a stage's term iff that stage selected it, as
         ``call``'s scatter gives it. None runs the cascade over the
-        candidates (`_candidate_cascade`).
+        candidates (`_candidate_cascade`). ``return_base_logits``: also
+        the candidates' base logits (``call``'s argument).
         """
         if candidates.shape.rank == 1 and (
             self.reranker_ks or base_logits is not None
@@ -1194,6 +1162,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             scores = base_logits
         elif bias is not None:
             scores += tf.gather(bias, candidates)
+        base = scores
 
         first = None
         if stages is not None:
@@ -1241,7 +1210,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             # Every copy of a repeated id takes its first occurrence's
             # logit (the one the cascade ranked).
             scores = tf.gather(scores, first, batch_dims=1)
-        return scores
+        if not return_base_logits:
+            return scores
+        if self.mask_padding:
+            base = tf.where(
+                tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), base
+            )
+        return scores, base
 
     def _candidate_cascade(
         self,
