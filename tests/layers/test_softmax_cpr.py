@@ -65,6 +65,24 @@ def _proj(dense, x):
     return x @ kernel + bias
 
 
+def _reference_query(layer, hidden, ids, i, layers=None):
+    """Row ``i``'s real positions and query ``q`` (``[h ; Mi]`` with Mi)."""
+    real = [t for t in range(L) if ids[i, t] != 0]
+    last = real[-1] if real else 0  # an empty row reads position 0
+    q = hidden[i, last]
+    if layer.use_mi:
+        sources = layers if layers is not None else [hidden]
+        parts = []
+        for states in sources[::-1][: layer.mi_layers]:
+            for j in range(layer.mi_window):
+                p = last - j
+                ok = p >= 0 and ids[i, p] != 0
+                parts.append(states[i, p] if ok else np.zeros(D))
+        mixed = _proj(layer.mi_projection, np.concatenate(parts))
+        q = np.concatenate([q, _gelu(mixed)])
+    return real, q
+
+
 def reference(layer, data, use_bias=True, layers=None, training=False):
     """Softmax-CPR by loops over rows and items, from the documented math."""
     hidden = data["hidden"].astype("float64")
@@ -74,19 +92,7 @@ def reference(layer, data, use_bias=True, layers=None, training=False):
     ks = list(layer.reranker_ks)
     out = np.zeros((ids.shape[0], N))
     for i in range(ids.shape[0]):
-        real = [t for t in range(L) if ids[i, t] != 0]
-        last = real[-1] if real else 0  # an empty row reads position 0
-        q = hidden[i, last]
-        if layer.use_mi:
-            sources = layers if layers is not None else [hidden]
-            parts = []
-            for states in sources[::-1][: layer.mi_layers]:
-                for j in range(layer.mi_window):
-                    p = last - j
-                    ok = p >= 0 and ids[i, p] != 0
-                    parts.append(states[i, p] if ok else np.zeros(D))
-            mixed = _proj(layer.mi_projection, np.concatenate(parts))
-            q = np.concatenate([q, _gelu(mixed)])
+        real, q = _reference_query(layer, hidden, ids, i, layers)
         f_base = _proj(layer.base_projection, q)
         logit = table @ f_base + bias
         if layer.mask_padding:
@@ -357,22 +363,11 @@ def test_candidate_scores_equal_full_logits(name):
 
 def _reference_base_logits(layer, data, mi_layers=False):
     """f_V . e_x + b_x by rows, padding masked: the head's plain softmax."""
+    hidden = data["hidden"].astype("float64")
+    layers = [data["layer0"], hidden] if mi_layers else None
     out = np.zeros((data["ids"].shape[0], N))
     for i in range(data["ids"].shape[0]):
-        real = [t for t in range(L) if data["ids"][i, t] != 0]
-        last = real[-1] if real else 0
-        q = data["hidden"][i, last].astype("float64")
-        if layer.use_mi:
-            sources = [data["layer0"], data["hidden"]] if mi_layers else []
-            sources = sources or [data["hidden"]]
-            parts = []
-            for states in sources[::-1][: layer.mi_layers]:
-                for j in range(layer.mi_window):
-                    p = last - j
-                    ok = p >= 0 and data["ids"][i, p] != 0
-                    parts.append(states[i, p] if ok else np.zeros(D))
-            mixed = _proj(layer.mi_projection, np.concatenate(parts))
-            q = np.concatenate([q, _gelu(mixed)])
+        _, q = _reference_query(layer, hidden, data["ids"], i, layers)
         out[i] = data["table"] @ _proj(layer.base_projection, q) + data["bias"]
         if layer.mask_padding:
             out[i, 0] = NEG
