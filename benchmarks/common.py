@@ -176,6 +176,28 @@ def first_sessions(path: str, max_sessions: int, directory: str) -> str:
     return target
 
 
+def name_list(known: tuple[str, ...], what: str) -> Callable[[str], list]:
+    """An argparse type: comma-separated names among ``known``.
+
+    The type returns the names in the order given, each once; no name, or
+    one not in ``known``, is a usage error naming ``known``.
+
+    >>> name_list(("a", "b", "c"), "letters")("c, a,c")
+    ['c', 'a']
+    """
+
+    def parse(text: str) -> list[str]:
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        if not names or any(name not in known for name in names):
+            raise argparse.ArgumentTypeError(
+                f"{what} are {', '.join(known)}, comma-separated. "
+                f"Received: {text!r}"
+            )
+        return list(dict.fromkeys(names))
+
+    return parse
+
+
 def add_split_option(parser: argparse.ArgumentParser) -> None:
     """``--split``: the leave-one-out split, RecBole's by default."""
     parser.add_argument(

@@ -99,18 +99,6 @@ ENCODERS = {
 SIGNIFICANT = 2.0
 
 
-def encoder_list(value: str) -> list[str]:
-    """argparse type of ``--encoders``: known encoder names, comma-separated."""
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    unknown = [name for name in names if name not in ENCODERS]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(
-            f"expected encoders among {list(ENCODERS)}, comma-separated. "
-            f"Received: {value!r}"
-        )
-    return names
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     common.add_data_options(parser, default=DEFAULT_DATA)
@@ -130,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--encoders",
-        type=encoder_list,
+        type=common.name_list(tuple(ENCODERS), "encoders"),
         default=["gru4rec", "sasrec"],
         metavar="E[,E]",
         help="encoders, comma-separated. Default: gru4rec,sasrec",

@@ -708,16 +708,6 @@ def positive(text: str) -> int:
     return value
 
 
-def heads(text: str) -> list[str]:
-    """argparse type of ``--heads``: comma-separated names of HEADS."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names or any(name not in HEADS for name in names):
-        raise argparse.ArgumentTypeError(
-            f"heads are {', '.join(HEADS)}. Received: {text!r}"
-        )
-    return list(dict.fromkeys(names))
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     parser.add_argument(
@@ -744,7 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--heads",
-        type=heads,
+        type=common.name_list(HEADS, "heads"),
         default=list(HEADS),
         help=f"output heads, comma-separated. Default: {','.join(HEADS)}",
     )

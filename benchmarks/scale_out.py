@@ -118,13 +118,8 @@ def sizes(text: str) -> list[int]:
 
 
 def engines(text: str) -> list[str]:
-    """argparse type of ``--engines``: comma-separated names of ENGINES."""
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in ENGINES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"engines are {', '.join(ENGINES)}. Received: {text!r}"
-        )
+    """argparse type of ``--engines``: names of ENGINES, in ENGINES' order."""
+    names = common.name_list(ENGINES, "engines")(text)
     return [name for name in ENGINES if name in names]
 
 

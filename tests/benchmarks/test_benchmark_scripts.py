@@ -318,3 +318,14 @@ def test_output_head_steps_of_cpr_variants_run_and_add_the_base_loss():
     assert losses["CPR:4+Mi+base"] > losses["CPR:4+Mi"] + 1.0
     with pytest.raises(ValueError, match="CPR:4\\+sum"):
         output_head.build_steps(["CPR:4+sum"], 30, 4, 6, 8)
+
+
+def test_name_list_keeps_the_given_order_once_and_names_the_choices():
+    parse = common.name_list(("a", "b", "c"), "letters")
+    assert parse("c, a,c") == ["c", "a"]
+    for bad in ("a,d", ","):
+        with pytest.raises(argparse.ArgumentTypeError) as error:
+            parse(bad)
+        assert str(error.value) == (
+            f"letters are a, b, c, comma-separated. Received: {bad!r}"
+        )
