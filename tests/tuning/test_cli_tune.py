@@ -15,6 +15,27 @@ def test_tune_options_and_defaults():
     assert args.batch_size is None and args.learning_rate is None
     assert args.output_dir == "tuning"
     assert not args.overwrite
+    defaults = build_parser().parse_args(["tune"])
+    assert (defaults.tuner, defaults.max_trials, defaults.max_minutes) == (
+        "hyperband",
+        None,
+        None,
+    )
+    assert (defaults.retrain_top, defaults.seeds) == (3, 1)
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--max-minutes", "0", "must be positive, got 0.0"),
+        ("--retrain-top", "-1", "must be >= 0, got -1"),
+        ("--seeds", "0", "must be positive, got 0"),
+    ],
+)
+def test_bad_search_options_are_rejected(flag, value, message, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", flag, value])
+    assert message in capsys.readouterr().err
 
 
 def test_unknown_tuner_is_rejected(capsys):

@@ -37,7 +37,7 @@ def _finish(process, timeout):
 
 @pytest.mark.slow
 def test_killed_search_resumes_without_redoing_trials(tmp_path):
-    args = [*TINY_CLI, "--max-trials", "3", "--output-dir", str(tmp_path)]
+    args = [*TINY_CLI, "--output-dir", str(tmp_path)]
     search_dir = tmp_path / "synthetic"
     first = cli(args, cwd=tmp_path)
     deadline = time.monotonic() + 240
@@ -50,7 +50,7 @@ def test_killed_search_resumes_without_redoing_trials(tmp_path):
     output, _ = first.communicate()
     done = {t: v for t, v in _trials(search_dir).items() if v[0] == "COMPLETED"}
     assert done, output[-3000:]
-    assert len(done) < 3, "the search finished before it could be killed"
+    assert len(done) < 4, "the search finished before it could be killed"
     stamps = {
         t: os.path.getmtime(search_dir / "search" / f"trial_{t}" / "trial.json")
         for t in done
@@ -61,7 +61,7 @@ def test_killed_search_resumes_without_redoing_trials(tmp_path):
     assert second.returncode == 0, output[-3000:]
     assert "Reloading Tuner" in output
     trials = _trials(search_dir)
-    assert len(trials) == 3
+    assert len(trials) == 4
     assert {s for s, _ in trials.values()} == {"COMPLETED"}, trials
     for trial_id, (status, score) in done.items():
         # Not redone: same score, trial file untouched.
@@ -69,6 +69,7 @@ def test_killed_search_resumes_without_redoing_trials(tmp_path):
         path = search_dir / "search" / f"trial_{trial_id}" / "trial.json"
         assert os.path.getmtime(path) == stamps[trial_id]
     assert (search_dir / "best_config.json").is_file()
+    assert "(chosen)" in (search_dir / "selection.md").read_text()
 
 
 @pytest.mark.slow
@@ -77,7 +78,7 @@ def test_distributed_chief_and_two_workers(tmp_path):
         "grpc", reason="KerasTuner's distributed mode needs grpcio"
     )
     port = str(free_port())
-    args = [*TINY_CLI, "--max-trials", "4", "--output-dir", str(tmp_path)]
+    args = [*TINY_CLI, "--output-dir", str(tmp_path)]
     env = {"KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": port}
     chief = cli(args, env={**env, "KERASTUNER_TUNER_ID": "chief"}, cwd=tmp_path)
     workers = [
@@ -101,3 +102,6 @@ def test_distributed_chief_and_two_workers(tmp_path):
         assert "val_ndcg@10" in output and "Worker finished" in output
     assert (tmp_path / "synthetic" / "best_config.json").is_file()
     assert (tmp_path / "synthetic" / "trials.md").is_file()
+    # The chief retrained the defaults and the best trial after the search.
+    assert "Retraining 2 configurations" in chief_output
+    assert (tmp_path / "synthetic" / "selection.md").is_file()

@@ -11,8 +11,12 @@ from tuning_helpers import COMPILE, FIXED, search_data
 from tfrec_tricks.cli import main
 from tfrec_tricks.cli.config_file import load_config_file
 from tfrec_tricks.runs.training import TrainConfig
-from tfrec_tricks.tuning import import_keras_tuner
-from tfrec_tricks.tuning.search import build_tuner, run_search
+from tfrec_tricks.tuning import (
+    SequentialRetrievalHyperModel,
+    import_keras_tuner,
+)
+from tfrec_tricks.tuning.search import run_search
+from tfrec_tricks.tuning.tuners import build_tuner
 
 keras_tuner = import_keras_tuner()
 
@@ -92,7 +96,7 @@ def test_hyperband(hypermodel, tmp_path):
     # max_epochs=2, factor=2: two 1-epoch trials, the better one continued
     # for a second epoch from its checkpoint (at most 3 trials).
     search_tuner, _ = _search(
-        hypermodel, tmp_path, "hyperband", max_trials=3, factor=2
+        hypermodel, tmp_path, "hyperband", max_trials=3, max_epochs=2, factor=2
     )
     trials = search_tuner.oracle.trials
     assert 2 <= len(trials) <= 3
@@ -112,18 +116,41 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     )
     result = run_search(
         config,
-        max_trials=2,
+        tuner="random",
+        max_trials=3,
         output_dir="tuning",
         verbose=0,
         compile_options=COMPILE,
+        retrain_top=1,
     )
     assert result.role == "local"
-    assert [row["status"] for row in result.trials] == ["COMPLETED"] * 2
+    assert [row["status"] for row in result.trials] == ["COMPLETED"] * 3
     folder = tmp_path / "tuning" / "synthetic"
     table = (folder / "trials.md").read_text()
-    assert "| trial | status | val_ndcg@10 |" in table
-    assert table.count("| COMPLETED |") == 2
+    assert "| trial | status | val_ndcg@10 | epochs | minutes |" in table
+    assert table.count("| COMPLETED |") == 3
     assert (folder / "trials.png").read_bytes()[:4] == b"\x89PNG"
+    assert all(row["timing"]["seconds"] > 0 for row in result.trials)
+
+    # The defaults and the best other trial, retrained; the chosen one
+    # is the best on validation, the defaults unless beaten.
+    defaults, other = result.selection
+    assert defaults["label"] == "defaults" and other["label"] != "defaults"
+    assert defaults["search_score"] == result.trials[0]["score"]
+    for row in result.selection:
+        run = json.loads(
+            (folder / "selection" / f"{row['label'].replace(' ', '-')}-seed0"
+             / "metrics.json").read_text()
+        )  # fmt: skip
+        assert row["validation"] == [run["validation"]["ndcg@10"]]
+    chosen = max(
+        result.selection, key=lambda r: (r["validation_mean"], r is defaults)
+    )
+    report = (folder / "selection.md").read_text()
+    assert f"**{chosen['label']}** (chosen)" in report
+    assert result.best_config["train"]["batch_size"] == (
+        chosen["config"].batch_size
+    )
 
     best = json.loads((folder / "best_config.json").read_text())
     assert set(best) == {"train", "model"}
@@ -148,3 +175,64 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     # The run trained exactly the best configuration.
     assert written["model"] == best["model"]
     assert written["train"]["batch_size"] == best["train"]["batch_size"]
+
+
+def _tiny_config(**changes):
+    values = dict(
+        synthetic_users=60,
+        synthetic_items=40,
+        max_len=10,
+        epochs=1,
+        model=dict(FIXED),
+    )
+    values.update(changes)
+    return TrainConfig(**values)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"tuner": "hyperband"}, "max_epochs=1 \\(--epochs\\) below 3"),
+        (
+            {"tuner": "random", "fixed": {"batch_size": 64,
+                                          "learning_rate": 1e-3},
+             "hyperparameters": "everything"},
+            "Nothing to search",
+        ),
+        ({"tuner": "random", "max_minutes": 1e-6}, "shorter than one epoch"),
+        ({"tuner": "random", "seeds": 0}, "seeds at least 1"),
+    ],
+)  # fmt: skip
+def test_bad_budgets_are_refused_before_any_trial(
+    tmp_path, options, message, data
+):
+    if options.get("hyperparameters") == "everything":
+        # One value for every setting the space has.
+        hp = keras_tuner.HyperParameters()
+        SequentialRetrievalHyperModel(data, fixed=FIXED).declare(hp)
+        narrow = keras_tuner.HyperParameters()
+        for h in hp.space:
+            if h.name not in FIXED and h.name not in options["fixed"]:
+                narrow.Fixed(h.name, h.default)
+        options = dict(options, hyperparameters=narrow)
+    with pytest.raises(ValueError, match=message):
+        run_search(
+            _tiny_config(),
+            output_dir=str(tmp_path),
+            verbose=0,
+            compile_options=COMPILE,
+            **options,
+        )
+    assert not list(tmp_path.glob("*/search/trial_*"))
+
+
+def test_cli_refuses_a_budget_with_a_clear_message(tmp_path, capsys):
+    status = main(
+        ["tune", "--synthetic-users", "60", "--synthetic-items", "40",
+         "--epochs", "2", "--output-dir", str(tmp_path)]
+    )  # fmt: skip
+    assert status == 1
+    error = capsys.readouterr().err
+    assert "max_epochs=2 (--epochs) below 3" in error
+    assert "--tuner random or bayesian" in error
+    assert not list(tmp_path.iterdir())

@@ -234,3 +234,56 @@ def test_docstring_examples():
     )
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_sse_and_attention_heads_are_conditional_on_their_switch(data):
+    hypermodel = SequentialRetrievalHyperModel(data)
+    hp = _space(hypermodel)
+    assert "sse_item_probability" not in hp and "num_heads" not in hp
+    config = hypermodel.model_config(hp)
+    assert config.sse_item_probability == config.sse_label_probability == 0
+    hp = _space(
+        hypermodel, sse=True, sse_item_probability=0, sse_label_probability=0.1
+    )
+    config = hypermodel.model_config(hp)
+    assert (config.sse_item_probability, config.sse_label_probability) == (
+        0.0,
+        0.1,
+    )
+    hp = _space(hypermodel, encoder="sasrec", num_heads=4)
+    assert hypermodel.model_config(hp).num_heads == 4
+
+
+def test_fixing_an_sse_probability_switches_sse_on(data):
+    hypermodel = SequentialRetrievalHyperModel(
+        data, fixed={"sse_item_probability": 0.05}
+    )
+    config = hypermodel.model_config(keras_tuner.HyperParameters())
+    assert config.sse_item_probability == 0.05
+    assert "sse" not in hypermodel.searched_names()
+    off = SequentialRetrievalHyperModel(
+        data, fixed={"sse_item_probability": 0.0, "sse_label_probability": 0}
+    )
+    assert (
+        off.model_config(keras_tuner.HyperParameters()).sse_item_probability
+        == 0
+    )
+
+
+def test_searched_names(data):
+    hypermodel = SequentialRetrievalHyperModel(data, fixed={"head": "cpr"})
+    names = hypermodel.searched_names()
+    assert "head" not in names
+    assert {"encoder", "cpr_mi", "dropout", "learning_rate", "sse"} <= set(
+        names
+    )
+    narrow = keras_tuner.HyperParameters()
+    narrow.Choice("dropout", [0.1])
+    narrow.Int("num_layers", 2, 2)
+    narrowed = SequentialRetrievalHyperModel(data, hyperparameters=narrow)
+    assert not {"dropout", "num_layers"} & set(narrowed.searched_names())
+
+
+def test_estimate_epoch_seconds(hypermodel):
+    seconds = hypermodel.estimate_epoch_seconds(steps=2)
+    assert 0 < seconds < 600

@@ -32,12 +32,21 @@ def cli(args, env=None, cwd=None) -> subprocess.Popen:
     )
 
 
+# Hyperband's first bracket at 3 epochs: three 1-epoch trials, the best
+# continued to 3 epochs; then the best distinct trial and the defaults are
+# retrained.
 TINY_CLI = [
     "tune",
     *TINY_FLAGS,
     "--encoder",
     "gru4rec",
+    "--tuner",
+    "hyperband",
     "--epochs",
+    "3",
+    "--max-trials",
+    "4",
+    "--retrain-top",
     "1",
     "--choices",
     "head=softmax,cpr",

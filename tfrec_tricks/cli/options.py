@@ -167,4 +167,6 @@ def add_field_arguments(
 
 
 positive_int = _number(int, "positive")
+positive_float = _number(float, "positive")
+non_negative_int = _number(int, "non_negative")
 probability = _number(float, "probability")

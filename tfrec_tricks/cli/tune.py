@@ -2,7 +2,19 @@
 
 import argparse
 
-from tfrec_tricks.cli.options import positive_int
+from tfrec_tricks.cli.options import (
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.runs.search_budget import (
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_RETRAIN_TOP,
+    DEFAULT_TUNER,
+    TUNERS,
+)
+from tfrec_tricks.runs.train_config import TrainConfig
 
 HELP = "search the techniques and settings with KerasTuner"
 USES_CONFIG = True
@@ -12,32 +24,56 @@ USES_CONFIG = True
 SKIP_FIELDS = ("prepared", "distribute", "eval_negatives")
 DESCRIPTION = """\
 Search with KerasTuner over the techniques (output head, CPR partitions,
-reranker sizes, Mi, tied embeddings, SSE probabilities, soft one-hot
-features and buckets) and the usual settings (encoder, embedding size,
-layers, dropout, learning rate, batch size), maximising validation NDCG@10.
-Each trial trains for at most --epochs epochs (early stopping after
---patience epochs without progress).
+reranker sizes, Mi and base loss, tied embeddings, SSE and its
+probabilities, soft one-hot features and buckets) and the usual settings
+(encoder, embedding size, layers, attention heads, dropout, learning rate,
+batch size), maximising validation NDCG@10.
 
-Model options and --batch-size / --learning-rate given on the command line
-(or by --config) are fixed; the others are searched. --choices narrows one
-setting to a list.
+How it goes:
+  1. The first trial trains the defaults: what `tfrec-tricks train` with the
+     same options trains. Model options and --batch-size / --learning-rate
+     given on the command line (or by --config) stay fixed; the others are
+     searched. --choices narrows one setting to a list.
+  2. The tuner runs trials until --max-trials or --max-minutes. Each trial
+     stops early after --patience epochs without a better validation
+     NDCG@10. hyperband (the default) trains many configurations for a few
+     epochs and continues the best third for three times as long, up to
+     --epochs: most of the time goes to the configurations that keep
+     improving, and the survivors train as long as the final model, so a
+     fast starter does not win by learning fast. bayesian and random train
+     every trial for up to --epochs.
+  3. A search scores each trial once; its best is partly luck. The
+     --retrain-top best distinct trials and the defaults are retrained
+     with the final protocol (--seeds seeds each) and the one with the best
+     mean validation NDCG@10 is chosen; a trial replaces the defaults only
+     if it beats them there.
 
-Writes OUTPUT_DIR/NAME/: best_config.json (`tfrec-tricks train --config`
-accepts it), trials.md (table), trials.png (score per trial), tensorboard/
-(hparams) and search/ (KerasTuner's project). An interrupted search resumes
-when the same command runs again (completed trials are kept); --overwrite
-starts afresh.
+Writes OUTPUT_DIR/NAME/: best_config.json (the chosen configuration;
+`tfrec-tricks train --config` accepts it), selection.md (every retrained
+candidate's validation and test NDCG@10 beside the defaults', its
+techniques and what it changes), trials.md (table), trials.png (each trial
+and the best so far against wall time), tensorboard/ (hparams), search/
+(KerasTuner's project) and selection/ (the retrained runs). An interrupted
+search resumes when the same command runs again (completed trials and
+retrained runs are kept, the time budget continues); --overwrite starts
+afresh.
+
+Refused before any trial: a space with nothing to search, hyperband with
+--epochs below 3 or too few --max-trials to reach --epochs, bayesian with
+no trial left after its random ones, and --max-minutes shorter than one
+epoch of the defaults.
 
 Distributed: run the same command on every machine with
 KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID set
-(one process with KERASTUNER_TUNER_ID=chief serves the oracle and writes the
-reports; the workers, e.g. tuner0, tuner1, ... run the trials) and
-OUTPUT_DIR on a shared file system.
+(one process with KERASTUNER_TUNER_ID=chief serves the oracle, applies the
+time budget, then retrains the candidates and writes the reports; the
+workers, e.g. tuner0, tuner1, ... run the trials) and OUTPUT_DIR on a
+shared file system.
 
 examples:
-  tfrec-tricks tune --max-trials 20
-  tfrec-tricks tune --data ml-100k --tuner bayesian --max-trials 30
-  tfrec-tricks tune --tuner hyperband --epochs 27 --head cpr \\
+  tfrec-tricks tune --max-minutes 60
+  tfrec-tricks tune --data ml-100k --tuner bayesian --max-trials 30 --seeds 3
+  tfrec-tricks tune --epochs 27 --head cpr \\
       --choices embedding_dim=32,64 --choices "cpr_reranker_ks=none;20;100"
 """
 
@@ -50,17 +86,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("search")
     group.add_argument(
         "--tuner",
-        choices=("random", "bayesian", "hyperband"),
-        default="random",
-        help="KerasTuner's RandomSearch, BayesianOptimization or Hyperband "
-        "(its largest budget is --epochs). Default: random",
+        choices=TUNERS,
+        default=DEFAULT_TUNER,
+        help="KerasTuner's Hyperband (largest budget --epochs, factor 3), "
+        "BayesianOptimization or RandomSearch. Default: "
+        f"{DEFAULT_TUNER}",
     )
     group.add_argument(
         "--max-trials",
         type=positive_int,
-        default=10,
+        default=None,
         metavar="N",
-        help="trials to run (Hyperband: at most). Default: 10",
+        help="trials to run at most. Default: hyperband, one whole "
+        f"iteration (30 trials at --epochs 10); the others, "
+        f"{DEFAULT_MAX_TRIALS}",
+    )
+    group.add_argument(
+        "--max-minutes",
+        type=positive_float,
+        default=None,
+        metavar="M",
+        help="start no trial after M minutes of search (the retraining "
+        "comes after). Default: no limit",
+    )
+    group.add_argument(
+        "--retrain-top",
+        type=non_negative_int,
+        default=DEFAULT_RETRAIN_TOP,
+        metavar="K",
+        help="retrain the K best distinct trials and the defaults, choose "
+        "on validation; 0 takes the best trial as scored. Default: "
+        f"{DEFAULT_RETRAIN_TOP}",
+    )
+    group.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="seeds per retrained configuration (--seed, --seed + 1, ...). "
+        "Default: 1",
     )
     group.add_argument(
         "--choices",
@@ -80,6 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.cli.parser import train_config
+    from tfrec_tricks.tuning import selection
     from tfrec_tricks.tuning.search import parse_choices, run_search
 
     fixed = {
@@ -87,10 +152,14 @@ def run(args: argparse.Namespace) -> int:
         for name in ("batch_size", "learning_rate")
         if getattr(args, name) is not None
     }
-    # The search folder is --output-dir; the best configuration's runs go
-    # to train's default folder.
-    values = dict(vars(args), batch_size=128, learning_rate=1e-3)
-    values["output_dir"] = "runs"
+    # The defaults (the first trial, and the selection's reference) take
+    # train's batch size and learning rate unless given. The search folder
+    # is --output-dir; the chosen configuration's runs go to train's folder.
+    values = dict(vars(args))
+    for name in ("batch_size", "learning_rate"):
+        if values[name] is None:
+            values[name] = field_default(TrainConfig, name)
+    values["output_dir"] = field_default(TrainConfig, "output_dir")
     config = train_config(argparse.Namespace(**values))
     result = run_search(
         config,
@@ -101,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
         hyperparameters=parse_choices(args.choices),
         overwrite=args.overwrite,
         verbose=0 if args.quiet else None,
+        max_minutes=args.max_minutes,
+        retrain_top=args.retrain_top,
+        seeds=args.seeds,
     )
     if result.role == "worker":
         print(
@@ -108,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
             f"{result.output_dir}."
         )
     elif args.quiet:
-        from tfrec_tricks.tuning.search import format_summary
+        from tfrec_tricks.tuning.search_reports import format_summary
 
+        rows = result.selection
         print(
             format_summary(
                 result.trials,
@@ -117,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
                 result.output_dir,
                 result.hypermodel.objective.name,
                 result.seconds,
+                selection.pick(rows) if rows else None,
+                rows[0] if rows else None,
             )
         )
     return 0

@@ -1,25 +1,31 @@
 """A whole KerasTuner search, as ``tfrec-tricks tune`` runs it.
 
 ``run_search`` loads and prepares the data of a ``TrainConfig``, builds a
-``SequentialRetrievalHyperModel`` and a tuner (random, Bayesian or
-Hyperband), searches, and writes into ``<output_dir>/<name>/``:
+``SequentialRetrievalHyperModel`` and a tuner (``tfrec_tricks.tuning.
+tuners``: Hyperband, Bayesian or random, the defaults as the first trial),
+checks the budget, searches, retrains the best few configurations and the
+defaults (``tfrec_tricks.tuning.selection``), and writes into
+``<output_dir>/<name>/``:
 
 * ``search/``: KerasTuner's project (``oracle.json``, one ``trial_*``
-  folder per trial with its best checkpoint). Running the same search
-  again resumes it: completed trials are kept, the interrupted one is
-  redone. ``overwrite=True`` starts afresh.
+  folder per trial with its best checkpoint and ``timing.json``). Running
+  the same search again resumes it: completed trials are kept, the
+  interrupted one is redone. ``overwrite=True`` starts afresh.
 * ``tensorboard/``: one log folder per trial, with KerasTuner's hparams
   (``tensorboard --logdir <output_dir>/<name>/tensorboard``, HPARAMS tab).
-* ``best_config.json``: the best trial as ``{"train": ..., "model": ...}``,
-  the format of a run's ``config.json``: ``tfrec-tricks train --config
-  best_config.json`` trains it.
-* ``trials.md``: trial, status, validation NDCG@10 and the hyperparameters
-  that vary; ``trials.png``: the score per trial and the best so far.
+* ``trials.md``: trial, status, validation NDCG@10, epochs, minutes and
+  the hyperparameters that vary; ``trials.png``: each trial's score and the
+  best so far against wall time.
+* ``selection/`` and ``selection.md``: the retrained candidates' runs and
+  their validation and test NDCG@10 beside the defaults'.
+* ``best_config.json``: the chosen configuration as ``{"train": ...,
+  "model": ...}``, the format of a run's ``config.json``: ``tfrec-tricks
+  train --config best_config.json`` trains it.
 
 Distributed: with ``KERASTUNER_ORACLE_IP``, ``KERASTUNER_ORACLE_PORT`` and
 ``KERASTUNER_TUNER_ID`` set, the process whose tuner id contains "chief"
-serves the oracle (and writes the reports when the search ends); the
-others run trials.
+serves the oracle (and, when the search ends, retrains the candidates and
+writes the reports); the others run trials.
 """
 
 import dataclasses
@@ -35,18 +41,28 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
-from tfrec_tricks.runs.train_config import (  # noqa: E402
-    DERIVED_MODEL_FIELDS,
-    TrainConfig,
+from tfrec_tricks.runs.search_budget import (  # noqa: E402
+    DEFAULT_RETRAIN_TOP,
+    DEFAULT_TUNER,
 )
+from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.runs.training import load_data  # noqa: E402
+from tfrec_tricks.tuning import selection  # noqa: E402
+from tfrec_tricks.tuning.search_reports import (  # noqa: E402
+    format_summary,
+    plot_trials,
+    trial_rows,
+    write_table,
+)
 from tfrec_tricks.tuning.sequential_retrieval_hypermodel import (  # noqa: E402
     SequentialRetrievalHyperModel,
 )
+from tfrec_tricks.tuning.tuners import (  # noqa: E402
+    build_tuner,
+    check_tuner_budget,
+)
 
-TUNERS = ("random", "bayesian", "hyperband")
 PROJECT = "search"
-# ModelConfig fields that a run's TrainConfig sets (see training.train).
 
 
 @dataclasses.dataclass
@@ -56,11 +72,14 @@ class SearchResult:
     Attributes:
         output_dir: str. The search's folder.
         role: str. "local", "chief" or "worker".
-        best_config: dict or None. The best configuration
-            (``{"train": ..., "model": ...}``); None on a worker.
+        best_config: dict or None. The chosen configuration
+            (``{"train": ..., "model": ...}``); None on a worker or when no
+            trial completed.
         trials: list of dict. One row per trial (id, status, score,
-            hyperparameters); empty on a worker.
-        seconds: float. Wall time of the search.
+            hyperparameters, timing); empty on a worker.
+        selection: list of dict. The retrained candidates, the defaults
+            first (see ``selection.retrain``); empty without retraining.
+        seconds: float. Wall time of the search (retraining not included).
         tuner: the ``keras_tuner.Tuner``.
         hypermodel: the ``SequentialRetrievalHyperModel``.
     """
@@ -69,6 +88,7 @@ class SearchResult:
     role: str
     best_config: dict | None
     trials: list
+    selection: list
     seconds: float
     tuner: object
     hypermodel: SequentialRetrievalHyperModel
@@ -81,73 +101,46 @@ def role() -> str:
     return "chief" if distribute_utils.is_chief_oracle() else "worker"
 
 
-def build_tuner(
-    hypermodel: SequentialRetrievalHyperModel,
-    tuner: str = "random",
-    max_trials: int = 10,
-    max_epochs: int = 10,
-    directory: str = "tuning",
-    project_name: str = PROJECT,
-    overwrite: bool = False,
-    seed: int | None = 0,
-    **options,
-):
-    """A KerasTuner tuner over ``hypermodel``, maximising its objective.
+def check_search_space(hypermodel: SequentialRetrievalHyperModel) -> None:
+    """Refuses a search space in which every setting is fixed.
 
-    Args:
-        hypermodel: a ``SequentialRetrievalHyperModel``.
-        tuner: str. "random" (``RandomSearch``), "bayesian"
-            (``BayesianOptimization``, 2 or ``max_trials // 3`` random
-            trials first unless ``num_initial_points`` is given) or
-            "hyperband" (``Hyperband`` with ``max_epochs``, at most
-            ``max_trials`` trials). Defaults to "random".
-        max_trials: int. Trials to run. Defaults to 10.
-        max_epochs: int. Hyperband's largest epoch budget. Defaults to 10.
-        directory: str. Parent folder of the project. Defaults to "tuning".
-        project_name: str. Defaults to "search".
-        overwrite: bool. False resumes an existing project. Defaults to
-            False.
-        seed: int or None. The oracle's seed. Defaults to 0.
-        **options: more arguments of the tuner class.
+    Raises:
+        ValueError: nothing has two values to choose from.
+    """
+    if not hypermodel.searched_names():
+        raise ValueError(
+            "Nothing to search: every setting has one value. Leave a model "
+            "option or --batch-size / --learning-rate unset, or give "
+            "--choices NAME=V1,V2. Received fixed settings: "
+            f"{sorted(hypermodel.fixed)}"
+        )
+
+
+def check_time_budget(
+    hypermodel: SequentialRetrievalHyperModel, max_minutes: float
+) -> float:
+    """Refuses a time budget shorter than one epoch of the defaults.
 
     Returns:
-        A ``keras_tuner.Tuner``.
+        float. The estimated seconds of one epoch of the defaults.
+
+    Raises:
+        ValueError: ``max_minutes`` is below that estimate.
     """
-    if tuner not in TUNERS:
+    seconds = hypermodel.estimate_epoch_seconds()
+    if max_minutes * 60 < seconds:
         raise ValueError(
-            f"tuner must be one of {TUNERS}. Received: tuner={tuner!r}"
+            f"max_minutes={max_minutes:g} (--max-minutes) is shorter than "
+            f"one epoch of the defaults ({seconds / 60:.2f} min, timed on a "
+            "few steps): no trial could finish. Give more minutes."
         )
-    if max_trials <= 0:
-        raise ValueError(
-            f"max_trials must be positive. Received: max_trials={max_trials}"
-        )
-    common = {
-        "objective": hypermodel.objective,
-        "directory": directory,
-        "project_name": project_name,
-        "overwrite": overwrite,
-        "seed": seed,
-        **options,
-    }
-    if tuner == "random":
-        return keras_tuner.RandomSearch(
-            hypermodel, max_trials=max_trials, **common
-        )
-    if tuner == "bayesian":
-        common.setdefault("num_initial_points", max(2, max_trials // 3))
-        return keras_tuner.BayesianOptimization(
-            hypermodel, max_trials=max_trials, **common
-        )
-    result = keras_tuner.Hyperband(hypermodel, max_epochs=max_epochs, **common)
-    # Hyperband has no max_trials of its own; the oracle's cap applies.
-    result.oracle.max_trials = max_trials
-    return result
+    return seconds
 
 
 def run_search(
     config: TrainConfig,
-    tuner: str = "random",
-    max_trials: int = 10,
+    tuner: str = DEFAULT_TUNER,
+    max_trials: int | None = None,
     output_dir: str = "tuning",
     fixed: dict | None = None,
     hyperparameters=None,
@@ -156,20 +149,26 @@ def run_search(
     compile_options: dict | None = None,
     callbacks: list | None = None,
     tuner_options: dict | None = None,
+    max_minutes: float | None = None,
+    retrain_top: int = DEFAULT_RETRAIN_TOP,
+    seeds: int = 1,
 ) -> SearchResult:
-    """Runs a search and writes its reports (see the module docstring).
+    """Runs a search, retrains its best, and writes the reports.
 
     Each trial trains for ``config.epochs`` epochs at most (Hyperband: its
     largest budget), with early stopping after ``config.patience`` epochs
     without a better validation NDCG@10. ``config.batch_size`` and
-    ``config.learning_rate`` are tuned unless ``fixed`` names them.
+    ``config.learning_rate`` are tuned unless ``fixed`` names them. The
+    first trial is the defaults: ``config`` as ``train`` would train it.
 
     Args:
         config: ``TrainConfig`` with the data options, the epochs, the
             patience and the seed (its ``model`` entries are fixed values).
-        tuner: str. "random", "bayesian" or "hyperband". Defaults to
-            "random".
-        max_trials: int. Defaults to 10.
+            It is also the defaults that the selection compares against.
+        tuner: str. "hyperband", "bayesian" or "random". Defaults to
+            "hyperband".
+        max_trials: int or None. None: one whole Hyperband iteration, or
+            10 trials. Defaults to None.
         output_dir: str. Parent folder; the search is in
             ``<output_dir>/<config.run_name>``. Defaults to "tuning".
         fixed: dict or None. Fixed values (see
@@ -178,23 +177,51 @@ def run_search(
             definitions. Defaults to None.
         overwrite: bool. Start afresh instead of resuming. Defaults to
             False.
-        verbose: int or None. 0 silent; 1 KerasTuner's per-trial display
-            and progress bars; 2 the display and one line per epoch.
-            Defaults to 1 on a terminal, else 2.
+        verbose: int or None. 0 silent; 1 progress bars; 2 one line per
+            epoch. Above 0, a line per trial with its score and the best so
+            far. Defaults to 1 on a terminal, else 2.
         compile_options: dict or None. See
             ``SequentialRetrievalHyperModel``. Defaults to None:
             ``{"steps_per_execution": config.steps_per_execution}``.
         callbacks: list or None. More Keras callbacks for every trial.
         tuner_options: dict or None. More tuner arguments.
+        max_minutes: float or None. Start no trial after this many minutes
+            of search (resumed searches continue their clock). Defaults to
+            None: no limit.
+        retrain_top: int. Retrain this many of the best distinct trials and
+            the defaults with the final protocol and choose on validation;
+            0 takes the best trial as it is. Defaults to 3.
+        seeds: int. Seeds per retrained candidate (``config.seed``,
+            ``config.seed + 1``, ...). Defaults to 1.
 
     Returns:
         A ``SearchResult``.
+
+    Raises:
+        ValueError: before any trial, for a prepared dataset, a space with
+            nothing to search, a tuner that cannot use its budget, or a
+            time budget shorter than one epoch.
     """
     if config.prepared:
         raise ValueError(
             "search loads its data in memory; a prepared dataset on disk is "
             "for train. Received: config.prepared=" + repr(config.prepared)
         )
+    if retrain_top < 0 or seeds < 1:
+        raise ValueError(
+            "retrain_top must be at least 0 and seeds at least 1. "
+            f"Received: retrain_top={retrain_top}, seeds={seeds}"
+        )
+    if max_minutes is not None and max_minutes <= 0:
+        raise ValueError(
+            f"max_minutes must be positive. Received: max_minutes={max_minutes}"
+        )
+    check_tuner_budget(
+        tuner,
+        max_trials,
+        config.epochs,
+        num_initial_points=(tuner_options or {}).get("num_initial_points"),
+    )
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     tf.keras.utils.set_random_seed(config.seed)
@@ -218,6 +245,16 @@ def run_search(
         window_stride=config.training_window_stride(),
         optimizer=config.optimizer,
     )
+    check_search_space(hypermodel)
+    part = role()
+    if max_minutes is not None and part != "worker":
+        epoch_seconds = check_time_budget(hypermodel, max_minutes)
+        if verbose:
+            print(
+                f"One epoch of the defaults: about {epoch_seconds:.0f} s; "
+                f"budget {max_minutes:g} min.",
+                flush=True,
+            )
     search_dir = os.path.join(output_dir, config.run_name)
     os.makedirs(search_dir, exist_ok=True)
     search_tuner = build_tuner(
@@ -229,6 +266,8 @@ def run_search(
         project_name=PROJECT,
         overwrite=overwrite,
         seed=config.seed,
+        max_seconds=None if max_minutes is None else max_minutes * 60,
+        log_trials=bool(verbose),
         **(tuner_options or {}),
     )
     monitor = hypermodel.objective.name
@@ -250,180 +289,91 @@ def run_search(
         verbose=verbose,
     )
     seconds = time.perf_counter() - start
-    part = role()
     if part == "worker":
         return SearchResult(
-            search_dir, part, None, [], seconds, search_tuner, hypermodel
+            search_dir, part, None, [], [], seconds, search_tuner, hypermodel
         )
     trials = trial_rows(search_tuner)
-    best = None
-    if any(row["status"] == "COMPLETED" for row in trials):
-        best = best_config(search_tuner, hypermodel, config)
-        with open(os.path.join(search_dir, "best_config.json"), "w") as f:
-            json.dump(best, f, indent=2)
     write_table(trials, os.path.join(search_dir, "trials.md"), monitor)
     plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
+    best, rows, chosen = None, [], None
+    if any(row["status"] == "COMPLETED" for row in trials):
+        if retrain_top:
+            rows, chosen = _select(
+                search_tuner, hypermodel, config, retrain_top, seeds, verbose
+            )
+            winner = chosen["config"]
+            selection.write_report(
+                rows, chosen, os.path.join(search_dir, "selection.md")
+            )
+        else:
+            winner = selection.trial_config(
+                search_tuner.get_best_hyperparameters(1)[0], hypermodel, config
+            )
+        best = config_file(winner, config, data.num_items)
+        with open(os.path.join(search_dir, "best_config.json"), "w") as f:
+            json.dump(best, f, indent=2)
     if verbose:
-        print(format_summary(trials, best, search_dir, monitor, seconds))
+        print(
+            format_summary(
+                trials,
+                best,
+                search_dir,
+                monitor,
+                seconds,
+                chosen,
+                rows[0] if rows else None,
+            )
+        )
     return SearchResult(
-        search_dir, part, best, trials, seconds, search_tuner, hypermodel
+        search_dir, part, best, trials, rows, seconds, search_tuner, hypermodel
     )
 
 
-def best_config(
-    tuner, hypermodel: SequentialRetrievalHyperModel, config: TrainConfig
-) -> dict:
-    """The best trial as a run's ``config.json`` (``train --config``).
+def _select(tuner, hypermodel, config, top, seeds, verbose):
+    """Retrains the candidates; returns the rows and the chosen one."""
+    chosen = selection.candidates(tuner, hypermodel, config, top)
+    if verbose:
+        print(
+            f"Retraining {len(chosen)} configurations (the defaults and the "
+            f"best {len(chosen) - 1} trials) x {seeds} seed(s), at most "
+            f"{config.epochs} epochs each, to choose on validation.",
+            flush=True,
+        )
+    rows = selection.retrain(
+        chosen,
+        [config.seed + i for i in range(seeds)],
+        os.path.join(
+            os.path.dirname(tuner.project_dir), selection.SELECTION_DIR
+        ),
+        hypermodel.data.num_items,
+        verbose=verbose,
+    )
+    return rows, selection.pick(rows)
+
+
+def config_file(winner: TrainConfig, config: TrainConfig, num_items: int):
+    """A configuration as ``best_config.json`` (``train --config``).
 
     Args:
-        tuner: a tuner after its search.
-        hypermodel: its ``SequentialRetrievalHyperModel``.
-        config: the search's ``TrainConfig`` (data options, epochs, seed).
+        winner: the chosen ``TrainConfig``.
+        config: the search's ``TrainConfig`` (its output folder and name).
+        num_items: int. The catalogue size.
 
     Returns:
-        ``{"train": TrainConfig fields, "model": ModelConfig fields}``.
+        ``{"train": TrainConfig fields, "model": ModelConfig fields}``,
+        named ``<run name>-tuned``.
     """
-    hp = tuner.get_best_hyperparameters(1)[0]
-    model_config = hypermodel.model_config(hp)
-    model = model_config.to_dict()
-    overrides = {
-        k: v for k, v in model.items() if k not in DERIVED_MODEL_FIELDS
-    }
     train_config = dataclasses.replace(
-        config,
-        batch_size=hypermodel.batch_size(hp),
-        learning_rate=model_config.learning_rate,
+        winner,
+        seed=config.seed,
+        output_dir=config.output_dir,
         name=f"{config.run_name}-tuned",
-        model=overrides,
     )
-    return {"train": dataclasses.asdict(train_config), "model": model}
-
-
-def trial_rows(tuner) -> list[dict]:
-    """One dict per trial in start order: id, status, score, values."""
-    oracle = tuner.oracle
-    order = list(getattr(oracle, "start_order", [])) or sorted(oracle.trials)
-    rows = []
-    for number, trial_id in enumerate(order, 1):
-        trial = oracle.trials[trial_id]
-        values = {
-            k: v
-            for k, v in trial.hyperparameters.values.items()
-            if not k.startswith("tuner/")
-        }
-        rows.append(
-            {
-                "number": number,
-                "trial_id": trial_id,
-                "status": str(trial.status),
-                "score": trial.score,
-                "best_step": trial.best_step,
-                "hyperparameters": values,
-            }
-        )
-    return rows
-
-
-def _format(value) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def write_table(rows: list[dict], path: str, metric: str) -> str:
-    """Writes the trials as a markdown table; returns the text.
-
-    Hyperparameters with one value in every trial are listed above the
-    table; the others get a column each ("–" where inactive).
-    """
-    names = []
-    for row in rows:
-        names += [n for n in row["hyperparameters"] if n not in names]
-    constant = {}
-    for name in names:
-        seen = {repr(r["hyperparameters"].get(name)) for r in rows}
-        if len(seen) == 1 and all(name in r["hyperparameters"] for r in rows):
-            constant[name] = rows[0]["hyperparameters"][name]
-    varying = [n for n in names if n not in constant]
-    scores = [r["score"] for r in rows if r["score"] is not None]
-    best = max(scores) if scores else None
-    lines = [f"# Search trials ({len(rows)}), objective {metric} (max)", ""]
-    if constant:
-        lines.append(
-            "Same in every trial: "
-            + ", ".join(f"{k}={_format(v)}" for k, v in constant.items())
-        )
-        lines.append("")
-    header = ["trial", "status", metric, *varying]
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    for row in rows:
-        score = _format(row["score"])
-        if row["score"] is not None and row["score"] == best:
-            score = f"**{score}**"
-        cells = [str(row["number"]), row["status"], score]
-        cells += [_format(row["hyperparameters"].get(n)) for n in varying]
-        lines.append("| " + " | ".join(cells) + " |")
-    text = "\n".join(lines) + "\n"
-    with open(path, "w") as handle:
-        handle.write(text)
-    return text
-
-
-def plot_trials(rows: list[dict], path: str, metric: str) -> None:
-    """Saves a PNG of the score per trial and the best score so far."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    numbers = [r["number"] for r in rows if r["score"] is not None]
-    scores = [r["score"] for r in rows if r["score"] is not None]
-    best, running = [], None
-    for score in scores:
-        running = score if running is None else max(running, score)
-        best.append(running)
-    figure, axes = pyplot.subplots(figsize=(7, 4))
-    axes.plot(numbers, scores, "o", label="trial")
-    axes.step(numbers, best, where="post", label="best so far")
-    axes.set_xlabel("trial")
-    axes.set_ylabel(metric)
-    axes.set_title(f"{metric} per trial")
-    axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
-
-
-def format_summary(
-    rows: list[dict],
-    best: dict | None,
-    search_dir: str,
-    metric: str,
-    seconds: float,
-) -> str:
-    """The lines printed at the end of a search."""
-    done = sum(r["status"] == "COMPLETED" for r in rows)
-    scores = [r["score"] for r in rows if r["score"] is not None]
-    lines = [
-        "",
-        f"{len(rows)} trials ({done} completed) in {seconds:.0f} s.",
-    ]
-    if best is not None and scores:
-        lines.append(f"Best {metric}: {max(scores):.4f}")
-        lines.append(
-            "Train it: tfrec-tricks train --config "
-            f"{os.path.join(search_dir, 'best_config.json')}"
-        )
-    lines.append(
-        f"Table: {os.path.join(search_dir, 'trials.md')}; plot: "
-        f"{os.path.join(search_dir, 'trials.png')}; TensorBoard: "
-        f"tensorboard --logdir {os.path.join(search_dir, 'tensorboard')}"
-    )
-    return "\n".join(lines)
+    return {
+        "train": dataclasses.asdict(train_config),
+        "model": train_config.model_config(num_items).to_dict(),
+    }
 
 
 def parse_choices(items: list[str] | None):

@@ -1,6 +1,7 @@
 """The KerasTuner search space over the techniques and the usual settings."""
 
 import dataclasses
+import time
 from typing import Any
 
 from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
@@ -30,8 +31,13 @@ DATA_FIELDS = ("num_items", "max_len")
 # strings, "none" for the empty tuple.
 TUPLE_FIELDS = ("cpr_reranker_ks", "features")
 NONE = "none"
-# Not a ModelConfig field: the training batch size.
+# Not ModelConfig fields: the training batch size, and the SSE switch that
+# the SSE probabilities are conditional on (off: both are 0).
 BATCH_SIZE = "batch_size"
+SSE = "sse"
+SSE_FIELDS = ("sse_item_probability", "sse_label_probability")
+# The SSE paper sweeps 0.01-0.2 (0: that side off).
+SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
 DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
 EVAL_BATCH_SIZE = 512
 RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
@@ -62,6 +68,12 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
         ),
         ("num_layers", "Int", {"min_value": 1, "max_value": 2}),
         (
+            "num_heads",
+            "Choice",
+            {"values": [1, 2, 4], "default": _default("num_heads")},
+            ("encoder", ["sasrec"]),
+        ),
+        (
             "dropout",
             "Float",
             {
@@ -87,15 +99,18 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
             {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
         ),
         ("tie_embeddings", "Boolean", {"default": _default("tie_embeddings")}),
+        (SSE, "Boolean", {"default": False}),
         (
             "sse_item_probability",
-            "Float",
-            {"min_value": 0.0, "max_value": 0.3, "step": 0.05},
+            "Choice",
+            {"values": list(SSE_PROBABILITIES)},
+            (SSE, [True]),
         ),
         (
             "sse_label_probability",
-            "Float",
-            {"min_value": 0.0, "max_value": 0.3, "step": 0.05},
+            "Choice",
+            {"values": list(SSE_PROBABILITIES)},
+            (SSE, [True]),
         ),
         ("features", "Choice", {"values": features}),
         (
@@ -187,12 +202,14 @@ class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
     | ``encoder`` | gru4rec, sasrec |
     | ``embedding_dim`` | 32, 64, 128 |
     | ``num_layers`` | 1..2 |
+    | ``num_heads`` | 1, 2, 4 (SASRec) |
     | ``dropout`` | 0.0..0.5, step 0.1 |
     | ``learning_rate`` | 1e-4..1e-2, log scale |
     | ``batch_size`` | 64, 128, 256 (applied in ``fit``) |
     | ``tie_embeddings`` | True, False |
-    | ``sse_item_probability`` | 0.0..0.3, step 0.05 |
-    | ``sse_label_probability`` | 0.0..0.3, step 0.05 |
+    | ``sse`` | False, True (not a ``ModelConfig`` field) |
+    | ``sse_item_probability`` | 0, 0.01, 0.05, 0.1, 0.2 (SSE on) |
+    | ``sse_label_probability`` | 0, 0.01, 0.05, 0.1, 0.2 (SSE on) |
     | ``features`` | "none", each feature of the data, all of them |
     | ``soft_one_hot_buckets`` | 5, 10, 20 (when features are used) |
     | ``head`` | softmax, cpr, mos, softmax_no_dup |
@@ -203,7 +220,12 @@ sizes below N only (CPR) |
     | ``mos_components`` | 2, 4, 8 (MoS) |
 
     The CPR and MoS entries are conditional on ``head``, the buckets on
-    ``features``: a trial only carries the ones that apply. Tuple fields
+    ``features``, the SSE probabilities on ``sse``, the attention heads on
+    ``encoder``: a trial only carries the ones that apply. Every default
+    is what ``tfrec-tricks train`` trains (``ModelConfig``'s and
+    ``TrainConfig``'s defaults, SSE off), so the tuners of
+    ``tfrec_tricks.tuning.tuners`` start from it: their first trial takes
+    the defaults. Tuple fields
     (``cpr_reranker_ks``, ``features``) are comma-joined strings, "none"
     for the empty tuple.
 
@@ -341,6 +363,13 @@ sizes below N only (CPR) |
                 self._fixed_hps[key] = value
             else:
                 self._settings[key] = value
+        # Fixing or narrowing an SSE probability means SSE on (or, fixed at
+        # 0 on both sides, off): the probabilities apply only when it is.
+        given = [f for f in SSE_FIELDS if f in self.fixed or f in custom]
+        if given and SSE not in self.fixed and SSE not in custom:
+            self._fixed_hps[SSE] = any(
+                f in custom or float(self.fixed[f]) > 0 for f in given
+            )
         metric_ks = ModelConfig(num_items=2).metric_ks
         metric_ks = tuple(self._settings.get("metric_ks", metric_ks))
         if not metric_ks:
@@ -371,7 +400,10 @@ sizes below N only (CPR) |
         values = {}
         for name, kind, arguments, condition in self._rows():
             if name in self._fixed_hps:
+                # A fixed setting applies whatever the switches say (e.g.
+                # --num-heads while the encoder is searched).
                 kind, arguments = "Fixed", {"value": self._fixed_hps[name]}
+                condition = None
             elif name in self._custom:
                 custom = self._custom[name]
                 kind = type(custom).__name__
@@ -400,6 +432,7 @@ sizes below N only (CPR) |
         """
         values = self.declare(hp.copy())
         values.pop(BATCH_SIZE, None)
+        values.pop(SSE, None)
         settings = {**self._settings}
         settings.update({k: decode_value(k, v) for k, v in values.items()})
         for name in (
@@ -409,6 +442,11 @@ sizes below N only (CPR) |
         ):
             if name in settings:
                 settings[name] = round(float(settings[name]), 6)
+        if "learning_rate" in settings:
+            # Three significant digits: as precise as a search can tell.
+            settings["learning_rate"] = float(
+                f"{float(settings['learning_rate']):.3g}"
+            )
         return ModelConfig(
             num_items=self.data.num_items, max_len=self.data.max_len, **settings
         )
@@ -483,19 +521,7 @@ sizes below N only (CPR) |
                 f"argument and no x; keyword arguments {sorted(kwargs)}"
             )
         kwargs.pop(BATCH_SIZE, None)
-        arrays = self._arrays(x)
-        if self.every_position:
-            arrays = merge_prefixes(arrays)
-        elif self.window_stride is not None:
-            arrays = train_windows(arrays, self.window_stride)
-        train = batch_arrays(
-            arrays,
-            self.batch_size(hp),
-            shuffle=True,
-            seed=self.seed,
-            bucket_by_length=self.bucket_by_length,
-            count_targets=self.window_stride is None,
-        )
+        train, _ = self._training_batches(hp, x)
         if kwargs.get("validation_data") is not None:
             validation = kwargs["validation_data"]
             if isinstance(validation, dict) or _is_unbatched(validation):
@@ -505,6 +531,60 @@ sizes below N only (CPR) |
                     bucket_by_length=self.bucket_by_length,
                 )
         return model.fit(train, *args, **kwargs)
+
+    def _training_batches(self, hp: Any, x: Any) -> tuple:
+        """The shuffled training batches of ``x`` and their count."""
+        arrays = self._arrays(x)
+        if self.every_position:
+            arrays = merge_prefixes(arrays)
+        elif self.window_stride is not None:
+            arrays = train_windows(arrays, self.window_stride)
+        batch_size = self.batch_size(hp)
+        batches = batch_arrays(
+            arrays,
+            batch_size,
+            shuffle=True,
+            seed=self.seed,
+            bucket_by_length=self.bucket_by_length,
+            count_targets=self.window_stride is None,
+        )
+        rows = len(arrays["history"])
+        return batches, -(-rows // batch_size)
+
+    def searched_names(self) -> list[str]:
+        """The hyperparameters with more than one value: what is searched.
+
+        Returns:
+            list of names, in declaration order (conditional ones included).
+        """
+        hp = keras_tuner.HyperParameters()
+        self.declare(hp)
+        return [h.name for h in hp.space if _value_count(h) > 1]
+
+    def estimate_epoch_seconds(self, steps: int = 20) -> float:
+        """Seconds of one training epoch of the defaults, from a few steps.
+
+        Builds the first trial's model (every default), runs two steps to
+        trace it, times ``steps`` more and scales them to an epoch.
+
+        Args:
+            steps: int. Steps to time. Defaults to 20.
+
+        Returns:
+            float. The estimated seconds per epoch.
+        """
+        hp = keras_tuner.HyperParameters()
+        model = self.build(hp)
+        batches, per_epoch = self._training_batches(
+            hp, self.data.train.as_dict()
+        )
+        batches = batches.repeat()
+        options = {"epochs": 1, "verbose": 0}
+        model.fit(batches, steps_per_epoch=2, **options)
+        steps = max(1, min(steps, per_epoch))
+        start = time.perf_counter()
+        model.fit(batches, steps_per_epoch=steps, **options)
+        return (time.perf_counter() - start) / steps * per_epoch
 
     def search_data(self) -> dict:
         """``x`` and ``validation_data`` for ``tuner.search(**...)``.
@@ -538,6 +618,22 @@ sizes below N only (CPR) |
             name: np.concatenate([batch[name] for batch in batches])
             for name in batches[0]
         }
+
+
+def _value_count(hp: Any) -> float:
+    """How many values a hyperparameter can take (inf for a float range)."""
+    kind = type(hp).__name__
+    if kind == "Fixed":
+        return 1
+    if kind == "Boolean":
+        return 2
+    if kind == "Choice":
+        return len(hp.values)
+    if hp.max_value == hp.min_value:
+        return 1
+    if kind == "Int":
+        return (hp.max_value - hp.min_value) // (hp.step or 1) + 1
+    return float("inf")
 
 
 def _is_unbatched(dataset: Any) -> bool:

@@ -1,0 +1,17 @@
+"""Defaults of a KerasTuner search's budget (``tfrec-tricks tune``).
+
+Kept apart from ``tfrec_tricks.tuning`` (which imports KerasTuner) so that
+the command line's parser can show them without importing it.
+"""
+
+TUNERS = ("hyperband", "bayesian", "random")
+# Hyperband trains the configurations that keep improving as long as the
+# final model; five-epoch random trials rewarded fast starters (issue 22).
+DEFAULT_TUNER = "hyperband"
+# Hyperband keeps the best 1/factor of each round for factor times the
+# epochs; 3 is the Hyperband paper's and KerasTuner's choice.
+HYPERBAND_FACTOR = 3
+# Trials of random search and Bayesian optimisation when none are given.
+DEFAULT_MAX_TRIALS = 10
+# How many of the best trials are retrained beside the defaults.
+DEFAULT_RETRAIN_TOP = 3

@@ -1,0 +1,261 @@
+"""Selection that survives noise: retrain the best trials and the defaults.
+
+A search scores each trial once, often on a shortened budget (Hyperband's
+early rounds), so its best score is partly luck. ``select`` retrains the
+few best distinct configurations and the defaults (what ``tfrec-tricks
+train`` trains with the same options) with the final protocol (the
+search's ``--epochs`` and ``--patience``, for each seed), and picks the one
+with the best mean validation NDCG@10. A configuration replaces the
+defaults only when it beats them there: the search can report "keep your
+defaults".
+
+The runs are ordinary run directories under ``<search>/selection/``: an
+interrupted selection resumes, and finished runs are reused.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+from tfrec_tricks.runs.run_directory import differences
+from tfrec_tricks.runs.train_config import DERIVED_MODEL_FIELDS, TrainConfig
+from tfrec_tricks.runs.training import train
+
+DEFAULTS = "defaults"
+SELECTION_DIR = "selection"
+
+
+@dataclasses.dataclass
+class Candidate:
+    """A configuration to retrain.
+
+    Attributes:
+        label: str. "defaults" or "trial <id>".
+        config: TrainConfig. Its training configuration (seed and name are
+            set per retraining run).
+        search_score: float or None. Its score in the search.
+    """
+
+    label: str
+    config: TrainConfig
+    search_score: float | None = None
+
+
+def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
+    """The ``TrainConfig`` that trains a trial's hyperparameters.
+
+    Args:
+        hp: ``keras_tuner.HyperParameters`` of the trial.
+        hypermodel: its ``SequentialRetrievalHyperModel``.
+        config: the search's ``TrainConfig`` (data options, epochs, seed).
+
+    Returns:
+        ``config`` with the trial's batch size, learning rate and model.
+    """
+    model_config = hypermodel.model_config(hp)
+    overrides = {
+        k: v
+        for k, v in model_config.to_dict().items()
+        if k not in DERIVED_MODEL_FIELDS
+    }
+    return dataclasses.replace(
+        config,
+        batch_size=hypermodel.batch_size(hp),
+        learning_rate=model_config.learning_rate,
+        model=overrides,
+    )
+
+
+def settings(config: TrainConfig, num_items: int) -> dict:
+    """What a configuration trains: the resolved model and the batch size."""
+    model = config.model_config(num_items).to_dict()
+    for name in ("num_items", "max_len"):
+        model.pop(name)
+    return {**model, "batch_size": config.batch_size}
+
+
+def candidates(
+    tuner: Any, hypermodel: Any, config: TrainConfig, top: int
+) -> list[Candidate]:
+    """The defaults and the ``top`` best distinct completed trials.
+
+    A trial that trains the defaults (the search's first) is not listed
+    again; its search score goes to the defaults' row.
+
+    Args:
+        tuner: a tuner after its search.
+        hypermodel: its ``SequentialRetrievalHyperModel``.
+        config: the search's ``TrainConfig``: the defaults.
+        top: int. How many trials.
+
+    Returns:
+        list of ``Candidate``, the defaults first.
+    """
+    num_items = hypermodel.data.num_items
+    defaults = Candidate(DEFAULTS, config)
+    seen = [settings(config, num_items)]
+    chosen = [defaults]
+    completed = [
+        t for t in tuner.oracle.trials.values() if t.status == "COMPLETED"
+    ]
+    completed.sort(key=lambda t: t.score, reverse=True)
+    for trial in completed:
+        trial_train = trial_config(trial.hyperparameters, hypermodel, config)
+        trained = settings(trial_train, num_items)
+        if trained == seen[0] and defaults.search_score is None:
+            defaults.search_score = trial.score
+        if trained in seen:
+            continue
+        if len(chosen) <= top:
+            seen.append(trained)
+            chosen.append(
+                Candidate(f"trial {trial.trial_id}", trial_train, trial.score)
+            )
+    return chosen
+
+
+def technique_summary(config: TrainConfig, num_items: int) -> str:
+    """The techniques a configuration uses, e.g. "CPR:100+Mi; tied; SSE"."""
+    model = config.model_config(num_items)
+    head = model.head
+    if head == "cpr":
+        parts = [
+            name
+            for name, used in (
+                ("context", model.cpr_context),
+                ("pointer", model.cpr_pointer),
+            )
+            if used
+        ]
+        if model.cpr_reranker_ks:
+            parts.append(",".join(map(str, model.cpr_reranker_ks)))
+        if model.cpr_mi:
+            parts.append("Mi")
+        parts.append(f"base loss {model.cpr_base_loss:g}")
+        head = f"CPR ({', '.join(parts)})"
+    elif head == "mos":
+        head = f"MoS {model.mos_components}"
+    used = [head, "tied" if model.tie_embeddings else "untied"]
+    if model.sse_item_probability or model.sse_label_probability:
+        used.append(
+            f"SSE item {model.sse_item_probability:g} / label "
+            f"{model.sse_label_probability:g}"
+        )
+    if model.features:
+        used.append(
+            f"soft one-hot {','.join(model.features)} "
+            f"({model.soft_one_hot_buckets} buckets)"
+        )
+    return "; ".join(used)
+
+
+def retrain(
+    chosen: list[Candidate],
+    seeds: list[int],
+    output_dir: str,
+    num_items: int,
+    verbose: int = 0,
+) -> list[dict]:
+    """Trains each candidate once per seed; one row per candidate.
+
+    Args:
+        chosen: list of ``Candidate`` (the defaults first).
+        seeds: list of int.
+        output_dir: str. Where the runs go (``<label>-seed<seed>``).
+        num_items: int. The catalogue size (resolves the configurations).
+        verbose: int. Keras verbosity of the runs, and a line per run.
+
+    Returns:
+        list of dict: label, search score, per-seed and mean validation and
+        test NDCG@10, training minutes, the techniques, and what differs
+        from the defaults.
+    """
+    rows = []
+    reference = None
+    for candidate in chosen:
+        validation, test, seconds = [], [], 0.0
+        for seed in seeds:
+            name = f"{candidate.label.replace(' ', '-')}-seed{seed}"
+            run_config = dataclasses.replace(
+                candidate.config, seed=seed, output_dir=output_dir, name=name
+            )
+            if verbose:
+                print(f"Retraining {candidate.label}, seed {seed}", flush=True)
+            result = train(run_config, verbose=verbose)
+            validation.append(result.metrics["validation"]["ndcg@10"])
+            test.append(result.metrics["test"]["ndcg@10"])
+            # Epochs times their median: an estimate that needs no clock
+            # around a run that may have been reused.
+            metrics = result.metrics
+            seconds += (metrics.get("seconds_per_epoch_median") or 0.0) * (
+                metrics.get("epochs_run") or 0
+            )
+        trained = settings(candidate.config, num_items)
+        if reference is None:
+            reference = trained
+        rows.append(
+            {
+                "label": candidate.label,
+                "search_score": candidate.search_score,
+                "validation": validation,
+                "test": test,
+                "validation_mean": sum(validation) / len(validation),
+                "test_mean": sum(test) / len(test),
+                "training_minutes": seconds / 60,
+                "techniques": technique_summary(candidate.config, num_items),
+                "differs": differences(reference, trained),
+                "config": candidate.config,
+            }
+        )
+    return rows
+
+
+def pick(rows: list[dict]) -> dict:
+    """The row with the best mean validation NDCG@10; the defaults (the
+    first row) unless another beats them."""
+    best = rows[0]
+    for row in rows[1:]:
+        if row["validation_mean"] > best["validation_mean"]:
+            best = row
+    return best
+
+
+def write_report(rows: list[dict], chosen: dict, path: str) -> str:
+    """Writes the selection as markdown; returns the text."""
+    seeds = len(rows[0]["validation"])
+    defaults = rows[0]
+    lines = [
+        "# Selection: the best trials and the defaults, retrained",
+        "",
+        f"Each retrained with the final protocol, {seeds} seed(s); picked on "
+        "the mean validation NDCG@10. Change: test mean against the "
+        "defaults'.",
+        "",
+        "| candidate | search score | validation NDCG@10 | test NDCG@10 | "
+        "change (test) | training min | techniques | differs from the "
+        "defaults |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in rows:
+        label = row["label"]
+        if row is chosen:
+            label = f"**{label}** (chosen)"
+        score = row["search_score"]
+        change = row["test_mean"] / defaults["test_mean"] - 1
+        differs = "; ".join(row["differs"]) or "–"
+        lines.append(
+            f"| {label} | {'–' if score is None else f'{score:.4f}'} | "
+            f"{row['validation_mean']:.4f} | {row['test_mean']:.4f} | "
+            f"{change:+.1%} | {row['training_minutes']:.1f} | "
+            f"{row['techniques']} | {differs} |"
+        )
+    if chosen is defaults:
+        lines += [
+            "",
+            "No trial beat the defaults on validation: keep them.",
+        ]
+    text = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)
+    return text
