@@ -120,9 +120,11 @@ DEFAULTS = {
         "steps": 40, "repeats": 5, "top": 12, "report_dir": common.RESULTS,
     }),
     "tuning_search": ([], {
-        "data": "ml-100k", "data_path": None, "tuner": "random",
-        "max_trials": 20, "trial_epochs": 5, "epochs": 30, "patience": 3,
-        "seed": 0, "output_dir": "runs/benchmarks", "fixed": "{}",
+        "data": "yoochoose-100k", "data_path": None, "encoder": "gru4rec",
+        "every_position": False, "tuner": "hyperband", "max_minutes": 60.0,
+        "max_trials": None, "retrain_top": 3, "seeds": 3, "epochs": 20,
+        "patience": 3, "seed": 0, "output_dir": "runs/benchmarks",
+        "fixed": "{}", "report_dir": common.RESULTS,
     }),
     "windowed_speed": ([], {
         "data": "ml-1m", "data_path": None,
@@ -222,45 +224,52 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
     search_dir = tmp_path / "search"
     search_dir.mkdir()
     (search_dir / "trials.png").write_bytes(b"\x89PNG trials")
-    trained = []
 
-    def fake_train(config, verbose=0):
-        trained.append((config.name, config.batch_size))
-        ndcg = 0.3 if config.name.startswith("tuning-defaults") else 0.33
-        return types.SimpleNamespace(metrics=fake_metrics(ndcg))
+    def row(label, validation, test, differs=()):
+        return {
+            "label": label, "validation": validation, "test": test,
+            "validation_mean": sum(validation) / len(validation),
+            "test_mean": sum(test) / len(test), "training_minutes": 2.0,
+            "techniques": "softmax; tied", "differs": list(differs),
+            "search_score": 0.3, "config": object(),
+        }  # fmt: skip
 
-    def fake_search(base, **options):
-        assert (base.epochs, options["max_trials"]) == (2, 3)
+    def fake_search(config, **options):
+        assert config.model == {"encoder": "sasrec", "num_layers": 2}
+        assert (options["max_minutes"], options["seeds"]) == (5.0, 2)
         return types.SimpleNamespace(
-            best_config={
-                "train": {"data": "ml-100k", "batch_size": 64,
-                          "learning_rate": 0.002},
-                "model": {"encoder": "sasrec", "num_items": 9},
-            },
-            trials=[{"status": "COMPLETED", "score": 0.25}],
+            selection=[
+                row("defaults", [0.30, 0.32], [0.40, 0.42]),
+                row("trial 3", [0.33, 0.33], [0.43, 0.43],
+                    ["learning_rate: 0.001 -> 0.003"]),
+            ],
+            trials=[{"status": "COMPLETED", "score": 0.34}] * 2,
+            seconds=240.0,
             output_dir=str(search_dir),
         )  # fmt: skip
 
-    monkeypatch.setattr(tuning_search, "train", fake_train)
     monkeypatch.setattr(tuning_search, "run_search", fake_search)
-    monkeypatch.setattr(common, "RESULTS", str(tmp_path / "results"))
-    argv = ["--max-trials", "3", "--trial-epochs", "2"]
-    assert tuning_search.main([*argv, "--output-dir", "out"]) == 0
-    assert trained == [
-        ("tuning-defaults-ml-100k", 128),
-        ("tuning-best-ml-100k", 64),
-    ]
-    text = (tmp_path / "results" / "tuning_search.md").read_text()
+    argv = ["--encoder", "sasrec", "--fixed", '{"num_layers": 2}',
+            "--max-minutes", "5", "--seeds", "2",
+            "--report-dir", str(tmp_path / "results")]  # fmt: skip
+    assert tuning_search.main(argv) == 0
+    stem = tmp_path / "results" / "tuning_search-yoochoose-100k-sasrec"
+    text = stem.with_suffix(".md").read_text()
+    assert "2 trials (2 completed) in 4.0 min (budget 5 min)" in text
     assert (
-        "`python -m benchmarks.tuning_search --max-trials 3 --trial-epochs 2 "
-        "--output-dir out`" in text
+        "| **trial 3** (chosen) | 0.3300 (0.0000) | 0.4300 (0.0000) | "
+        "+6.5% / +4.9% | softmax; tied | learning_rate: 0.001 -> 0.003 |"
+    ) in text
+    assert "| defaults | 0.3100 (0.0200) | 0.4100 (0.0200) | +0.0% / +0.0%" in (
+        text
     )
-    assert "Test NDCG@10 change: +10.0%." in text
-    assert "batch_size=64, learning_rate=0.002, encoder=sasrec" in text
-    assert text.endswith("![score per trial](tuning_search.png)\n")
-    assert (tmp_path / "results" / "tuning_search.png").read_bytes() == (
-        b"\x89PNG trials"
+    assert "(target: +2% on both within 60 min of search: met)" in text
+    assert text.endswith(
+        "![best so far](tuning_search-yoochoose-100k-sasrec.png)\n"
     )
+    assert stem.with_suffix(".png").read_bytes() == b"\x89PNG trials"
+    numbers = json.loads(stem.with_suffix(".json").read_text())
+    assert [r["label"] for r in numbers] == ["defaults", "trial 3"]
 
 
 def test_output_head_writes_its_table_and_chart(tmp_path):

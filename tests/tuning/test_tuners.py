@@ -9,7 +9,11 @@ from tuning_helpers import search_data
 from tfrec_tricks.tuning import import_keras_tuner
 from tfrec_tricks.tuning.search_oracle import default_values
 from tfrec_tricks.tuning.search_reports import best_so_far, trial_rows
-from tfrec_tricks.tuning.tuners import build_tuner, check_tuner_budget
+from tfrec_tricks.tuning.tuners import (
+    UNTIL_BUDGET,
+    build_tuner,
+    check_tuner_budget,
+)
 
 keras_tuner = import_keras_tuner()
 
@@ -133,3 +137,22 @@ def test_budgets_a_tuner_can_use_pass():
     check_tuner_budget("bayesian", 4, 10)
     check_tuner_budget("bayesian", 3, 10, num_initial_points=1)
     check_tuner_budget("random", 1, 1)
+
+
+def test_hyperband_iterates_until_the_time_budget(hypermodel, tmp_path):
+    budgeted = _tuner(
+        hypermodel, tmp_path, "hyperband", max_epochs=3, max_seconds=60.0
+    )
+    assert budgeted.oracle.hyperband_iterations == UNTIL_BUDGET
+    assert budgeted.oracle.max_seconds == 60.0
+    once = _tuner(hypermodel, tmp_path / "once", "hyperband", max_epochs=3)
+    assert once.oracle.hyperband_iterations == 1
+    capped = _tuner(
+        hypermodel,
+        tmp_path / "capped",
+        "hyperband",
+        max_epochs=3,
+        max_trials=8,
+        max_seconds=60.0,
+    )
+    assert capped.oracle.hyperband_iterations == 1

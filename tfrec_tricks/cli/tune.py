@@ -98,8 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="trials to run at most. Default: hyperband, one whole "
-        f"iteration (30 trials at --epochs 10); the others, "
-        f"{DEFAULT_MAX_TRIALS}",
+        "iteration (30 trials at --epochs 10 or 20), or with --max-minutes "
+        f"as many iterations as it allows; the others, {DEFAULT_MAX_TRIALS}",
     )
     group.add_argument(
         "--max-minutes",

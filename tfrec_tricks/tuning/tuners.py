@@ -174,7 +174,8 @@ def build_tuner(
             random trials first unless ``num_initial_points`` is given) or
             "random" (``RandomSearch``). Defaults to "hyperband".
         max_trials: int or None. Trials to run at most. None: one whole
-            Hyperband iteration, or 10 for the others. Defaults to None.
+            Hyperband iteration (as many as ``max_seconds`` allows when it
+            is set), or 10 for the others. Defaults to None.
         max_epochs: int. Hyperband's largest budget. Defaults to 10.
         directory: str. Parent folder of the project. Defaults to
             "tuning".
@@ -208,6 +209,9 @@ def build_tuner(
         **{k: options.pop(k) for k in _ORACLE_OPTIONS if k in options},
     }
     if tuner == "hyperband":
+        if max_seconds is not None and max_trials is None:
+            # The time budget ends the search: iterate until it does.
+            oracle_options.setdefault("hyperband_iterations", UNTIL_BUDGET)
         oracle = _HyperbandOracle(
             max_epochs=max_epochs, factor=factor, **oracle_options
         )
@@ -237,6 +241,8 @@ def build_tuner(
     return result
 
 
+# Hyperband iterations when only the time budget bounds the search.
+UNTIL_BUDGET = 1000
 _ORACLE_OPTIONS = (
     "hyperparameters",
     "allow_new_entries",
