@@ -11,6 +11,15 @@ initial weights, the shuffling and dropout.
         --data-path ../shared/data --encoder sasrec --num-layers 2 \\
         --every-position --rows Softmax "Softmax + CPR:100 + Mi"
 
+A second table gives test NDCG@10, HR@10 and MRR@10 (mean and range),
+the epochs run and the minutes of training; with ``--eval-negatives N``, a
+third the same against N sampled negatives (the SASRec / SSE-PT papers'
+protocol). Converged ml-1m with training windows (issue 21):
+
+    python -m benchmarks.seed_spread --data ml-1m --data-path ../shared/data \\
+        --encoder gru4rec --train-windows --eval-negatives 100 \\
+        --epochs 200 --patience 5 --rows Softmax "Softmax + CPR:100 + Mi"
+
 Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` (with
 ``-<split>`` before ``.md`` for ``--split every-user``) and a chart
 (``.png``). Seed 0 is named as the ablation's run at the same dropout, and
@@ -91,6 +100,9 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
         epochs=args.epochs,
         patience=args.patience,
         every_position=args.every_position,
+        train_windows=args.train_windows,
+        window_stride=args.window_stride,
+        eval_negatives=args.eval_negatives,
         split=args.split,
         output_dir=args.output_dir,
         name=args.name
@@ -132,6 +144,28 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
     parser.add_argument("--every-position", action="store_true")
+    parser.add_argument(
+        "--train-windows",
+        action="store_true",
+        help="train on windows of max_len items with a target at every "
+        "position (see tfrec-tricks train --help)",
+    )
+    parser.add_argument(
+        "--window-stride",
+        type=int,
+        default=0,
+        metavar="S",
+        help="with --train-windows, targets between window ends. "
+        "Default: 0 (max_len)",
+    )
+    parser.add_argument(
+        "--eval-negatives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also rank each target against N sampled negatives (SASRec's "
+        "protocol; not comparable with full ranking). Default: 0 (off)",
+    )
     common.add_training_options(parser, epochs=40, patience=5)
     common.add_split_option(parser)
     common.add_report_dir_option(parser)
@@ -203,7 +237,8 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "",
         f"{args.num_layers or 'default'} layer(s), dropout {args.dropout}, "
         "head dropout "
-        f"{args.head_dropout}, every position: {args.every_position}, split "
+        f"{args.head_dropout}, every position: {args.every_position}, "
+        f"training windows: {args.train_windows}, split "
         f"{args.split}, at "
         f"most {args.epochs} epochs, patience {args.patience} on validation "
         "NDCG@10; d=64, Adam 1e-3, batch 128, full ranking.",
@@ -231,8 +266,52 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         "Test repeat / new: the mean test NDCG@10 of the targets that repeat "
         "an item of their history and of the others (empty for runs made "
         "before it was recorded).",
+        "",
+        *metric_table(results, args.rows, seeds, "test"),
     ]
+    if all("test_sampled" in results[key] for key in results):
+        lines += [
+            "",
+            f"With {args.eval_negatives} sampled negatives "
+            "(`--eval-negatives`: each target against items the user had not "
+            "seen, as the SASRec and SSE-PT papers evaluate): not comparable "
+            "with full ranking.",
+            "",
+            *metric_table(results, args.rows, seeds, "test_sampled"),
+        ]
     return "\n".join(lines) + "\n"
+
+
+METRICS = ("ndcg@10", "hr@10", "mrr@10")
+
+
+def metric_table(results: dict, rows: list, seeds: list, split: str) -> list:
+    """Lines of a table: each metric's mean (range) on ``split``, the
+    epochs run and the minutes of training (epochs x their median)."""
+    lines = [
+        f"| variant | {' | '.join(f'{split} {m}' for m in METRICS)} "
+        "| epochs | minutes |",
+        "|---|" + "---:|" * (len(METRICS) + 2),
+    ]
+    for row in rows:
+        runs = [results[row, seed] for seed in seeds]
+        cells = []
+        for metric in METRICS:
+            values = [run[split][metric] for run in runs]
+            cells.append(
+                f"{statistics.mean(values):.4f} "
+                f"({max(values) - min(values):.4f})"
+            )
+        epochs = [run.get("epochs_run") or 0 for run in runs]
+        minutes = [
+            (run.get("seconds_per_epoch_median") or 0) * e / 60
+            for run, e in zip(runs, epochs)
+        ]
+        lines.append(
+            f"| {row} | {' | '.join(cells)} | "
+            f"{statistics.mean(epochs):.1f} | {statistics.mean(minutes):.1f} |"
+        )
+    return lines
 
 
 def by_target(results: dict, row: str, seeds: list, kind: str) -> str:

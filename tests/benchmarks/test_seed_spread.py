@@ -35,8 +35,10 @@ def test_seeds_reuse_the_ablation_run_and_differ(
 def test_report_gives_mean_range_and_change():
     def metrics(test, validation):
         return {
-            "test": {"ndcg@10": test},
+            "test": {"ndcg@10": test, "hr@10": 2 * test, "mrr@10": test / 2},
             "validation": {"ndcg@10": validation},
+            "epochs_run": 6,
+            "seconds_per_epoch_median": 30.0,
             "test_by_target": {
                 "repeat": {"ndcg@10": 2 * test},
                 "new": {"ndcg@10": test / 2},
@@ -56,6 +58,8 @@ def test_report_gives_mean_range_and_change():
         dropout=0.2,
         head_dropout=0.3,
         every_position=True,
+        train_windows=False,
+        eval_negatives=0,
         split="recbole",
         epochs=40,
         patience=5,
@@ -81,6 +85,18 @@ def test_report_gives_mean_range_and_change():
     )
     assert "split recbole" in text
     assert f"Command: `{command}`" in text
+    # NDCG, HR and MRR: mean (range); epochs and minutes (6 x 30 s).
+    assert (
+        "| MoS | 0.4300 (0.0400) | 0.8600 (0.0800) | 0.2150 (0.0200) | 6.0 "
+        "| 3.0 |"
+    ) in text
+    assert "sampled negatives" not in text
+    for key in results:
+        results[key]["test_sampled"] = dict(results[key]["test"])
+    args.eval_negatives = 100
+    text = seed_spread.report(results, args, command)
+    assert "With 100 sampled negatives" in text
+    assert "| variant | test_sampled ndcg@10 |" in text
 
 
 @pytest.mark.parametrize(
@@ -89,6 +105,15 @@ def test_report_gives_mean_range_and_change():
         ["--encoder", "gru4rec"],
         ["--encoder", "sasrec", "--num-layers", "2", "--every-position"],
         ["--encoder", "gru4rec", "--split", "every-user"],
+        [
+            "--encoder",
+            "sasrec",
+            "--train-windows",
+            "--window-stride",
+            "10",
+            "--eval-negatives",
+            "100",
+        ],
     ],
 )
 def test_base_config_is_the_ablations(options):
