@@ -252,6 +252,14 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
         )  # fmt: skip
 
     monkeypatch.setattr(tuning_search, "run_search", fake_search)
+    monkeypatch.setattr(
+        tuning_search,
+        "knob_rows",
+        lambda search, seed: [
+            row("defaults + learning_rate", [0.33], [0.42],
+                ["learning_rate: 0.001 -> 0.003"])
+        ],
+    )  # fmt: skip
     argv = ["--encoder", "sasrec", "--fixed", '{"num_layers": 2}',
             "--max-minutes", "5", "--seeds", "2",
             "--report-dir", str(tmp_path / "results")]  # fmt: skip
@@ -267,12 +275,18 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
         text
     )
     assert "(target: +2% on both within 60 min of search: met)" in text
+    assert "seed-0 run: validation 0.3000, test 0.4000" in text
+    assert (
+        "| learning_rate: 0.001 -> 0.003 | 0.3300 | 0.4200 | +10.0% / +5.0% |"
+    ) in text
     assert text.endswith(
         "![best so far](tuning_search-yoochoose-100k-sasrec.png)\n"
     )
     assert stem.with_suffix(".png").read_bytes() == b"\x89PNG trials"
     numbers = json.loads(stem.with_suffix(".json").read_text())
-    assert [r["label"] for r in numbers] == ["defaults", "trial 3"]
+    assert [r["label"] for r in numbers] == [
+        "defaults", "trial 3", "defaults + learning_rate"
+    ]  # fmt: skip
 
 
 def test_output_head_writes_its_table_and_chart(tmp_path):

@@ -93,3 +93,40 @@ def test_pick_keeps_the_defaults_unless_beaten(tmp_path):
     )
     assert "| **defaults** (chosen) | – |" in text
     assert "No trial beat the defaults on validation: keep them." in text
+
+
+def test_one_change_candidates_change_one_switch_at_a_time():
+    defaults = TrainConfig(model={"embedding_dim": 8})
+    chosen = TrainConfig(
+        batch_size=64,
+        learning_rate=0.003,
+        model={
+            "embedding_dim": 8,
+            "head": "cpr",
+            "cpr_mi": True,
+            "head_dropout": 0.3,
+            "dropout": 0.1,
+        },
+    )
+    found = {
+        c.label: c.config
+        for c in selection.one_change_candidates(defaults, chosen, 500)
+    }
+    assert sorted(found) == [
+        "defaults + batch_size",
+        "defaults + dropout",
+        "defaults + head",
+        "defaults + learning_rate",
+    ]
+    head = found["defaults + head"]
+    assert head.model == {
+        "embedding_dim": 8,
+        "head": "cpr",
+        "cpr_mi": True,
+        "head_dropout": 0.3,
+    }
+    assert (head.batch_size, head.learning_rate) == (128, 1e-3)
+    rate = found["defaults + learning_rate"]
+    assert (rate.learning_rate, rate.model) == (0.003, {"embedding_dim": 8})
+    assert found["defaults + batch_size"].batch_size == 64
+    assert selection.one_change_candidates(defaults, defaults, 500) == []

@@ -114,6 +114,64 @@ def candidates(
     return chosen
 
 
+# Settings that only matter together with their switch: changed as one.
+_SWITCH_GROUPS = {
+    "head": ("head", "cpr_", "mos_", "head_dropout"),
+    "sse": ("sse_",),
+    "features": ("features", "soft_one_hot_buckets"),
+    "encoder": ("encoder", "num_heads", "attention_dropout", "ffn_dim"),
+}
+
+
+def _group(name: str) -> str:
+    for switch, prefixes in _SWITCH_GROUPS.items():
+        if any(name.startswith(prefix) for prefix in prefixes):
+            return switch
+    return name
+
+
+def one_change_candidates(
+    defaults: TrainConfig, chosen: TrainConfig, num_items: int
+) -> list[Candidate]:
+    """The defaults with one of ``chosen``'s changes each: where a gain
+    comes from.
+
+    Settings that apply only with their switch change together (the head
+    with its CPR / MoS settings and head dropout; the SSE probabilities;
+    the features with their buckets; the encoder with its own settings).
+
+    Args:
+        defaults: the defaults' ``TrainConfig``.
+        chosen: the chosen configuration's.
+        num_items: int. The catalogue size.
+
+    Returns:
+        list of ``Candidate`` labelled "defaults + <change>", one per group
+        of changed settings (none when ``chosen`` is the defaults).
+    """
+    before = settings(defaults, num_items)
+    after = settings(chosen, num_items)
+    groups: dict[str, list[str]] = {}
+    for name in after:
+        if after[name] != before.get(name):
+            groups.setdefault(_group(name), []).append(name)
+    result = []
+    for group, names in groups.items():
+        changes = {name: after[name] for name in names}
+        train_changes = {
+            name: changes.pop(name)
+            for name in ("batch_size", "learning_rate")
+            if name in changes
+        }
+        config = dataclasses.replace(
+            defaults,
+            model={**defaults.model, **changes},
+            **train_changes,
+        )
+        result.append(Candidate(f"defaults + {group}", config))
+    return result
+
+
 def technique_summary(config: TrainConfig, num_items: int) -> str:
     """The techniques a configuration uses, e.g. "CPR:100+Mi; tied; SSE"."""
     model = config.model_config(num_items)
@@ -155,6 +213,7 @@ def retrain(
     output_dir: str,
     num_items: int,
     verbose: int = 0,
+    reference: TrainConfig | None = None,
 ) -> list[dict]:
     """Trains each candidate once per seed; one row per candidate.
 
@@ -164,6 +223,8 @@ def retrain(
         output_dir: str. Where the runs go (``<label>-seed<seed>``).
         num_items: int. The catalogue size (resolves the configurations).
         verbose: int. Keras verbosity of the runs, and a line per run.
+        reference: TrainConfig or None. What "differs" compares with.
+            Defaults to None: the first candidate's configuration.
 
     Returns:
         list of dict: label, search score, per-seed and mean validation and
@@ -171,7 +232,7 @@ def retrain(
         from the defaults.
     """
     rows = []
-    reference = None
+    baseline = settings((reference or chosen[0].config), num_items)
     for candidate in chosen:
         validation, test, seconds = [], [], 0.0
         for seed in seeds:
@@ -191,8 +252,6 @@ def retrain(
                 metrics.get("epochs_run") or 0
             )
         trained = settings(candidate.config, num_items)
-        if reference is None:
-            reference = trained
         rows.append(
             {
                 "label": candidate.label,
@@ -203,7 +262,7 @@ def retrain(
                 "test_mean": sum(test) / len(test),
                 "training_minutes": seconds / 60,
                 "techniques": technique_summary(candidate.config, num_items),
-                "differs": differences(reference, trained),
+                "differs": differences(baseline, trained),
                 "config": candidate.config,
             }
         )
