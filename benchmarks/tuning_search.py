@@ -171,11 +171,6 @@ def knob_rows(search, seed: int) -> list[dict]:
     )
 
 
-def _spread(values: list[float]) -> str:
-    mean = sum(values) / len(values)
-    return f"{mean:.4f} ({max(values) - min(values):.4f})"
-
-
 def report(
     args: argparse.Namespace, search, knobs: list[dict], command: str
 ) -> str:
@@ -203,22 +198,8 @@ def report(
         "validation NDCG@10. Leave-one-out, full ranking; mean (range) over "
         "the seeds.",
         "",
-        "| candidate | validation NDCG@10 | test NDCG@10 | change val / test "
-        "| techniques | differs from the defaults |",
-        "|---|---:|---:|---:|---|---|",
+        *selection.table_lines(rows, chosen),
     ]
-    for row in rows:
-        label = row["label"]
-        if row is chosen:
-            label = f"**{label}** (chosen)"
-        change_val = row["validation_mean"] / defaults["validation_mean"] - 1
-        change_test = row["test_mean"] / defaults["test_mean"] - 1
-        lines.append(
-            f"| {label} | {_spread(row['validation'])} | "
-            f"{_spread(row['test'])} | {change_val:+.1%} / "
-            f"{change_test:+.1%} | {row['techniques']} | "
-            f"{'; '.join(row['differs']) or '–'} |"
-        )
     change_val = chosen["validation_mean"] / defaults["validation_mean"] - 1
     change_test = chosen["test_mean"] / defaults["test_mean"] - 1
     met = change_val >= TARGET and change_test >= TARGET

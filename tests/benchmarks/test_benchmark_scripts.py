@@ -268,12 +268,11 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
     text = stem.with_suffix(".md").read_text()
     assert "2 trials (2 completed) in 4.0 min (budget 5 min)" in text
     assert (
-        "| **trial 3** (chosen) | 0.3300 (0.0000) | 0.4300 (0.0000) | "
-        "+6.5% / +4.9% | softmax; tied | learning_rate: 0.001 -> 0.003 |"
+        "| **trial 3** (chosen) | 0.3000 | 0.3300 (0.0000) | 0.4300 (0.0000) "
+        "| +6.5% / +4.9% | 2.0 | softmax; tied | learning_rate: 0.001 -> "
+        "0.003 |"
     ) in text
-    assert "| defaults | 0.3100 (0.0200) | 0.4100 (0.0200) | +0.0% / +0.0%" in (
-        text
-    )
+    assert "| defaults | 0.3000 | 0.3100 (0.0200) | 0.4100 (0.0200) | " in text
     assert "(target: +2% on both within 60 min of search: met)" in text
     assert "seed-0 run: validation 0.3000, test 0.4000" in text
     assert (

@@ -107,15 +107,8 @@ def test_hyperband(hypermodel, tmp_path):
 @pytest.mark.slow
 def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = TrainConfig(
-        synthetic_users=60,
-        synthetic_items=40,
-        max_len=10,
-        epochs=1,
-        model=dict(FIXED),
-    )
     result = run_search(
-        config,
+        _tiny_config(),
         tuner="random",
         max_trials=3,
         output_dir="tuning",

@@ -85,7 +85,10 @@ def test_pick_keeps_the_defaults_unless_beaten(tmp_path):
     text = selection.write_report(
         [defaults, better], better, str(tmp_path / "selection.md")
     )
-    assert "| **trial 2** (chosen) | 0.3000 | 0.3200 | 0.3300 | +6.5% |" in text
+    assert (
+        "| **trial 2** (chosen) | 0.3000 | 0.3200 | 0.3300 | +6.7% / +6.5% | "
+        "1.5 |"
+    ) in text
     assert "dropout: 0.2 -> 0.1" in text
     assert "keep them" not in text
     text = selection.write_report(

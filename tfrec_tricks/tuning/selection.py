@@ -279,19 +279,25 @@ def pick(rows: list[dict]) -> dict:
     return best
 
 
-def write_report(rows: list[dict], chosen: dict, path: str) -> str:
-    """Writes the selection as markdown; returns the text."""
-    seeds = len(rows[0]["validation"])
+def _spread(values: list[float]) -> str:
+    """Mean, with the range over seeds when there are several."""
+    mean = f"{sum(values) / len(values):.4f}"
+    if len(values) == 1:
+        return mean
+    return f"{mean} ({max(values) - min(values):.4f})"
+
+
+def table_lines(rows: list[dict], chosen: dict) -> list[str]:
+    """The candidates as a markdown table, the defaults (first row) first.
+
+    Columns: search score, validation and test NDCG@10 (mean, and range
+    over seeds), their change against the defaults, training minutes, the
+    techniques and what differs from the defaults.
+    """
     defaults = rows[0]
     lines = [
-        "# Selection: the best trials and the defaults, retrained",
-        "",
-        f"Each retrained with the final protocol, {seeds} seed(s); picked on "
-        "the mean validation NDCG@10. Change: test mean against the "
-        "defaults'.",
-        "",
         "| candidate | search score | validation NDCG@10 | test NDCG@10 | "
-        "change (test) | training min | techniques | differs from the "
+        "change val / test | training min | techniques | differs from the "
         "defaults |",
         "|---|---:|---:|---:|---:|---:|---|---|",
     ]
@@ -300,15 +306,30 @@ def write_report(rows: list[dict], chosen: dict, path: str) -> str:
         if row is chosen:
             label = f"**{label}** (chosen)"
         score = row["search_score"]
-        change = row["test_mean"] / defaults["test_mean"] - 1
-        differs = "; ".join(row["differs"]) or "–"
+        change_val = row["validation_mean"] / defaults["validation_mean"] - 1
+        change_test = row["test_mean"] / defaults["test_mean"] - 1
         lines.append(
             f"| {label} | {'–' if score is None else f'{score:.4f}'} | "
-            f"{row['validation_mean']:.4f} | {row['test_mean']:.4f} | "
-            f"{change:+.1%} | {row['training_minutes']:.1f} | "
-            f"{row['techniques']} | {differs} |"
+            f"{_spread(row['validation'])} | {_spread(row['test'])} | "
+            f"{change_val:+.1%} / {change_test:+.1%} | "
+            f"{row['training_minutes']:.1f} | {row['techniques']} | "
+            f"{'; '.join(row['differs']) or '–'} |"
         )
-    if chosen is defaults:
+    return lines
+
+
+def write_report(rows: list[dict], chosen: dict, path: str) -> str:
+    """Writes the selection as markdown; returns the text."""
+    seeds = len(rows[0]["validation"])
+    lines = [
+        "# Selection: the best trials and the defaults, retrained",
+        "",
+        f"Each retrained with the final protocol, {seeds} seed(s); chosen on "
+        "the mean validation NDCG@10; range over the seeds in brackets.",
+        "",
+        *table_lines(rows, chosen),
+    ]
+    if chosen is rows[0]:
         lines += [
             "",
             "No trial beat the defaults on validation: keep them.",
