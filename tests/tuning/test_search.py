@@ -124,6 +124,8 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     assert table.count("| COMPLETED |") == 3
     assert (folder / "trials.png").read_bytes()[:4] == b"\x89PNG"
     assert all(row["timing"]["seconds"] > 0 for row in result.trials)
+    # The search's time is the oracle's clock: every trial fits in it.
+    assert result.seconds >= sum(r["timing"]["seconds"] for r in result.trials)
 
     # The defaults and the best other trial, retrained; the chosen one
     # is the best on validation, the defaults unless beaten.

@@ -79,7 +79,8 @@ class SearchResult:
             hyperparameters, timing); empty on a worker.
         selection: list of dict. The retrained candidates, the defaults
             first (see ``selection.retrain``); empty without retraining.
-        seconds: float. Wall time of the search (retraining not included).
+        seconds: float. Wall time of the search over every session of it
+            (this session's on a worker; retraining not included).
         tuner: the ``keras_tuner.Tuner``.
         hypermodel: the ``SequentialRetrievalHyperModel``.
     """
@@ -289,6 +290,9 @@ def run_search(
         verbose=verbose,
     )
     seconds = time.perf_counter() - start
+    if hasattr(search_tuner.oracle, "search_seconds"):
+        # Every session of a resumed search, as its time budget counts.
+        seconds = search_tuner.oracle.search_seconds()
     if part == "worker":
         return SearchResult(
             search_dir, part, None, [], [], seconds, search_tuner, hypermodel
