@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED, search_data
 
+from tests.run_helpers import tiny_config
 from tfrec_tricks.cli import main
 from tfrec_tricks.cli.config_file import load_config_file
-from tfrec_tricks.runs.training import TrainConfig
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
@@ -172,16 +172,9 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     assert written["train"]["batch_size"] == best["train"]["batch_size"]
 
 
-def _tiny_config(**changes):
-    values = dict(
-        synthetic_users=60,
-        synthetic_items=40,
-        max_len=10,
-        epochs=1,
-        model=dict(FIXED),
-    )
-    values.update(changes)
-    return TrainConfig(**values)
+def _tiny_config():
+    # Named after the data (no name), one epoch per trial.
+    return tiny_config(".", epochs=1, name=None, model=dict(FIXED))
 
 
 @pytest.mark.parametrize(
