@@ -41,6 +41,7 @@ from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
     finished_metrics,
     train,
+    training_minutes,
 )
 
 
@@ -303,10 +304,7 @@ def metric_table(results: dict, rows: list, seeds: list, split: str) -> list:
                 f"({max(values) - min(values):.4f})"
             )
         epochs = [run.get("epochs_run") or 0 for run in runs]
-        minutes = [
-            (run.get("seconds_per_epoch_median") or 0) * e / 60
-            for run, e in zip(runs, epochs)
-        ]
+        minutes = [training_minutes(run) for run in runs]
         lines.append(
             f"| {row} | {' | '.join(cells)} | "
             f"{statistics.mean(epochs):.1f} | {statistics.mean(minutes):.1f} |"

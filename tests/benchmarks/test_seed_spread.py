@@ -91,6 +91,8 @@ def test_report_gives_mean_range_and_change():
         "| 3.0 |"
     ) in text
     assert "sampled negatives" not in text
+    # A run without epoch times (reused from before they were recorded).
+    assert seed_spread.training_minutes({"epochs_run": 4}) == 0
     for key in results:
         results[key]["test_sampled"] = dict(results[key]["test"])
     args.eval_negatives = 100

@@ -625,6 +625,14 @@ def _log(verbose: int, message: str) -> None:
         print(message, flush=True)
 
 
+def training_minutes(results: dict) -> float:
+    """A run's training minutes from its metrics: epochs times their
+    median (an estimate that needs no clock around a reused run; 0 for a
+    run without epoch times)."""
+    seconds = results.get("seconds_per_epoch_median") or 0.0
+    return seconds * (results.get("epochs_run") or 0) / 60
+
+
 def format_results(results: dict, run_dir: str) -> str:
     """The final table printed after training."""
     names = list(results["validation"])

@@ -1,11 +1,12 @@
 """Selection that survives noise: retrain the best trials and the defaults.
 
 A search scores each trial once, often on a shortened budget (Hyperband's
-early rounds), so its best score is partly luck. ``select`` retrains the
+early rounds), so its best score is partly luck. This module retrains the
 few best distinct configurations and the defaults (what ``tfrec-tricks
 train`` trains with the same options) with the final protocol (the
-search's ``--epochs`` and ``--patience``, for each seed), and picks the one
-with the best mean validation NDCG@10. A configuration replaces the
+search's ``--epochs`` and ``--patience``, for each seed): ``candidates``,
+``retrain``; ``pick`` chooses the one with the best mean validation
+NDCG@10. A configuration replaces the
 defaults only when it beats them there: the search can report "keep your
 defaults".
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from tfrec_tricks.runs.run_directory import differences
 from tfrec_tricks.runs.train_config import DERIVED_MODEL_FIELDS, TrainConfig
-from tfrec_tricks.runs.training import train
+from tfrec_tricks.runs.training import train, training_minutes
 
 DEFAULTS = "defaults"
 SELECTION_DIR = "selection"
@@ -234,7 +235,7 @@ def retrain(
     rows = []
     baseline = settings((reference or chosen[0].config), num_items)
     for candidate in chosen:
-        validation, test, seconds = [], [], 0.0
+        validation, test, minutes = [], [], 0.0
         for seed in seeds:
             name = f"{candidate.label.replace(' ', '-')}-seed{seed}"
             run_config = dataclasses.replace(
@@ -245,12 +246,7 @@ def retrain(
             result = train(run_config, verbose=verbose)
             validation.append(result.metrics["validation"]["ndcg@10"])
             test.append(result.metrics["test"]["ndcg@10"])
-            # Epochs times their median: an estimate that needs no clock
-            # around a run that may have been reused.
-            metrics = result.metrics
-            seconds += (metrics.get("seconds_per_epoch_median") or 0.0) * (
-                metrics.get("epochs_run") or 0
-            )
+            minutes += training_minutes(result.metrics)
         trained = settings(candidate.config, num_items)
         rows.append(
             {
@@ -260,7 +256,7 @@ def retrain(
                 "test": test,
                 "validation_mean": sum(validation) / len(validation),
                 "test_mean": sum(test) / len(test),
-                "training_minutes": seconds / 60,
+                "training_minutes": minutes,
                 "techniques": technique_summary(candidate.config, num_items),
                 "differs": differences(baseline, trained),
                 "config": candidate.config,
