@@ -21,10 +21,19 @@ batches of a freshly shuffled epoch (the batches' order is shuffled anew
 at each pass, so the K batches are a random draw from the epoch's mix of
 history lengths). The prefix epoch is then (batches per epoch) x (median
 seconds per batch of those K-batch runs). A windowed job trains its whole
-epoch. Every model/protocol pair trains once untimed (graph tracing), then
-the pairs take turns, one job each, for ``--epochs - 1`` rounds, so that a
-slow spell of the shared host hits every pair alike. The target: windowed
-epochs at least 10x faster than prefix epochs for each model.
+epoch, or its first ``--windowed-batches``. Every model/protocol pair
+trains once untimed (graph tracing), then the pairs take turns, one job
+each, for ``--epochs - 1`` rounds, so that a slow spell of the shared host
+hits every pair alike. The target: windowed epochs at least 10x faster
+than prefix epochs for each model.
+
+A third job takes its turns with them: the full-softmax output layer
+alone (``softmax_layer_job``: the logits of the epoch's targets against
+the whole catalogue, the cross-entropy, its gradients and Adam's update,
+in batches of the windowed epoch's mean targets per batch). Both protocols
+pay it for every target, so no protocol that trains every target against
+the whole catalogue has a faster epoch: prefix epoch / that floor is the
+largest speed-up a windowed epoch could reach.
 
     python -m benchmarks.windowed_speed --data-path ../shared/data
 
@@ -36,6 +45,7 @@ import dataclasses
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -43,6 +53,8 @@ import numpy as np
 from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
+
+import tensorflow as tf  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.epoch_speed import (  # noqa: E402
@@ -55,6 +67,7 @@ from benchmarks.epoch_speed import (  # noqa: E402
 from tfrec_tricks.data import Interactions, load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.data.train_windows import train_windows  # noqa: E402
+from tfrec_tricks.models import ModelConfig  # noqa: E402
 
 PROTOCOLS = ("prefix", "windowed")
 #: The issue's target: windowed epochs this many times faster.
@@ -104,7 +117,56 @@ def recorded(
     return job
 
 
-def summarize(counts: dict, times: dict, prefix_batches: int) -> dict:
+#: The floor job's name in the timings.
+FLOOR = "softmax layer alone"
+
+
+def softmax_layer_job(
+    num_items: int, dim: int, targets: int, batches: int, seed: int = 0
+) -> Callable[[], float]:
+    """A job timing the full-softmax output layer alone for ``batches`` steps.
+
+    Each step scores ``targets`` states of width ``dim`` against a
+    ``[num_items, dim]`` table, takes the softmax cross-entropy, and
+    applies Adam to the states' and the table's gradients: the work every
+    trained target costs under any protocol.
+
+    Returns:
+        A function that runs the steps and returns their seconds.
+    """
+    generator = tf.random.Generator.from_seed(seed)
+    states = tf.Variable(generator.normal([targets, dim]))
+    table = tf.Variable(generator.normal([num_items, dim]) * 0.05)
+    labels = generator.uniform([targets], 1, num_items, tf.int32)
+    optimizer = tf.keras.optimizers.Adam(1e-3)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            logits = tf.matmul(states, table, transpose_b=True)
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+            )
+        grads = tape.gradient(loss, [states, table])
+        optimizer.apply_gradients(zip(grads, [states, table]))
+        return loss
+
+    def run() -> float:
+        start = time.perf_counter()
+        for _ in range(batches):
+            loss = step()
+        float(loss)  # waits for the last step
+        return time.perf_counter() - start
+
+    return run
+
+
+def summarize(
+    counts: dict,
+    times: dict,
+    prefix_batches: int,
+    windowed_batches: int | None = None,
+) -> dict:
     """Per model: each protocol's s/batch and epoch seconds, the ratio.
 
     Args:
@@ -113,6 +175,8 @@ def summarize(counts: dict, times: dict, prefix_batches: int) -> dict:
             (untimed) run left out.
         prefix_batches: batches of each prefix run (``--prefix-batches``;
             fewer when the epoch has fewer).
+        windowed_batches: batches of each windowed run
+            (``--windowed-batches``); None: the whole epoch.
 
     Returns:
         {model: {protocol: {"seconds", "batches_per_run", "median",
@@ -120,7 +184,10 @@ def summarize(counts: dict, times: dict, prefix_batches: int) -> dict:
     """
     per_run = {
         "prefix": min(prefix_batches, counts["prefix"]["batches"]),
-        "windowed": counts["windowed"]["batches"],
+        "windowed": min(
+            windowed_batches or counts["windowed"]["batches"],
+            counts["windowed"]["batches"],
+        ),
     }
     results = {}
     for model, runs in times.items():
@@ -151,6 +218,7 @@ def report(
     results: dict,
     rounds: int,
     load: tuple[float, ...],
+    floor: dict | None = None,
 ) -> str:
     """The markdown report: what was measured, the table, the verdict.
 
@@ -161,9 +229,24 @@ def report(
         results: ``summarize``'s answer.
         rounds: timed runs per model and protocol.
         load: the load average at the end.
+        floor: ``floor_summary``'s answer, or None (not measured).
     """
     prefix_runs = next(iter(results.values()))["prefix"]["batches_per_run"]
+    windowed_runs = next(iter(results.values()))["windowed"]["batches_per_run"]
     prefix, windowed = counts["prefix"], counts["windowed"]
+    if windowed_runs < windowed["batches"]:
+        windowed_line = (
+            f"- windowed epoch (stride {windowed['stride']}): "
+            f"{windowed['batches']:,} batches x median s/batch of "
+            f"{windowed_runs:,}-batch runs, the first of a freshly shuffled "
+            "epoch."
+        )
+    else:
+        windowed_line = (
+            f"- windowed epoch (stride {windowed['stride']}): measured "
+            f"whole, {windowed['batches']:,} batches per run (median of the "
+            "runs)."
+        )
     met = sum(entry["met"] for entry in results.values())
     lines = [
         f"Command: `{command}`",
@@ -182,8 +265,7 @@ def report(
         f"{prefix_runs}))`). Each run's batches are the first of a freshly "
         "shuffled epoch (batch order reshuffled at every pass), a random "
         "draw from the epoch's mix of history lengths.",
-        f"- windowed epoch (stride {windowed['stride']}): measured whole, "
-        f"{windowed['batches']:,} batches per run (median of the runs).",
+        windowed_line,
         "",
         "| model | protocol | rows / epoch | targets / epoch | batches / "
         "epoch | s/batch | epoch s | prefix / windowed | >= "
@@ -213,11 +295,60 @@ def report(
         f"Target (windowed epoch >= {TARGET:g}x faster): met by {met} of "
         f"{len(results)} models.",
     ]
+    if floor is not None:
+        floor_seconds = floor["epoch_seconds"]
+        best = ", ".join(
+            f"{model} {entry['prefix']['epoch_seconds'] / floor_seconds:.1f}x"
+            for model, entry in results.items()
+        )
+        lines += [
+            "",
+            f"The full-softmax output layer alone ({floor['items']:,} items, "
+            f"d={floor['dim']}, {floor['targets_per_batch']:,} targets per "
+            "step: logits, cross-entropy, gradients, Adam) takes "
+            f"{floor['epoch_seconds']:.2f} s for the epoch's "
+            f"{windowed['batches']:,} steps ({floor['s_per_batch']:.4f} s "
+            "each). Every protocol that trains each target against the "
+            "whole catalogue pays it, so the largest speed-up a windowed "
+            f"epoch could reach is prefix epoch / {floor['epoch_seconds']:.2f}"
+            f" s: {best}.",
+        ]
     return "\n".join(lines)
 
 
-def plot(results: dict, path: str) -> None:
-    """Bars of each model's epoch seconds per protocol, log scale."""
+def floor_summary(
+    seconds: list[float],
+    batches_per_run: int,
+    batches_per_epoch: int,
+    targets_per_batch: int,
+    items: int,
+    dim: int,
+) -> dict:
+    """The output-layer floor: median s/step and the epoch's seconds.
+
+    Args:
+        seconds: each timed run's seconds.
+        batches_per_run: steps per run.
+        batches_per_epoch: the windowed epoch's batches.
+        targets_per_batch: targets per step.
+        items: the catalogue's rows (padding included).
+        dim: the states' width.
+    """
+    per_batch = statistics.median(seconds) / batches_per_run
+    return {
+        "seconds": list(seconds),
+        "batches_per_run": batches_per_run,
+        "s_per_batch": per_batch,
+        "epoch_seconds": per_batch * batches_per_epoch,
+        "targets_per_batch": targets_per_batch,
+        "items": items,
+        "dim": dim,
+    }
+
+
+def plot(results: dict, path: str, floor: dict | None = None) -> None:
+    """Bars of each model's epoch seconds per protocol, log scale, and the
+    softmax-layer floor as a line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -239,6 +370,13 @@ def plot(results: dict, path: str) -> None:
             (i - width / 2, results[model]["prefix"]["epoch_seconds"]),
             ha="center",
             va="bottom",
+        )
+    if floor is not None:
+        axis.axhline(
+            floor["epoch_seconds"],
+            color="black",
+            linestyle="--",
+            label="softmax layer alone",
         )
     axis.set_yscale("log")
     axis.set_xticks(range(len(models)), models)
@@ -286,6 +424,14 @@ def build_parser() -> argparse.ArgumentParser:
         "from them). Default: 320",
     )
     parser.add_argument(
+        "--windowed-batches",
+        type=positive,
+        default=None,
+        help="batches per windowed run (the epoch's time is extrapolated "
+        "from them), and steps per run of the softmax-layer floor. "
+        "Default: the whole epoch",
+    )
+    parser.add_argument(
         "--max-users",
         type=positive,
         default=None,
@@ -327,7 +473,9 @@ def main(argv: list[str] | None = None) -> int:
         counts[protocol]["batches"] = int(dataset.cardinality())
     feeds = {
         "prefix": datasets["prefix"].take(args.prefix_batches),
-        "windowed": datasets["windowed"],
+        "windowed": datasets["windowed"].take(
+            args.windowed_batches or counts["windowed"]["batches"]
+        ),
     }
     logs, jobs = {}, {}
     for name in args.models:
@@ -340,12 +488,36 @@ def main(argv: list[str] | None = None) -> int:
                 logs[name, protocol],
                 f"{name} {protocol}",
             )
+    floor_steps = min(
+        args.windowed_batches or counts["windowed"]["batches"],
+        counts["windowed"]["batches"],
+    )
+    targets_per_batch = round(
+        counts["windowed"]["targets"] / counts["windowed"]["batches"]
+    )
+    dim = ModelConfig(num_items=data.num_items).embedding_dim
+    logs[FLOOR] = []
+    jobs[FLOOR] = recorded(
+        softmax_layer_job(data.num_items, dim, targets_per_batch, floor_steps),
+        logs[FLOOR],
+        FLOOR,
+    )
     interleaved_epoch_seconds(jobs, args.epochs)
     times = {
         name: {protocol: logs[name, protocol][1:] for protocol in PROTOCOLS}
         for name in args.models
     }
-    results = summarize(counts, times, args.prefix_batches)
+    results = summarize(
+        counts, times, args.prefix_batches, args.windowed_batches
+    )
+    floor = floor_summary(
+        logs[FLOOR][1:],
+        floor_steps,
+        counts["windowed"]["batches"],
+        targets_per_batch,
+        data.num_items,
+        dim,
+    )
     load = os.getloadavg()
     command = common.command_line("windowed_speed", argv)
     users = len(np.unique(np.asarray(interactions.users)))
@@ -355,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
         + f": {users:,} users, {data.num_items - 1:,} items, max_len "
         f"{data.max_len}, split recbole, seed {args.seed}"
     )
-    text = report(command, description, counts, results, args.epochs - 1, load)
+    text = report(
+        command, description, counts, results, args.epochs - 1, load, floor
+    )
     common.write_report(
         common.report_stem(args.report_dir, "windowed_speed"),
         text,
@@ -365,13 +539,15 @@ def main(argv: list[str] | None = None) -> int:
             "counts": counts,
             "prefix_batches": args.prefix_batches,
             "first_run_seconds": {
-                f"{name}/{protocol}": log[0]
-                for (name, protocol), log in logs.items()
+                f"{key[0]}/{key[1]}": log[0]
+                for key, log in logs.items()
+                if key != FLOOR
             },
             "models": results,
+            "softmax_layer_floor": floor,
             "load_average": list(load),
         },
-        chart=lambda path: plot(results, path),
+        chart=lambda path: plot(results, path, floor),
     )
     print(text)
     return 0

@@ -133,8 +133,8 @@ DEFAULTS = {
         "data": "ml-1m", "data_path": None,
         "models": ["gru4rec:Softmax", "gru4rec:CPR:100+Mi", "sasrec:Softmax",
                    "sasrec:CPR:100+Mi"],
-        "epochs": 3, "prefix_batches": 320, "max_users": None, "seed": 0,
-        "report_dir": common.RESULTS,
+        "epochs": 3, "prefix_batches": 320, "windowed_batches": None,
+        "max_users": None, "seed": 0, "report_dir": common.RESULTS,
     }),
 }  # fmt: skip
 
