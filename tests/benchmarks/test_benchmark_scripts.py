@@ -35,6 +35,7 @@ TRAINING_RUNS = {
     "every_position": False,
     "train_windows": False,
     "window_stride": 0,
+    "learning_rate": 0.001,
     "eval_negatives": 0,
     "epochs": 40,
     "patience": 5,

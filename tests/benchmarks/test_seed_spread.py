@@ -66,6 +66,7 @@ def test_report_gives_mean_range_and_change():
         rows=["Softmax", "MoS"],
         seeds=[0, 1],
         name=None,
+        learning_rate=0.005,
     )
     command = "python -m benchmarks.seed_spread --rows Softmax MoS"
     text = seed_spread.report(results, args, command)
@@ -84,6 +85,7 @@ def test_report_gives_mean_range_and_change():
         results, args, command
     )
     assert "split recbole" in text
+    assert "d=64, Adam 0.005, batch 128" in text
     assert f"Command: `{command}`" in text
     # NDCG, HR and MRR: mean (range); epochs and minutes (6 x 30 s).
     assert (
@@ -116,6 +118,7 @@ def test_report_gives_mean_range_and_change():
             "--eval-negatives",
             "100",
         ],
+        ["--encoder", "gru4rec", "--train-windows", "--learning-rate", "0.005"],
     ],
 )
 def test_base_config_is_the_ablations(options):
