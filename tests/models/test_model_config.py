@@ -81,6 +81,20 @@ def test_cross_field_checks():
     ModelConfig(num_items=10, head="softmax", cpr_reranker_ks=(100,))
 
 
+def test_head_dropout_defaults_to_the_heads_measured_rate():
+    assert ModelConfig(num_items=9).head_dropout is None
+    assert ModelConfig(num_items=200, head="cpr").head_dropout_rate() == 0.3
+    assert ModelConfig(num_items=9, head="mos").head_dropout_rate() == 0.0
+    assert ModelConfig(num_items=9).head_dropout_rate() == 0.0
+    given = ModelConfig(num_items=200, head="cpr", head_dropout=0.0)
+    assert given.head_dropout_rate() == 0.0
+    # None survives the JSON round trip: the run keeps the head's default.
+    assert ModelConfig.from_json(given.to_json()) == given
+    assert ModelConfig.from_json(ModelConfig(num_items=9).to_json()) == (
+        ModelConfig(num_items=9)
+    )
+
+
 def test_unknown_keys_are_rejected():
     with pytest.raises(ValueError, match="Unknown model config keys"):
         ModelConfig.from_dict({"num_items": 10, "tied": True})

@@ -248,7 +248,11 @@ def test_head_dropout_reaches_the_head_and_acts_in_training_only(
     first = model(batch, training=True).numpy()
     second = model(batch, training=True).numpy()
     assert not np.allclose(first, second)
-    assert make_model(data, dropout=0.0, **overrides).head.dropout == 0.0
+    # None (the default): 0.3 for cpr, measured; 0 for mos.
+    default = make_model(data, dropout=0.0, **overrides).head.dropout
+    assert default == {"cpr": 0.3, "mos": 0.0}[overrides["head"]]
+    off = make_model(data, dropout=0.0, head_dropout=0.0, **overrides)
+    assert off.head.dropout == 0.0
 
 
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
@@ -326,7 +330,13 @@ def _hand_sampled_loss(logits, targets, probability, hard=None):
 def test_sampled_loss_matches_a_hand_computation(data, overrides):
     counts = np.arange(data.num_items, dtype=np.float64)
     model = SequentialRetrievalModel(
-        make_config(data, objective="sampled", dropout=0.0, **overrides),
+        make_config(
+            data,
+            objective="sampled",
+            dropout=0.0,
+            head_dropout=0.0,
+            **overrides,
+        ),
         item_frequencies=counts,
     )
     # Targets 5 and 9 repeat: accidental hits to remove.

@@ -245,14 +245,14 @@ class SequentialRetrievalModel(tfrs.Model):
                 mi_layers=min(2, config.num_layers),
                 merge=config.cpr_merge,
                 start_as_softmax=config.cpr_start_as_softmax,
-                dropout=config.head_dropout,
+                dropout=config.head_dropout_rate(),
                 output_dim=d,
                 name="cpr_head",
             )
         elif config.head == "mos":
             self.head = MixtureOfSoftmax(
                 config.mos_components,
-                dropout=config.head_dropout,
+                dropout=config.head_dropout_rate(),
                 output_dim=d,
                 name="mos_head",
             )

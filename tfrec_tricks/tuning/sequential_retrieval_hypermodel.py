@@ -22,6 +22,7 @@ from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
 )
+from tfrec_tricks.models.config import CPR_HEAD_DROPOUT  # noqa: E402
 from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 
@@ -160,7 +161,8 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
                 "min_value": 0.0,
                 "max_value": 0.5,
                 "step": 0.1,
-                "default": _default("head_dropout"),
+                # ``train``'s None means the cpr head's default (mos: 0).
+                "default": CPR_HEAD_DROPOUT,
             },
             ("head", ["cpr", "mos"]),
         ),
