@@ -97,10 +97,10 @@ class ModelConfig:
     )
     head_dropout: float | None = option(
         None,
-        "dropout on the query projections of the cpr and mos heads; None "
-        "means 0.3 for cpr (measured) and 0 for mos.",
+        "dropout on the query projections of the cpr and mos heads (None: "
+        "the head's default).",
         check="probability",
-        default_text="0.3 with --head cpr, 0 with mos",
+        default_text="0.3 with --head cpr (measured), 0 with mos",
     )
     tie_embeddings: bool = option(
         True,
