@@ -306,12 +306,12 @@ def report(
             f"The full-softmax output layer alone ({floor['items']:,} items, "
             f"d={floor['dim']}, {floor['targets_per_batch']:,} targets per "
             "step: logits, cross-entropy, gradients, Adam) takes "
-            f"{floor['epoch_seconds']:.2f} s for the epoch's "
+            f"{floor_seconds:.2f} s for the epoch's "
             f"{windowed['batches']:,} steps ({floor['s_per_batch']:.4f} s "
             "each). Every protocol that trains each target against the "
             "whole catalogue pays it, so the largest speed-up a windowed "
-            f"epoch could reach is prefix epoch / {floor['epoch_seconds']:.2f}"
-            f" s: {best}.",
+            f"epoch could reach is prefix epoch / {floor_seconds:.2f} s: "
+            f"{best}.",
         ]
     return "\n".join(lines)
 
@@ -471,11 +471,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     for protocol, dataset in datasets.items():
         counts[protocol]["batches"] = int(dataset.cardinality())
+    # Steps of each windowed run, and of the softmax-layer floor's.
+    windowed_steps = min(
+        args.windowed_batches or counts["windowed"]["batches"],
+        counts["windowed"]["batches"],
+    )
     feeds = {
         "prefix": datasets["prefix"].take(args.prefix_batches),
-        "windowed": datasets["windowed"].take(
-            args.windowed_batches or counts["windowed"]["batches"]
-        ),
+        "windowed": datasets["windowed"].take(windowed_steps),
     }
     logs, jobs = {}, {}
     for name in args.models:
@@ -488,17 +491,15 @@ def main(argv: list[str] | None = None) -> int:
                 logs[name, protocol],
                 f"{name} {protocol}",
             )
-    floor_steps = min(
-        args.windowed_batches or counts["windowed"]["batches"],
-        counts["windowed"]["batches"],
-    )
     targets_per_batch = round(
         counts["windowed"]["targets"] / counts["windowed"]["batches"]
     )
     dim = ModelConfig(num_items=data.num_items).embedding_dim
     logs[FLOOR] = []
     jobs[FLOOR] = recorded(
-        softmax_layer_job(data.num_items, dim, targets_per_batch, floor_steps),
+        softmax_layer_job(
+            data.num_items, dim, targets_per_batch, windowed_steps
+        ),
         logs[FLOOR],
         FLOOR,
     )
@@ -512,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     floor = floor_summary(
         logs[FLOOR][1:],
-        floor_steps,
+        windowed_steps,
         counts["windowed"]["batches"],
         targets_per_batch,
         data.num_items,
