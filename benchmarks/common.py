@@ -240,6 +240,25 @@ def add_training_options(
     )
 
 
+def add_window_options(parser: argparse.ArgumentParser) -> None:
+    """``--train-windows`` and ``--window-stride`` (``TrainConfig``'s
+    ``train_windows`` and ``window_stride``)."""
+    parser.add_argument(
+        "--train-windows",
+        action="store_true",
+        help="train on windows of max_len items with a target at every "
+        "position (see tfrec-tricks train --help)",
+    )
+    parser.add_argument(
+        "--window-stride",
+        type=int,
+        default=0,
+        metavar="S",
+        help="with --train-windows, targets between window ends. "
+        "Default: 0 (max_len)",
+    )
+
+
 def add_seed_option(parser: argparse.ArgumentParser) -> None:
     """``--seed``: a run's seed (initial weights, shuffling, dropout)."""
     parser.add_argument(

@@ -146,20 +146,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
     parser.add_argument("--every-position", action="store_true")
-    parser.add_argument(
-        "--train-windows",
-        action="store_true",
-        help="train on windows of max_len items with a target at every "
-        "position (see tfrec-tricks train --help)",
-    )
-    parser.add_argument(
-        "--window-stride",
-        type=int,
-        default=0,
-        metavar="S",
-        help="with --train-windows, targets between window ends. "
-        "Default: 0 (max_len)",
-    )
+    common.add_window_options(parser)
     parser.add_argument(
         "--eval-negatives",
         type=int,

@@ -8,6 +8,11 @@ best distinct trials are retrained with the final protocol (at most
 and the best on mean validation NDCG@10 is chosen. The defaults are what
 ``tfrec-tricks train`` trains with the same fixed options (``--fixed``).
 
+With ``--train-windows`` (``--window-stride``) every trial and retrained
+run trains on windows of ``max_len`` items, as ``tfrec-tricks train
+--train-windows`` does, and the names gain ``-windows``. Long histories
+(MovieLens) search many more trials in the same minutes that way.
+
 Writes ``benchmarks/results/tuning_search-<data>-<encoder>.md``: every
 candidate's validation and test NDCG@10 (mean and range over the seeds)
 beside the defaults', the change, the techniques each uses and what it
@@ -61,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train every position of a session in one row (SASRec)",
     )
+    common.add_window_options(parser)
     parser.add_argument("--tuner", default=DEFAULT_TUNER, choices=TUNERS)
     parser.add_argument(
         "--max-minutes",
@@ -112,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         patience=args.patience,
         seed=args.seed,
         every_position=args.every_position,
+        train_windows=args.train_windows,
+        window_stride=args.window_stride,
         output_dir=args.output_dir,
-        name=f"tuning-{args.data}-{args.encoder}",
+        name=f"tuning-{_label(args)}",
         model=fixed,
     )
     search = run_search(
@@ -134,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         args, search, knobs, common.command_line("tuning_search", argv)
     )
     paths = common.write_report(
-        common.report_stem(
-            args.report_dir, "tuning_search", args.data, args.encoder
-        ),
+        common.report_stem(args.report_dir, "tuning_search", *_parts(args)),
         text,
         numbers=[
             {k: v for k, v in row.items() if k != "config"}
@@ -149,6 +155,26 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"Wrote {paths['md']}")
     return 0
+
+
+def _parts(args: argparse.Namespace) -> list[str]:
+    """What the search is of: data, encoder, "windows" with training
+    windows (the search's and the report's name)."""
+    return [args.data, args.encoder] + ["windows"] * args.train_windows
+
+
+def _label(args: argparse.Namespace) -> str:
+    return "-".join(_parts(args))
+
+
+def _training(args: argparse.Namespace) -> str:
+    """The training protocol, in words."""
+    if args.train_windows:
+        stride = args.window_stride or "max_len"
+        return f"windows of max_len items (stride {stride})"
+    if args.every_position:
+        return "every position of a session in one row"
+    return "one row per target (prefixes)"
 
 
 def knob_rows(search, seed: int) -> list[dict]:
@@ -181,7 +207,7 @@ def report(
     completed = sum(r["status"] == "COMPLETED" for r in search.trials)
     scores = [r["score"] for r in search.trials if r["score"] is not None]
     retrain_minutes = sum(r["training_minutes"] for r in rows)
-    stem = f"tuning_search-{args.data}-{args.encoder}"
+    stem = f"tuning_search-{_label(args)}"
     lines = [
         f"# KerasTuner search on {args.data}, {args.encoder}",
         "",
@@ -195,8 +221,8 @@ def report(
         f"distinct trials retrained, {args.seeds} seed(s) each (at most "
         f"{args.epochs} epochs, patience {args.patience}; "
         f"{retrain_minutes:.0f} min of training), chosen on the mean "
-        "validation NDCG@10. Leave-one-out, full ranking; mean (range) over "
-        "the seeds.",
+        f"validation NDCG@10. Trained on {_training(args)}; leave-one-out, "
+        "full ranking; mean (range) over the seeds.",
         "",
         *selection.table_lines(rows, chosen),
     ]

@@ -126,7 +126,8 @@ DEFAULTS = {
     }),
     "tuning_search": ([], {
         "data": "yoochoose-100k", "data_path": None, "encoder": "gru4rec",
-        "every_position": False, "tuner": "hyperband", "max_minutes": 60.0,
+        "every_position": False, "train_windows": False, "window_stride": 0,
+        "tuner": "hyperband", "max_minutes": 60.0,
         "max_trials": None, "retrain_top": 3, "seeds": 3, "epochs": 20,
         "patience": 3, "seed": 0, "output_dir": "runs/benchmarks",
         "fixed": "{}", "report_dir": common.RESULTS,
@@ -241,6 +242,8 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
 
     def fake_search(config, **options):
         assert config.model == {"encoder": "sasrec", "num_layers": 2}
+        assert (config.train_windows, config.window_stride) == (True, 10)
+        assert config.name == "tuning-yoochoose-100k-sasrec-windows"
         assert (options["max_minutes"], options["seeds"]) == (5.0, 2)
         return types.SimpleNamespace(
             selection=[
@@ -263,11 +266,13 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
         ],
     )  # fmt: skip
     argv = ["--encoder", "sasrec", "--fixed", '{"num_layers": 2}',
-            "--max-minutes", "5", "--seeds", "2",
+            "--max-minutes", "5", "--seeds", "2", "--train-windows",
+            "--window-stride", "10",
             "--report-dir", str(tmp_path / "results")]  # fmt: skip
     assert tuning_search.main(argv) == 0
-    stem = tmp_path / "results" / "tuning_search-yoochoose-100k-sasrec"
+    stem = tmp_path / "results" / "tuning_search-yoochoose-100k-sasrec-windows"
     text = stem.with_suffix(".md").read_text()
+    assert "Trained on windows of max_len items (stride 10)" in text
     assert "2 trials (2 completed) in 4.0 min (budget 5 min)" in text
     assert (
         "| **trial 3** (chosen) | 0.3000 | 0.3300 (0.0000) | 0.4300 (0.0000) "
@@ -281,7 +286,7 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
         "| learning_rate: 0.001 -> 0.003 | 0.3300 | 0.4200 | +10.0% / +5.0% |"
     ) in text
     assert text.endswith(
-        "![best so far](tuning_search-yoochoose-100k-sasrec.png)\n"
+        "![best so far](tuning_search-yoochoose-100k-sasrec-windows.png)\n"
     )
     assert stem.with_suffix(".png").read_bytes() == b"\x89PNG trials"
     numbers = json.loads(stem.with_suffix(".json").read_text())

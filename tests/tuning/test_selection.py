@@ -133,3 +133,13 @@ def test_one_change_candidates_change_one_switch_at_a_time():
     assert (rate.learning_rate, rate.model) == (0.003, {"embedding_dim": 8})
     assert found["defaults + batch_size"].batch_size == 64
     assert selection.one_change_candidates(defaults, defaults, 500) == []
+
+
+def test_settings_compare_the_effective_head_dropout():
+    # train's None is the head's default: the same model as 0.3 given.
+    default = TrainConfig(model={"head": "cpr"})
+    explicit = TrainConfig(model={"head": "cpr", "head_dropout": 0.3})
+    other = TrainConfig(model={"head": "cpr", "head_dropout": 0.1})
+    assert selection.settings(default, 500) == selection.settings(explicit, 500)
+    assert selection.settings(default, 500) != selection.settings(other, 500)
+    assert selection.one_change_candidates(default, explicit, 500) == []

@@ -120,6 +120,17 @@ def test_fixed_values(data):
     assert hypermodel.batch_size(hp) == 32
 
 
+@pytest.mark.parametrize("head, rate", [("cpr", 0.3), ("mos", 0.0)])
+def test_first_trial_head_dropout_is_the_fixed_heads_default(data, head, rate):
+    # train's head dropout is None: 0.3 for cpr, 0 for mos. The first trial
+    # (the hyperparameters' defaults) must train the same.
+    hypermodel = SequentialRetrievalHyperModel(data, fixed={"head": head})
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hp.get("head_dropout") == rate
+    assert hypermodel.model_config(hp).head_dropout_rate() == rate
+
+
 def test_hyperparameters_narrow_and_extend_the_space(data):
     custom = keras_tuner.HyperParameters()
     custom.Choice("embedding_dim", [16, 24])

@@ -21,6 +21,13 @@ CPR_MERGES = ("replace", "add")
 CPR_HEAD_DROPOUT = 0.3
 
 
+def default_head_dropout(head: str) -> float:
+    """The head dropout ``head`` trains with when none is given: 0.3 for
+    cpr (``CPR_HEAD_DROPOUT``, measured), 0 for the others (mos: not
+    measured)."""
+    return CPR_HEAD_DROPOUT if head == "cpr" else 0.0
+
+
 @document_fields
 @dataclasses.dataclass
 class ModelConfig:
@@ -327,7 +334,7 @@ class ModelConfig:
         """``head_dropout``, or the head's default when it is None."""
         if self.head_dropout is not None:
             return float(self.head_dropout)
-        return CPR_HEAD_DROPOUT if self.head == "cpr" else 0.0
+        return default_head_dropout(self.head)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -68,8 +68,14 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
 
 
 def settings(config: TrainConfig, num_items: int) -> dict:
-    """What a configuration trains: the resolved model and the batch size."""
-    model = config.model_config(num_items).to_dict()
+    """What a configuration trains: the resolved model and the batch size.
+
+    The head dropout is its effective rate: ``train``'s None (the head's
+    default) and the same rate given explicitly train the same model.
+    """
+    resolved = config.model_config(num_items)
+    model = resolved.to_dict()
+    model["head_dropout"] = resolved.head_dropout_rate()
     for name in ("num_items", "max_len"):
         model.pop(name)
     return {**model, "batch_size": config.batch_size}

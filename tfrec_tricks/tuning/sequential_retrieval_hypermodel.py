@@ -22,7 +22,7 @@ from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
 )
-from tfrec_tricks.models.config import CPR_HEAD_DROPOUT  # noqa: E402
+from tfrec_tricks.models.config import default_head_dropout  # noqa: E402
 from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 
@@ -49,8 +49,15 @@ def _default(name: str) -> Any:
     return field_default(ModelConfig, name)
 
 
-def _default_space(feature_names: list[str], num_items: int) -> list:
-    """``(name, kind, arguments, (parent, parent_values) or None)`` rows."""
+def _default_space(
+    feature_names: list[str], num_items: int, head: str | None = None
+) -> list:
+    """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
+
+    ``head`` is the fixed head, if any: ``train``'s head dropout depends on
+    it (0.3 for cpr, 0 for mos), and the first trial must train what
+    ``train`` trains.
+    """
     rerankers = [
         choice
         for choice in RERANKER_CHOICES
@@ -161,8 +168,9 @@ def _default_space(feature_names: list[str], num_items: int) -> list:
                 "min_value": 0.0,
                 "max_value": 0.5,
                 "step": 0.1,
-                # ``train``'s None means the cpr head's default (mos: 0).
-                "default": CPR_HEAD_DROPOUT,
+                # ``train``'s None means the head's default; a searched
+                # head starts at CPR's.
+                "default": default_head_dropout(head or "cpr"),
             },
             ("head", ["cpr", "mos"]),
         ),
@@ -337,7 +345,9 @@ sizes below N only (CPR) |
         self.hyperparameters = hyperparameters
         self.seed = seed
         self.compile_options = dict(compile_options or {})
-        self._space = _default_space(list(data.feature_names), data.num_items)
+        self._space = _default_space(
+            list(data.feature_names), data.num_items, self.fixed.get("head")
+        )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
         allowed = (space_names | fields | {BATCH_SIZE}) - set(DATA_FIELDS)
