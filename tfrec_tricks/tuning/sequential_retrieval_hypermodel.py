@@ -452,6 +452,7 @@ sizes below N only (CPR) |
         settings.update({k: decode_value(k, v) for k, v in values.items()})
         for name in (
             "dropout",
+            "head_dropout",
             "sse_item_probability",
             "sse_label_probability",
         ):
