@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
                 result.seconds,
                 selection.pick(rows) if rows else None,
                 rows[0] if rows else None,
+                config.epochs,
             )
         )
     return 0

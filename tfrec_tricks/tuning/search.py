@@ -298,7 +298,9 @@ def run_search(
             search_dir, part, None, [], [], seconds, search_tuner, hypermodel
         )
     trials = trial_rows(search_tuner)
-    write_table(trials, os.path.join(search_dir, "trials.md"), monitor)
+    write_table(
+        trials, os.path.join(search_dir, "trials.md"), monitor, config.epochs
+    )
     plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
     best, rows, chosen = None, [], None
     if any(row["status"] == "COMPLETED" for row in trials):
@@ -327,6 +329,7 @@ def run_search(
                 seconds,
                 chosen,
                 rows[0] if rows else None,
+                config.epochs,
             )
         )
     return SearchResult(

@@ -47,12 +47,40 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-def write_table(rows: list[dict], path: str, metric: str) -> str:
+def short_trials_note(rows: list[dict], max_epochs: int | None) -> str | None:
+    """A warning when no completed Hyperband trial was given ``max_epochs``.
+
+    Hyperband's first rounds train many trials for a few epochs; when the
+    time budget runs out before any round reaches ``--epochs``, every
+    search score comes from a short trial. None when some trial reached it,
+    or for tuners without rounds.
+    """
+    epochs = [
+        r["epochs"]
+        for r in rows
+        if r["status"] == "COMPLETED" and r["epochs"] is not None
+    ]
+    if max_epochs is None or not epochs or max(epochs) >= max_epochs:
+        return None
+    return (
+        f"No trial reached --epochs ({max_epochs}): the longest Hyperband "
+        f"round trained {max(epochs)} epochs before the time ran out. Every "
+        "search score comes from a short trial, which favours "
+        "configurations that learn fast; the retraining of the best "
+        "decides. For full-length trials, give more --max-minutes or "
+        "fewer --epochs."
+    )
+
+
+def write_table(
+    rows: list[dict], path: str, metric: str, max_epochs: int | None = None
+) -> str:
     """Writes the trials as a markdown table; returns the text.
 
     Hyperparameters with one value in every trial are listed above the
     table; the others get a column each ("–" where inactive). Trial 1 is
-    the defaults (see ``SearchOracle``).
+    the defaults (see ``SearchOracle``). ``max_epochs`` (``--epochs``)
+    adds ``short_trials_note`` when no trial reached it.
     """
     names = []
     for row in rows:
@@ -71,6 +99,9 @@ def write_table(rows: list[dict], path: str, metric: str) -> str:
         "Trial 1 trains the defaults.",
         "",
     ]
+    note = short_trials_note(rows, max_epochs)
+    if note:
+        lines += [note, ""]
     if constant:
         lines.append(
             "Same in every trial: "
@@ -155,6 +186,7 @@ def format_summary(
     seconds: float,
     chosen: dict | None = None,
     defaults: dict | None = None,
+    max_epochs: int | None = None,
 ) -> str:
     """The lines printed at the end of a search.
 
@@ -166,6 +198,8 @@ def format_summary(
         seconds: float. The search's wall time.
         chosen: dict or None. The selection's chosen row.
         defaults: dict or None. The selection's defaults row.
+        max_epochs: int or None. ``--epochs``: adds ``short_trials_note``
+            when no trial reached it.
 
     Returns:
         str.
@@ -178,6 +212,9 @@ def format_summary(
     ]
     if scores:
         lines.append(f"Best {metric} in the search: {max(scores):.4f}")
+    note = short_trials_note(rows, max_epochs)
+    if note:
+        lines.append(note)
     if chosen is not None and defaults is not None:
         if chosen is defaults:
             lines.append(
