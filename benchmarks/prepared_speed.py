@@ -184,7 +184,7 @@ def model_for(prepared):
         config.model_config(prepared.num_items), prepared
     )
     model.compile(
-        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+        optimizer=tf.keras.optimizers.Adam(config.training_learning_rate()),
         steps_per_execution=config.steps_per_execution,
     )
     return model

@@ -158,8 +158,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--learning-rate",
         type=float,
-        default=1e-3,
-        help="Adam's learning rate. Default: 0.001 (the ablation's)",
+        default=None,
+        help="Adam's learning rate. Default: train's (0.001; 0.005 with "
+        "--train-windows)",
     )
     common.add_training_options(parser, epochs=40, patience=5)
     common.add_split_option(parser)
@@ -225,6 +226,9 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
     seeds = args.seeds
     reference = statistics.mean(ndcg(results, args.rows[0], seeds, "test"))
     data = common.data_label(args, by_name=False)
+    learning_rate = TrainConfig(
+        train_windows=args.train_windows, learning_rate=args.learning_rate
+    ).training_learning_rate()
     lines = [
         f"# Seed-to-seed spread on {data}, {args.encoder}",
         "",
@@ -236,7 +240,7 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         f"training windows: {args.train_windows}, split "
         f"{args.split}, at "
         f"most {args.epochs} epochs, patience {args.patience} on validation "
-        f"NDCG@10; d=64, Adam {args.learning_rate:g}, batch 128, full "
+        f"NDCG@10; d=64, Adam {learning_rate:g}, batch 128, full "
         "ranking.",
         "",
         "| variant | test NDCG@10 per seed "

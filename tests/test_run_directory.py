@@ -269,3 +269,33 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
     assert after != before
     if "model" in options:
         assert after["model"]["cpr_base_loss"] == 0.3
+
+
+def test_learning_rate_defaults_to_the_protocols_and_keeps_fingerprints(
+    tmp_path,
+):
+    from tfrec_tricks.runs.training import fingerprint
+
+    # None: 1e-3 for prefix rows, 5e-3 for training windows; given wins.
+    prefixes = run_helpers.tiny_config(tmp_path)
+    assert prefixes.learning_rate is None
+    assert prefixes.training_learning_rate() == 1e-3
+    assert prefixes.model_config(40).learning_rate == 1e-3
+    windows = run_helpers.tiny_config(tmp_path, train_windows=True)
+    assert windows.training_learning_rate() == 5e-3
+    assert windows.model_config(40).learning_rate == 5e-3
+    given = run_helpers.tiny_config(
+        tmp_path, train_windows=True, learning_rate=0.02
+    )
+    assert given.training_learning_rate() == 0.02
+    # A run made with the old explicit 1e-3 default is the same run.
+    explicit = run_helpers.tiny_config(tmp_path, learning_rate=1e-3)
+    assert fingerprint(prefixes, 40, data=[]) == fingerprint(
+        explicit, 40, data=[]
+    )
+    old_windows = run_helpers.tiny_config(
+        tmp_path, train_windows=True, learning_rate=1e-3
+    )
+    assert fingerprint(windows, 40, data=[]) != fingerprint(
+        old_windows, 40, data=[]
+    )

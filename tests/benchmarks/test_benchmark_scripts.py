@@ -36,7 +36,7 @@ TRAINING_RUNS = {
     "every_position": False,
     "train_windows": False,
     "window_stride": 0,
-    "learning_rate": 0.001,
+    "learning_rate": None,
     "eval_negatives": 0,
     "epochs": 40,
     "patience": 5,

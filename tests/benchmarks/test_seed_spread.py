@@ -93,6 +93,11 @@ def test_report_gives_mean_range_and_change():
         "| 3.0 |"
     ) in text
     assert "sampled negatives" not in text
+    # No --learning-rate: train's default for the protocol.
+    args.learning_rate = None
+    assert "Adam 0.001," in seed_spread.report(results, args, command)
+    args.train_windows = True
+    assert "Adam 0.005," in seed_spread.report(results, args, command)
     # A run without epoch times (reused from before they were recorded).
     assert seed_spread.training_minutes({"epochs_run": 4}) == 0
     for key in results:

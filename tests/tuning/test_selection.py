@@ -128,7 +128,7 @@ def test_one_change_candidates_change_one_switch_at_a_time():
         "cpr_mi": True,
         "head_dropout": 0.3,
     }
-    assert (head.batch_size, head.learning_rate) == (128, 1e-3)
+    assert (head.batch_size, head.training_learning_rate()) == (128, 1e-3)
     rate = found["defaults + learning_rate"]
     assert (rate.learning_rate, rate.model) == (0.003, {"embedding_dim": 8})
     assert found["defaults + batch_size"].batch_size == 64

@@ -299,3 +299,14 @@ def test_searched_names(data):
 def test_estimate_epoch_seconds(hypermodel):
     seconds = hypermodel.estimate_epoch_seconds(steps=2)
     assert 0 < seconds < 600
+
+
+@pytest.mark.parametrize("window_stride, rate", [(None, 1e-3), (0, 5e-3)])
+def test_first_trial_learning_rate_is_the_protocols(data, window_stride, rate):
+    # train's learning rate depends on the protocol: 5e-3 with windows.
+    hypermodel = SequentialRetrievalHyperModel(
+        data, window_stride=window_stride
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hypermodel.model_config(hp).learning_rate == rate

@@ -14,6 +14,20 @@ from tfrec_tricks.runs.run_directory import check_run_name
 
 # ModelConfig fields that come from the data or the training options.
 DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
+#: The learning rate of a run that gives none: Adam's usual 1e-3 for prefix
+#: rows, 5e-3 for training windows. An epoch of windows has about 40x
+#: fewer optimizer steps (ml-1m: 182 instead of 7,682), and at 1e-3 it
+#: learns so slowly that early stopping ends it on a plateau
+#: (benchmarks/README.md, "Converged ml-1m with training windows" and
+#: "The learning rate of training windows").
+LEARNING_RATE = 1e-3
+WINDOWS_LEARNING_RATE = 5e-3
+
+
+def default_learning_rate(train_windows: bool) -> float:
+    """The learning rate of a run that gives none (``LEARNING_RATE``, or
+    ``WINDOWS_LEARNING_RATE`` with training windows)."""
+    return WINDOWS_LEARNING_RATE if train_windows else LEARNING_RATE
 
 
 @document_fields
@@ -117,12 +131,14 @@ class TrainConfig:
         group="training",
     )
     batch_size: int = option(128, "", check="positive", group="training")
-    learning_rate: float = option(
-        1e-3,
+    learning_rate: float | None = option(
+        None,
         "the optimizer's learning rate (Adagrad wants a larger one, e.g. "
-        "0.1 as in TFRS's examples).",
+        "0.1 as in TFRS's examples). None: the protocol's default.",
         check="positive",
         group="training",
+        default_text="0.001; 0.005 with --train-windows (measured: its "
+        "epochs have ~40x fewer steps)",
     )
     optimizer: str = option(
         "adam",
@@ -271,12 +287,20 @@ class TrainConfig:
     def model_config(self, num_items: int) -> ModelConfig:
         """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.
 
-        ``model`` overrides the defaults; ``max_len`` and ``learning_rate``
-        come from the training options, ``num_items`` from the data.
+        ``model`` overrides the defaults; ``max_len`` and the learning rate
+        (``training_learning_rate``) come from the training options,
+        ``num_items`` from the data.
         """
         return ModelConfig(
             num_items=num_items,
             max_len=self.max_len,
-            learning_rate=self.learning_rate,
+            learning_rate=self.training_learning_rate(),
             **self.model,
         )
+
+    def training_learning_rate(self) -> float:
+        """``learning_rate``, or the protocol's default when it is None
+        (``default_learning_rate``)."""
+        if self.learning_rate is not None:
+            return float(self.learning_rate)
+        return default_learning_rate(self.train_windows)

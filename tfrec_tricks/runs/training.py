@@ -123,6 +123,9 @@ def fingerprint(
     if data is None:
         data = data_identity(data_files(config))
     train = dataclasses.asdict(config)
+    # The rate trained with: None (the protocol's default) and the same rate
+    # given explicitly are one run, as before the default depended on it.
+    train["learning_rate"] = config.training_learning_rate()
     for name, default in LATER_OPTIONS.items():
         # Runs from before the option existed keep their fingerprint.
         if train[name] == default:
@@ -274,7 +277,9 @@ def train(
             model_config, data.prepared, item_graph=data.item_graph
         )
         model.compile(
-            optimizer=make_optimizer(config.optimizer, config.learning_rate),
+            optimizer=make_optimizer(
+                config.optimizer, config.training_learning_rate()
+            ),
             # Several steps per tf.function call: the per-call overhead is
             # about as long as a whole step on short-session batches.
             steps_per_execution=config.steps_per_execution,

@@ -24,7 +24,10 @@ from tfrec_tricks.models import (  # noqa: E402
 )
 from tfrec_tricks.models.config import default_head_dropout  # noqa: E402
 from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
-from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.runs.train_config import (  # noqa: E402
+    TrainConfig,
+    default_learning_rate,
+)
 
 # ModelConfig fields set from the data, never tuned.
 DATA_FIELDS = ("num_items", "max_len")
@@ -50,13 +53,17 @@ def _default(name: str) -> Any:
 
 
 def _default_space(
-    feature_names: list[str], num_items: int, head: str | None = None
+    feature_names: list[str],
+    num_items: int,
+    head: str | None = None,
+    train_windows: bool = False,
 ) -> list:
     """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
 
-    ``head`` is the fixed head, if any: ``train``'s head dropout depends on
-    it (0.3 for cpr, 0 for mos), and the first trial must train what
-    ``train`` trains.
+    The first trial must train what ``train`` trains, and two of its
+    defaults depend on other settings: the head dropout on a fixed
+    ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
+    (``train_windows``: 5e-3, else 1e-3).
     """
     rerankers = [
         choice
@@ -101,7 +108,7 @@ def _default_space(
                 "min_value": 3e-4,
                 "max_value": 1e-2,
                 "sampling": "log",
-                "default": _default("learning_rate"),
+                "default": default_learning_rate(train_windows),
             },
         ),
         (
@@ -217,7 +224,7 @@ class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
     | ``num_layers`` | 1..2 |
     | ``num_heads`` | 1, 2, 4 (SASRec) |
     | ``dropout`` | 0.0..0.5, step 0.1 |
-    | ``learning_rate`` | 3e-4..1e-2, log scale |
+    | ``learning_rate`` | 3e-4..1e-2, log scale (from 5e-3 with windows) |
     | ``batch_size`` | 64, 128, 256 (applied in ``fit``) |
     | ``tie_embeddings`` | True, False |
     | ``sse`` | False, True (not a ``ModelConfig`` field) |
@@ -346,7 +353,10 @@ sizes below N only (CPR) |
         self.seed = seed
         self.compile_options = dict(compile_options or {})
         self._space = _default_space(
-            list(data.feature_names), data.num_items, self.fixed.get("head")
+            list(data.feature_names),
+            data.num_items,
+            head=self.fixed.get("head"),
+            train_windows=window_stride is not None,
         )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
