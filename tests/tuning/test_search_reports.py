@@ -25,7 +25,7 @@ def test_short_trials_note_only_when_no_trial_reached_the_epochs():
     note = short_trials_note(short, 20)
     assert note.startswith(
         "No trial reached --epochs (20): the longest Hyperband round "
-        "trained 3 epochs"
+        "gave its trials 3 epochs"
     )
     assert short_trials_note([*short, _row(4, 20)], 20) is None
     # Random and Bayesian trials have no rounds (epochs None).

@@ -64,8 +64,8 @@ def short_trials_note(rows: list[dict], max_epochs: int | None) -> str | None:
         return None
     return (
         f"No trial reached --epochs ({max_epochs}): the longest Hyperband "
-        f"round trained {max(epochs)} epochs before the time ran out. Every "
-        "search score comes from a short trial, which favours "
+        f"round gave its trials {max(epochs)} epochs before the time ran out. "
+        "Every search score comes from a short trial, which favours "
         "configurations that learn fast; the retraining of the best "
         "decides. For full-length trials, give more --max-minutes or "
         "fewer --epochs."
