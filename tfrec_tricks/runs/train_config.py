@@ -134,7 +134,7 @@ class TrainConfig:
     learning_rate: float | None = option(
         None,
         "the optimizer's learning rate (Adagrad wants a larger one, e.g. "
-        "0.1 as in TFRS's examples). None: the protocol's default.",
+        "0.1 as in TFRS's examples).",
         check="positive",
         group="training",
         default_text="0.001; 0.005 with --train-windows (measured: its "
