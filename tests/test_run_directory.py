@@ -299,3 +299,56 @@ def test_learning_rate_defaults_to_the_protocols_and_keeps_fingerprints(
     assert fingerprint(windows, 40, data=[]) != fingerprint(
         old_windows, 40, data=[]
     )
+
+
+def _record_head_dropout(run_dir, rate):
+    """Rewrites ``run.json`` as a version that recorded ``rate`` would."""
+    path = os.path.join(run_dir, run_directory.RUN_FILE)
+    with open(path) as handle:
+        run = json.load(handle)
+    run["fingerprint"]["model"]["head_dropout"] = rate
+    with open(path, "w") as handle:
+        json.dump(run, handle)
+
+
+@pytest.mark.slow
+def test_a_run_recorded_with_the_effective_head_dropout_is_the_same_run(
+    run_root,
+):
+    # Runs from before head_dropout defaulted to None recorded the
+    # softmax's 0.0; the same command today records None: one model.
+    config = tiny_config(run_root)
+    assert config.model_config(40).head_dropout is None
+    _record_head_dropout(run_root / "run", 0.0)
+    assert finished_metrics(config) is not None
+    before = snapshot(run_root)
+    assert train(config, verbose=0).metrics == finished_metrics(config)
+    assert snapshot(run_root) == before
+    # Another rate is another model, refused as before.
+    _record_head_dropout(run_root / "run", 0.3)
+    assert finished_metrics(config) is None
+    with pytest.raises(RunDirectoryError, match="head_dropout: 0.3 -> 0.0"):
+        train(config, verbose=0)
+
+
+def test_head_dropout_compares_at_its_effective_rate(tmp_path):
+    from tfrec_tricks.runs.training import as_trained_fingerprint, fingerprint
+
+    cpr = {"head": "cpr", "cpr_reranker_ks": (5,)}
+    today = fingerprint(tiny_config(tmp_path, model=cpr), 40, data=[])
+    assert today["model"]["head_dropout"] is None
+    compared = as_trained_fingerprint(today)
+    assert compared["model"]["head_dropout"] == 0.3
+    assert today["model"]["head_dropout"] is None  # not modified
+
+    def recorded(rate):
+        model = {**today["model"], "head_dropout": rate}
+        return as_trained_fingerprint({**today, "model": model})
+
+    assert differences(recorded(0.3), compared) == []
+    # A cpr run recorded at 0.0 trained without head dropout: not today's.
+    assert differences(recorded(0.0), compared) == [
+        "model.head_dropout: 0.0 -> 0.3"
+    ]
+    # A fingerprint without a model (damaged) is compared as it is.
+    assert as_trained_fingerprint({"train": {}}) == {"train": {}}

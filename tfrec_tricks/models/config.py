@@ -28,6 +28,21 @@ def default_head_dropout(head: str) -> float:
     return CPR_HEAD_DROPOUT if head == "cpr" else 0.0
 
 
+def as_trained(model: dict) -> dict:
+    """``model`` (a ``ModelConfig.to_dict()``, possibly recorded by an
+    earlier version) with the head dropout it trains with: a None is the
+    head's default, so None and that rate given explicitly are one model.
+
+    >>> as_trained({"head": "cpr", "head_dropout": None})["head_dropout"]
+    0.3
+    >>> as_trained({"head": "softmax", "head_dropout": 0.0})["head_dropout"]
+    0.0
+    """
+    if model.get("head_dropout", 0.0) is not None or "head" not in model:
+        return model
+    return {**model, "head_dropout": default_head_dropout(model["head"])}
+
+
 @document_fields
 @dataclasses.dataclass
 class ModelConfig:
@@ -335,6 +350,10 @@ class ModelConfig:
         if self.head_dropout is not None:
             return float(self.head_dropout)
         return default_head_dropout(self.head)
+
+    def trained_dict(self) -> dict:
+        """``to_dict()`` with the effective head dropout (``as_trained``)."""
+        return as_trained(self.to_dict())
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -187,10 +187,18 @@ def run_state(run_dir: str) -> str:
     return "foreign"
 
 
-def open_run(run_dir: str, fingerprint: dict, overwrite: bool = False) -> str:
+def open_run(
+    run_dir: str,
+    fingerprint: dict,
+    overwrite: bool = False,
+    as_compared: Callable[[dict], dict] | None = None,
+) -> str:
     """Decides what to do with ``run_dir`` for a run of ``fingerprint``.
 
     Nothing is written, except that ``overwrite`` removes an earlier run.
+    ``as_compared`` maps both the recorded and the new fingerprint to what
+    is compared (a default recorded as None and the same value given
+    explicitly are one run); None compares them as they are.
 
     Returns:
         ``"new"`` (start the run), ``"resume"`` (same fingerprint, not
@@ -221,6 +229,8 @@ def open_run(run_dir: str, fingerprint: dict, overwrite: bool = False) -> str:
             "--overwrite to retrain it, or choose another --name."
         )
     recorded = read_run_file(run_dir)["fingerprint"]
+    if as_compared is not None:
+        recorded, fingerprint = as_compared(recorded), as_compared(fingerprint)
     changed = differences(recorded, fingerprint)
     if changed:
         what = "finished" if state == "finished" else "interrupted"

@@ -39,6 +39,7 @@ from tfrec_tricks.metrics import (
     tf_target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
+from tfrec_tricks.models.config import as_trained
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
 from tfrec_tricks.runs.optimizers import make_optimizer
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
@@ -141,6 +142,21 @@ def fingerprint(
     return make_fingerprint(train, model, data)
 
 
+def as_trained_fingerprint(run_fingerprint: dict) -> dict:
+    """``run_fingerprint`` with its model as trained (``as_trained``).
+
+    Fingerprints record the model config as given: runs from before the
+    head dropout's default became None hold 0.0 for the softmax, and those
+    since hold None. Both train the same model, so they are compared with
+    the effective rate; a cpr run recorded at 0.0 stays apart from today's
+    default (0.3).
+    """
+    model = run_fingerprint.get("model")
+    if not isinstance(model, dict):
+        return run_fingerprint
+    return {**run_fingerprint, "model": as_trained(model)}
+
+
 def resolved_config(config: TrainConfig) -> TrainConfig:
     """``config``, with a prepared dataset's data options when it has one.
 
@@ -177,7 +193,9 @@ def finished_metrics(config: TrainConfig) -> dict | None:
         current = fingerprint(config, recorded["model"]["num_items"])
     except (KeyError, TypeError, ValueError):
         return None
-    if differences(recorded, current):
+    if differences(
+        as_trained_fingerprint(recorded), as_trained_fingerprint(current)
+    ):
         return None
     with open(os.path.join(run_dir, "metrics.json")) as handle:
         return json.load(handle)
@@ -232,7 +250,11 @@ def train(
         # Checked before the data is loaded: a refusal or a reuse is quick.
         num_items = recorded["fingerprint"].get("model", {}).get("num_items")
         if isinstance(num_items, int):
-            action = open_run(run_dir, fingerprint(config, num_items, files))
+            action = open_run(
+                run_dir,
+                fingerprint(config, num_items, files),
+                as_compared=as_trained_fingerprint,
+            )
             if action == "finished":
                 return _reuse(run_dir, verbose)
 
@@ -245,7 +267,12 @@ def train(
     model_config = config.model_config(data.num_items)
     run_fingerprint = fingerprint(config, data.num_items, files)
     if chief:
-        action = open_run(run_dir, run_fingerprint, overwrite=overwrite)
+        action = open_run(
+            run_dir,
+            run_fingerprint,
+            overwrite=overwrite,
+            as_compared=as_trained_fingerprint,
+        )
     else:
         action = "resume" if read_run_file(run_dir) else "new"
     if action == "finished":

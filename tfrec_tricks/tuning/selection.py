@@ -73,9 +73,7 @@ def settings(config: TrainConfig, num_items: int) -> dict:
     The head dropout is its effective rate: ``train``'s None (the head's
     default) and the same rate given explicitly train the same model.
     """
-    resolved = config.model_config(num_items)
-    model = resolved.to_dict()
-    model["head_dropout"] = resolved.head_dropout_rate()
+    model = config.model_config(num_items).trained_dict()
     for name in ("num_items", "max_len"):
         model.pop(name)
     return {**model, "batch_size": config.batch_size}
