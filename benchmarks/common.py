@@ -279,6 +279,22 @@ def add_report_dir_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def json_object(value: str) -> dict:
+    """argparse type of a JSON option of model settings: a JSON object."""
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({error}). Received: {value!r}"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(
+            "must be a JSON object, e.g. '{\"num_layers\": 2}'. Received: "
+            f"{value!r}"
+        )
+    return parsed
+
+
 def executable_file(value: str) -> str:
     """argparse type of an interpreter option: an executable file."""
     if not (os.path.isfile(value) and os.access(value, os.X_OK)):

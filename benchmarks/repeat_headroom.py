@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    seed_spread.check_rows(parser, args.rows)
+    seed_spread.check_rows(parser, args)
     if args.folds < 2:
         parser.error(f"--folds must be 2 or more. Received: {args.folds}")
     results = run_rows(args, verbose=2)

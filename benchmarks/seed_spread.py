@@ -28,6 +28,7 @@ finished runs of the same configuration are reused.
 
 import argparse
 import dataclasses
+import json
 import statistics
 import sys
 
@@ -36,6 +37,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
+from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
@@ -109,13 +111,19 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
         output_dir=args.output_dir,
         name=args.name
         or f"{common.data_label(args, by_name=False)}-{args.encoder}",
-        model={
-            "encoder": args.encoder,
-            "head_dropout": args.head_dropout,
-            # Given only when set, as the CLI does.
-            **({"num_layers": args.num_layers} if args.num_layers else {}),
-        },
+        model=base_model(args),
     )
+
+
+def base_model(args: argparse.Namespace) -> dict:
+    """The model settings every row shares (``TrainConfig.model``)."""
+    return {
+        "encoder": args.encoder,
+        "head_dropout": args.head_dropout,
+        # Given only when set, as the CLI does.
+        **({"num_layers": args.num_layers} if args.num_layers else {}),
+        **args.model,
+    }
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -142,6 +150,19 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="ROW",
         help="ablation rows; the first is the reference. "
         "Default: Softmax, Softmax + CPR:100 + Mi",
+    )
+    parser.add_argument(
+        "--model",
+        type=common.json_object,
+        default={},
+        metavar="JSON",
+        help="model settings of every row, as a JSON object; a row's own "
+        "settings (its head) cannot be changed. E.g. untied embeddings: "
+        "'{\"tie_embeddings\": false}'; SSE-SE: "
+        '\'{"sse_item_probability": 0.05, "sse_label_probability": '
+        "0.05}'; the soft one-hot time gap: '{\"features\": "
+        '["time_gap"]}\'. Give each setting its own --name (and '
+        "--report-dir). Default: {} (the ablation's rows)",
     )
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
@@ -173,11 +194,31 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_rows(parser: argparse.ArgumentParser, rows: list) -> None:
-    """Exits with a usage error naming the unknown ``--rows``."""
-    unknown = [row for row in rows if row not in ROWS]
+def check_rows(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> None:
+    """Exits with a usage error naming unknown ``--rows``, or a ``--model``
+    that changes a row's own settings or is not a valid model config."""
+    unknown = [row for row in args.rows if row not in ROWS]
     if unknown:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
+    for row in args.rows:
+        clash = sorted(set(args.model) & set(ROWS[row]))
+        if clash:
+            parser.error(
+                f"--model sets {clash}, which row {row!r} sets itself "
+                f"({ {key: ROWS[row][key] for key in clash} }). Received: "
+                f"--model {json.dumps(args.model)}"
+            )
+        model = {**base_model(args), **ROWS[row], "dropout": args.dropout}
+        try:
+            # Any catalogue large enough for the rows' reranker sizes.
+            ModelConfig.from_dict({**model, "num_items": 100_000})
+        except (TypeError, ValueError) as error:
+            parser.error(
+                f"--model {json.dumps(args.model)} is not a valid model "
+                f"config for row {row!r}: {error}"
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    check_rows(parser, args.rows)
+    check_rows(parser, args)
     common.check_file_options(parser, args)
     base = base_config(args)
     results = run_seeds(base, args.rows, args.seeds, args.dropout, verbose=2)
@@ -241,7 +282,12 @@ def report(results: dict, args: argparse.Namespace, command: str) -> str:
         f"{args.split}, at "
         f"most {args.epochs} epochs, patience {args.patience} on validation "
         f"NDCG@10; d=64, Adam {learning_rate:g}, batch 128, full "
-        "ranking.",
+        "ranking."
+        + (
+            f" Model settings of every row: `{json.dumps(args.model)}`."
+            if args.model
+            else ""
+        ),
         "",
         "| variant | test NDCG@10 per seed "
         f"({', '.join(map(str, seeds))}) | mean | range | mean vs first "

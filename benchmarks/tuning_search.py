@@ -27,7 +27,6 @@ Needs the real datasets (``--data-path``, default ../shared/data).
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -101,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_seed_option(parser)
     parser.add_argument(
         "--fixed",
-        default="{}",
+        type=common.json_object,
+        default={},
         help="JSON of more fixed model values, e.g. '{\"num_layers\": 2}'",
     )
     common.add_report_dir_option(parser)
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    fixed = {"encoder": args.encoder, **json.loads(args.fixed)}
+    fixed = {"encoder": args.encoder, **args.fixed}
     config = TrainConfig(
         data=args.data,
         data_path=args.data_path,

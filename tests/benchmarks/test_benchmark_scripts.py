@@ -31,6 +31,7 @@ TRAINING_RUNS = {
     "encoder": "sasrec",
     "num_layers": None,
     "rows": ["Softmax", "Softmax + CPR:100 + Mi"],
+    "model": {},
     "dropout": 0.2,
     "head_dropout": 0.3,
     "every_position": False,
@@ -130,7 +131,7 @@ DEFAULTS = {
         "tuner": "hyperband", "max_minutes": 60.0,
         "max_trials": None, "retrain_top": 3, "seeds": 3, "epochs": 20,
         "patience": 3, "seed": 0, "output_dir": "runs/benchmarks",
-        "fixed": "{}", "report_dir": common.RESULTS,
+        "fixed": {}, "report_dir": common.RESULTS,
     }),
     "windowed_speed": ([], {
         "data": "ml-1m", "data_path": None,

@@ -67,6 +67,7 @@ def test_report_gives_mean_range_and_change():
         seeds=[0, 1],
         name=None,
         learning_rate=0.005,
+        model={},
     )
     command = "python -m benchmarks.seed_spread --rows Softmax MoS"
     text = seed_spread.report(results, args, command)
@@ -93,6 +94,11 @@ def test_report_gives_mean_range_and_change():
         "| 3.0 |"
     ) in text
     assert "sampled negatives" not in text
+    assert "Model settings" not in text
+    args.model = {"tie_embeddings": False}
+    assert 'Model settings of every row: `{"tie_embeddings": false}`.' in (
+        seed_spread.report(results, args, command)
+    )
     # No --learning-rate: train's default for the protocol.
     args.learning_rate = None
     assert "Adam 0.001," in seed_spread.report(results, args, command)
@@ -141,6 +147,39 @@ def test_base_config_is_the_ablations(options):
         cli_parser.parse(parser, ["ablation", *shared, *options])
     )
     assert seed_spread.base_config(args) == expected
+
+
+def test_model_settings_reach_every_row_but_not_its_head():
+    args = seed_spread.build_parser().parse_args(
+        ["--rows", "Softmax", "Softmax + CPR:100 + Mi", "--model",
+         '{"tie_embeddings": false, "sse_item_probability": 0.1}']
+    )  # fmt: skip
+    seed_spread.check_rows(seed_spread.build_parser(), args)
+    base = seed_spread.base_config(args)
+    for row in args.rows:
+        model = seed_spread.row_config(base, row, 1, 0.2).model
+        assert model["tie_embeddings"] is False
+        assert model["sse_item_probability"] == 0.1
+        assert model["head"] == ablation.ROWS[row]["head"]
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        ("[1, 2]", "must be a JSON object"),
+        ("{tie: no}", "not valid JSON"),
+        ('{"head": "mos"}', "--model sets ['head'], which row 'Softmax'"),
+        ('{"tie_embedding": false}', "Unknown model config keys"),
+        ('{"sse_item_probability": 2}', "sse_item_probability"),
+    ],
+)
+def test_a_bad_model_setting_is_a_usage_error(capsys, model, message):
+    parser = seed_spread.build_parser()
+    with pytest.raises(SystemExit) as exited:
+        args = parser.parse_args(["--rows", "Softmax", "--model", model])
+        seed_spread.check_rows(parser, args)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_a_file_of_sessions_names_the_runs_and_keeps_its_first_sessions(
