@@ -20,6 +20,13 @@ protocol). Converged ml-1m with training windows (issue 21):
         --encoder gru4rec --train-windows --eval-negatives 100 \\
         --epochs 200 --patience 5 --rows Softmax "Softmax + CPR:100 + Mi"
 
+``--model`` gives every row more model settings, e.g. the same rows with
+untied embeddings (each setting under its own ``--name``):
+
+    python -m benchmarks.seed_spread --data ml-1m --encoder gru4rec \
+        --train-windows --rows Softmax --model '{"tie_embeddings": false}' \
+        --name ml-1m-gru4rec-untied --report-dir benchmarks/results/untied
+
 Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` (with
 ``-<split>`` before ``.md`` for ``--split every-user``) and a chart
 (``.png``). Seed 0 is named as the ablation's run at the same dropout, and
