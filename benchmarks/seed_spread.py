@@ -20,12 +20,15 @@ protocol). Converged ml-1m with training windows (issue 21):
         --encoder gru4rec --train-windows --eval-negatives 100 \\
         --epochs 200 --patience 5 --rows Softmax "Softmax + CPR:100 + Mi"
 
-``--model`` gives every row more model settings, e.g. the same rows with
-untied embeddings (each setting under its own ``--name``):
+``--model`` gives every row more model settings, for what no row names:
+e.g. SSE-SE at another probability than the row ``SSE-SE p=0.1``, or
+rows on top of untied embeddings (each setting under its own ``--name``):
 
-    python -m benchmarks.seed_spread --data ml-1m --encoder gru4rec \
-        --train-windows --rows Softmax --model '{"tie_embeddings": false}' \
-        --name ml-1m-gru4rec-untied --report-dir benchmarks/results/untied
+    python -m benchmarks.seed_spread --data ml-1m --encoder gru4rec \\
+        --train-windows --rows Softmax "Softmax + CPR:100 + Mi" \\
+        --model '{"sse_item_probability": 0.05,
+                  "sse_label_probability": 0.05}' \\
+        --name ml-1m-gru4rec-sse0.05 --report-dir benchmarks/results/sse0.05
 
 Writes ``benchmarks/results/seed_spread-<data>-<encoder>.md`` (with
 ``-<split>`` before ``.md`` for ``--split every-user``) and a chart
@@ -164,12 +167,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         default={},
         metavar="JSON",
         help="model settings of every row, as a JSON object; a row's own "
-        "settings (its head) cannot be changed. E.g. untied embeddings: "
-        "'{\"tie_embeddings\": false}'; SSE-SE: "
-        '\'{"sse_item_probability": 0.05, "sse_label_probability": '
-        "0.05}'; the soft one-hot time gap: '{\"features\": "
-        '["time_gap"]}\'. Give each setting its own --name (and '
-        "--report-dir). Default: {} (the ablation's rows)",
+        "settings (its head) cannot be changed. E.g. SSE-SE at another "
+        'probability: \'{"sse_item_probability": 0.05, '
+        '"sse_label_probability": 0.05}\'; the soft one-hot rating: '
+        '\'{"features": ["rating"]}\'; untied under every row: '
+        "'{\"tie_embeddings\": false}'. Give each setting its own --name "
+        "(and --report-dir). Default: {} (the ablation's rows)",
     )
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--head-dropout", type=float, default=0.3)
