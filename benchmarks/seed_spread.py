@@ -204,6 +204,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: Model settings with their own option, which ``--model`` must not set.
+OWN_FLAGS = {
+    "dropout": "--dropout",
+    "encoder": "--encoder",
+    "head_dropout": "--head-dropout",
+    "num_layers": "--num-layers",
+}
+
+
 def check_rows(
     parser: argparse.ArgumentParser, args: argparse.Namespace
 ) -> None:
@@ -212,6 +221,13 @@ def check_rows(
     unknown = [row for row in args.rows if row not in ROWS]
     if unknown:
         parser.error(f"unknown --rows {unknown}; known: {list(ROWS)}")
+    flagged = sorted(set(args.model) & set(OWN_FLAGS))
+    if flagged:
+        parser.error(
+            f"--model sets {flagged}, which have their own options: "
+            f"{', '.join(OWN_FLAGS[key] for key in flagged)}. Received: "
+            f"--model {json.dumps(args.model)}"
+        )
     for row in args.rows:
         clash = sorted(set(args.model) & set(ROWS[row]))
         if clash:

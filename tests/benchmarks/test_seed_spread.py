@@ -169,6 +169,7 @@ def test_model_settings_reach_every_row_but_not_its_head():
         ("[1, 2]", "must be a JSON object"),
         ("{tie: no}", "not valid JSON"),
         ('{"head": "mos"}', "--model sets ['head'], which row 'Softmax'"),
+        ('{"dropout": 0.5}', "own options: --dropout"),
         ('{"tie_embedding": false}', "Unknown model config keys"),
         ('{"sse_item_probability": 2}', "sse_item_probability"),
     ],
