@@ -71,8 +71,13 @@ def row_config(
         base,
         seed=seed,
         name=run_name(base.run_name, row, dropout, seed),
-        model={**base.model, **ROWS[row], "dropout": dropout},
+        model=row_model(base.model, row, dropout),
     )
+
+
+def row_model(shared: dict, row: str, dropout: float) -> dict:
+    """One row's model settings: the shared ones, the row's, the dropout."""
+    return {**shared, **ROWS[row], "dropout": dropout}
 
 
 def run_seeds(
@@ -236,7 +241,7 @@ def check_rows(
                 f"({ {key: ROWS[row][key] for key in clash} }). Received: "
                 f"--model {json.dumps(args.model)}"
             )
-        model = {**base_model(args), **ROWS[row], "dropout": args.dropout}
+        model = row_model(base_model(args), row, args.dropout)
         try:
             # Any catalogue large enough for the rows' reranker sizes.
             ModelConfig.from_dict({**model, "num_items": 100_000})
