@@ -97,14 +97,19 @@ class Interrupt(tf.keras.callbacks.Callback):
 
 
 def snapshot(folder) -> dict:
-    """Every file (its SHA-256) and folder below ``folder``."""
+    """Every file (its SHA-256 and mode) and folder (its mode) below
+    ``folder``, hidden ones included: equal snapshots mean nothing was
+    changed, replaced, re-permissioned or left behind."""
     entries = {}
     for root, dirs, files in os.walk(folder):
         for name in dirs:
-            entries[os.path.relpath(os.path.join(root, name), folder)] = "/"
+            path = os.path.join(root, name)
+            mode = oct(os.stat(path).st_mode & 0o7777)
+            entries[os.path.relpath(path, folder)] = ("/", mode)
         for name in files:
             path = os.path.join(root, name)
             with open(path, "rb") as handle:
                 digest = hashlib.sha256(handle.read()).hexdigest()
-            entries[os.path.relpath(path, folder)] = digest
+            mode = oct(os.stat(path).st_mode & 0o7777)
+            entries[os.path.relpath(path, folder)] = (digest, mode)
     return entries

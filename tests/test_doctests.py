@@ -20,6 +20,9 @@ LAYER_MODULES = [
     "tfrec_tricks.runs.repeat_headroom",
     "tfrec_tricks.runs.run_directory",
     "tfrec_tricks.runs.optimizers",
+    "tfrec_tricks.atomic_files",
+    "tfrec_tricks.output_targets",
+    "tfrec_tricks.config_fields",
 ]
 # These need tf-keras (TFRS); they are doctested in the tf-keras run only.
 PIPELINE_MODULES = [
@@ -43,6 +46,8 @@ PIPELINE_MODULES = [
     "tfrec_tricks.export.models_config",
     "tfrec_tricks.callbacks.resumable_early_stopping",
     "tfrec_tricks.callbacks.epoch_timer",
+    "tfrec_tricks.callbacks.stop_on_divergence",
+    "tfrec_tricks.runs.memory_budget",
     "tfrec_tricks.models.config",
     "tfrec_tricks.runs.train_config",
     "tfrec_tricks.runs.training",

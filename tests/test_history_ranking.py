@@ -221,3 +221,25 @@ def test_ndcg_per_example_and_paired_difference():
     )
     with pytest.raises(ValueError, match=r"\(2,\) and \(3,\)"):
         paired_difference(np.zeros(2), np.zeros(3))
+
+
+def test_nan_scores_are_the_worst_in_history_rankings():
+    scores = np.array(
+        [
+            [0.0, np.nan, 0.8, 0.5, 0.1],  # a NaN item: below the target
+            [0.0, 0.9, 0.8, np.nan, 0.1],  # a NaN target: last
+            [np.nan] * 5,
+        ]
+    )
+    history = np.array([[2, 0], [2, 0], [1, 0]])
+    targets = np.array([3, 3, 2])
+    ranks = non_history_ranks(scores, history, targets)
+    # Non-history items: 1, 3, 4 (rows 0, 1) and 2, 3, 4 (row 2).
+    np.testing.assert_array_equal(ranks, [1, 3, 3])
+    np.testing.assert_array_equal(target_ranks(scores, targets), [2, 4, 4])
+    # A NaN item never enters the top-k ahead of a scored one.
+    np.testing.assert_array_equal(
+        history_items_in_top_k(scores[:1], np.array([[1, 0]]), k=3), [0]
+    )
+    found = example_diagnostics(scores, history, targets, k=10)
+    assert (found["rank"] >= 1).all() and (found["rank"] <= 4).all()

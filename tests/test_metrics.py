@@ -305,3 +305,51 @@ def test_metrics_by_target_kind_splits_and_weights():
     only_new = metrics_by_target_kind(ranks[1:2], history[1:2], targets[1:2])
     assert only_new["repeat"] == {"share": 0.0}
     assert only_new["new"]["hr@10"] == 1.0
+
+
+# --- NaN and inf scores: the worst score, metrics stay in [0, 1] -----------
+
+
+def nan_scores():
+    """Rows: all NaN, a NaN target, NaN other items, a +inf target tied
+    with another +inf, a -inf target, all finite."""
+    scores = np.tile([[0.0, 0.9, 0.5, 0.1, 0.3]], (6, 1))
+    scores[0] = np.nan
+    scores[1, 2] = np.nan
+    scores[2, [1, 4]] = np.nan
+    scores[3, [2, 3]] = np.inf
+    scores[4, 2] = -np.inf
+    return scores, np.array([2, 2, 2, 2, 2, 2])
+
+
+def test_nan_target_ranks_last_and_nan_items_rank_below_the_target():
+    scores, targets = nan_scores()
+    # 4 real items: NaN target -> 4; item 1 NaN -> 2 rises to 1; the +inf
+    # tie is pessimistic -> 2; -inf -> 4.
+    expected = [4, 4, 1, 2, 4, 2]
+    np.testing.assert_array_equal(target_ranks(scores, targets), expected)
+    np.testing.assert_array_equal(
+        tf_target_ranks(tf.constant(scores), tf.constant(targets)).numpy(),
+        expected,
+    )
+
+
+@pytest.mark.parametrize("kind", ["ndcg", "hr", "mrr"])
+def test_metrics_of_non_finite_scores_are_in_0_1(kind):
+    scores, targets = nan_scores()
+    for k in (1, 3, 10):
+        for value in full_ranking_metrics(scores, targets, (k,)).values():
+            assert 0.0 <= value <= 1.0
+        metric = RankingMetric(kind, k=k)
+        metric.update_state(targets, scores.astype(np.float32))
+        assert 0.0 <= float(metric.result()) <= 1.0
+    # All-NaN scores (a diverged model) score 0, not inf or 1.
+    diverged = np.full((3, 20), np.nan)
+    assert full_ranking_metrics(diverged, np.array([1, 5, 19])) == {
+        "ndcg@10": 0.0,
+        "hr@10": 0.0,
+        "mrr@10": 0.0,
+    }
+    metric = RankingMetric(kind, k=10)
+    metric.update_state([1, 5, 19], diverged.astype(np.float32))
+    assert float(metric.result()) == 0.0

@@ -72,3 +72,41 @@ def test_sampled_metrics_rank_the_target_among_the_negatives():
 
     worst = sampled_metrics(TargetLast(), batches, seen, 10, seed=0)
     assert worst["hr@10"] == 0.0
+
+
+class ScoresAll(tf.keras.Model):
+    """Scores item i as ``scores[i]`` for every row."""
+
+    def __init__(self, scores):
+        super().__init__()
+        self.scores = tf.constant(scores, tf.float32)
+
+    def call(self, batch, training=False):
+        return tf.tile(self.scores[None], [tf.shape(batch["target"])[0], 1])
+
+
+@pytest.mark.parametrize("num_negatives", [5, 28, 29, 100])
+def test_sampled_metrics_never_below_full_ranking(num_negatives):
+    # 29 items; the target scores 4th-best overall. With N at or above
+    # what a user has left, each example is ranked against all of it.
+    scores = np.linspace(1.0, 0.0, 30)
+    scores[0] = 9.0  # padding
+    batch = {
+        "user": np.arange(4, dtype=np.int32),
+        "history": np.array([[1, 2], [5, 0], [9, 10], [1, 0]], np.int32),
+        "target": np.array([4, 4, 4, 4], np.int32),
+    }
+    batches = tf.data.Dataset.from_tensors(batch)
+    seen = SeenItems(np.arange(4), np.array([3, 3, 3, 6]))
+    notes = []
+    sampled = sampled_metrics(
+        ScoresAll(scores), batches, seen, num_negatives, 0, (3,), notes.append
+    )
+    # Full rank 4 (full HR@3 = 0); every user has seen an item above the
+    # target, so its sampled rank is at most 3, whatever N.
+    assert sampled["hr@3"] == 1.0
+    assert all(0.0 <= v <= 1.0 for v in sampled.values())
+    if num_negatives >= 26:
+        assert notes and "ranked against all of those" in notes[0]
+    else:
+        assert not notes

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from tfrec_tricks.metrics import metrics_from_ranks
+from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
 from tfrec_tricks.sampled_ranking import (
+    distinct_sampled_ranks,
     sample_negatives,
     sampled_ranking_metrics,
     sampled_ranks,
@@ -222,14 +223,12 @@ def test_rank_id_errors():
         ranks_of([1], [[2.0, 3.0]])
 
 
-def test_nan_scores_are_rejected():
+def test_nan_scores_rank_worst():
     scores = SCORES.copy()
     scores[0, 3] = np.nan
-    with pytest.raises(ValueError, match=r"examples \[0\]"):
-        sampled_ranks(scores, np.array([3]), np.array([[1, 2]]))
-    with pytest.raises(ValueError, match="NaN"):
-        sampled_ranks(scores, np.array([1]), np.array([[2, 3]]))
-    # A NaN score elsewhere in the catalogue does not matter.
+    # A NaN target ranks last; a NaN negative ranks below the target.
+    assert sampled_ranks(scores, np.array([3]), np.array([[1, 2]]))[0] == 3
+    assert sampled_ranks(scores, np.array([5]), np.array([[3, 4]]))[0] == 1
     assert sampled_ranks(scores, np.array([1]), np.array([[2, 4]]))[0] == 1
 
 
@@ -292,3 +291,84 @@ def test_metrics_compose_sampler_and_ranks():
 def test_metrics_shape_error_before_sampling():
     with pytest.raises(ValueError, match=r"targets.shape=\(2,\)"):
         sampled_ranking_metrics(SCORES, [1, 2], [[0], [0]], [0, 1])
+
+
+# --- NaN and inf scores, distinct negatives ----------------------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_metrics_stay_in_0_1_with_non_finite_scores(bad):
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(6, 12))
+    scores[0] = bad  # every score, the target's included
+    scores[1, 4] = bad  # the target's
+    scores[2, 7] = bad  # another item's
+    targets = np.array([2, 4, 5, 1, 9, 11])
+    seen = [np.array([3])] * 6
+    users = np.arange(6)
+    negatives = sample_negatives(seen, targets, users, 12, 5)
+    found = [
+        sampled_ranks(scores, targets, negatives),
+        distinct_sampled_ranks(scores, targets, seen, users, 5)[0],
+    ]
+    for ranks in found:
+        assert (ranks >= 1).all() and (ranks <= 6).all()
+        for value in metrics_from_ranks(ranks, (1, 10)).values():
+            assert 0.0 <= value <= 1.0
+    if np.isnan(bad):
+        np.testing.assert_array_equal(found[1][:2], [6, 6])  # last
+        assert (
+            found[1][2]
+            == distinct_sampled_ranks(
+                np.nan_to_num(scores[2:3], nan=-np.inf),
+                targets[2:3],
+                seen[2:3],
+                users[2:3],
+                5,
+            )[0][0]
+        )
+
+
+@pytest.mark.parametrize("num_negatives", [1, 5, 20, 36, 38, 39, 40, 100, 500])
+def test_sampled_rank_is_never_worse_than_the_full_rank(num_negatives):
+    # 40 items; with N at or above what a user has left, the example is
+    # ranked against all of it (capped), never against repeats.
+    rng = np.random.default_rng(num_negatives)
+    num_items = 41
+    scores = rng.normal(size=(50, num_items))
+    scores[:10] = np.round(scores[:10])  # many ties
+    targets = rng.integers(1, num_items, size=50)
+    seen = [rng.integers(0, num_items, size=n) for n in range(50)]
+    seen = [s[s != t] for s, t in zip(seen, targets)]
+    users = np.arange(50)
+    ranks, capped = distinct_sampled_ranks(
+        scores, targets, seen, users, num_negatives, seed=1
+    )
+    full = target_ranks(scores, targets)
+    assert (ranks <= full).all()
+    assert (ranks >= 1).all() and (ranks <= num_negatives + 1).all()
+    left = np.array(
+        [
+            num_items - 1 - len(np.union1d(s[s > 0], [t]))
+            for s, t in zip(seen, targets)
+        ]
+    )
+    np.testing.assert_array_equal(capped, left <= num_negatives)
+    sampled = metrics_from_ranks(ranks, (10,))
+    assert sampled["hr@10"] >= metrics_from_ranks(full, (10,))["hr@10"]
+
+
+def test_distinct_negatives_are_reproducible_and_distinct():
+    num_items = 1001
+    scores = np.random.default_rng(0).normal(size=(3, num_items))
+    targets, users = np.array([5, 6, 7]), np.array([1, 2, 3])
+    seen = [np.array([1, 2]), np.array([], np.int64), np.array([9])]
+    first = distinct_sampled_ranks(scores, targets, seen, users, 100, 4)
+    again = distinct_sampled_ranks(scores, targets, seen, users, 100, 4)
+    np.testing.assert_array_equal(first[0], again[0])
+    assert not first[1].any()
+    # One negative scoring above everything: counted once at most.
+    scores[:, 3] = 100.0
+    ranks, _ = distinct_sampled_ranks(scores, targets, seen, users, 999, 4)
+    full = target_ranks(scores, targets)
+    assert (ranks <= full).all()

@@ -85,6 +85,62 @@ def check_field_types(instance: Any, names: Any = None) -> None:
             )
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_finite(name: str, value: Any) -> float:
+    """Returns ``value`` as a float, or raises if it is not a finite number.
+
+    The model trains in float32, so a value beyond float32's range (such as
+    ``1e39``, which becomes ``inf`` there) counts as non-finite too.
+
+    Args:
+        name: str. The option's name, for the message.
+        value: the value to check (a number or a string Python's ``float``
+            reads).
+
+    Returns:
+        The value as a float.
+
+    Raises:
+        ValueError: ``"learning_rate must be a finite number. Received:
+            learning_rate=inf"``.
+
+    Example:
+
+    >>> check_finite("learning_rate", 0.001)
+    0.001
+    >>> check_finite("rate", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: rate must be a finite number. Received: rate=inf
+    >>> check_finite("rate", "nan")
+    Traceback (most recent call last):
+    ...
+    ValueError: rate must be a finite number. Received: rate=nan
+    >>> check_finite("rate", 1e39)  # inf in float32
+    Traceback (most recent call last):
+    ...
+    ValueError: rate must be a finite number (float32 holds at most ...
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(
+            f"{name} must be a finite number. Received: {name}={value!r}"
+        ) from None
+    if not np.isfinite(number):
+        raise ValueError(
+            f"{name} must be a finite number. Received: {name}={number!r}"
+        )
+    if abs(number) > FLOAT32_MAX:
+        raise ValueError(
+            f"{name} must be a finite number (float32 holds at most "
+            f"{FLOAT32_MAX:.4g} in magnitude). Received: {name}={number!r}"
+        )
+    return number
+
+
 # check name -> (holds for a value, the rule a reader needs to fix it)
 CHECKS = {
     "positive": (lambda v: v > 0, "must be positive"),
@@ -126,18 +182,38 @@ def option(
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def holds_floats(annotation: Any) -> bool:
+    """Whether ``annotation`` is ``float`` or holds one (``float | None``,
+    ``tuple[float, ...]``)."""
+    if annotation is float:
+        return True
+    return any(holds_floats(a) for a in typing.get_args(annotation))
+
+
 def check_fields(instance: Any, names: Any = None) -> None:
-    """Checks types (``check_field_types``) and declared ranges.
+    """Checks types (``check_field_types``), finiteness and declared ranges.
+
+    A number of a ``float`` field must be finite within float32's range
+    (``check_finite``): NaN compares false with every bound, and inf or
+    1e39 pass ``positive`` but train nothing.
 
     Raises:
-        ValueError: ``"<field> must be positive. Received: <field>=0"``.
+        ValueError: ``"<field> must be positive. Received: <field>=0"``,
+            ``"<field> must be a finite number. Received: <field>=inf"``.
     """
     check_field_types(instance, names)
     fields = {f.name: f for f in dataclasses.fields(instance)}
     for name in names or fields:
         kind = fields[name].metadata.get("check")
         value = getattr(instance, name)
-        if kind is None or value is None:
+        if value is None:
+            continue
+        if holds_floats(fields[name].type):
+            values = value if isinstance(value, (tuple, list)) else (value,)
+            for v in values:
+                if isinstance(v, numbers.Real) and not isinstance(v, bool):
+                    check_finite(name, v)
+        if kind is None:
             continue
         holds, rule = CHECKS[kind]
         values = value if isinstance(value, (tuple, list)) else (value,)

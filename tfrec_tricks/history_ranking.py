@@ -130,9 +130,13 @@ def non_history_ranks(
     eligible = ~in_history
     eligible[:, 0] = False
     target_scores = scores[rows, targets][:, None]
+    # NaN scores are the worst (``metrics.target_ranks``): other NaN items
+    # compare false and rank below the target; a NaN target ranks last.
     higher = ((scores > target_scores) & eligible).sum(axis=1)
     tied_others = ((scores == target_scores) & eligible).sum(axis=1) - 1
-    return (1 + higher + tied_others).astype(np.int64)
+    ranks = 1 + higher + tied_others
+    last = eligible.sum(axis=1)
+    return np.where(np.isnan(target_scores[:, 0]), last, ranks).astype(np.int64)
 
 
 def history_items_in_top_k(

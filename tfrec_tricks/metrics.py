@@ -8,6 +8,11 @@ NDCG@K = [r <= K] / log2(r + 1), each averaged over examples.
 Tie rule (pessimistic): items whose score equals the target's are ranked
 ahead of it, so r = 1 + #{items scoring higher} + #{other items scoring the
 same}. A model that scores everything alike therefore gets rank N - 1, not 1.
+
+NaN rule: a NaN score is the worst score. A target scoring NaN ranks last
+(N - 1, behind every other item, NaN ones included); another item scoring
+NaN ranks below the target. Every rank is thus in 1..N-1 and every metric
+in [0, 1], even for a model whose scores diverged.
 """
 
 from typing import Iterable, Sequence
@@ -46,9 +51,12 @@ def target_ranks(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
         )
     real = scores[:, 1:]
     target_scores = scores[np.arange(len(targets)), targets][:, None]
+    # A NaN compares false with everything: other NaN items count neither
+    # higher nor tied (they rank below the target); a NaN target is last.
     higher = (real > target_scores).sum(axis=1)
     tied_others = (real == target_scores).sum(axis=1) - 1
-    return 1 + higher + tied_others
+    ranks = 1 + higher + tied_others
+    return np.where(np.isnan(target_scores[:, 0]), num_items - 1, ranks)
 
 
 def repeat_targets(history: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -160,13 +168,17 @@ def tf_target_ranks(scores: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
     The pessimistic rank 1 + #higher + #(other ties) is the number of real
     items scoring at least the target's score (the target included): one
     comparison pass over ``[B, N]``, without copying the real columns.
+    NaN scores follow ``target_ranks``' rule: a NaN target ranks last
+    (N - 1), other NaN items below the target.
     """
     scores = tf.cast(scores, tf.float32)
     targets = tf.cast(tf.reshape(targets, [-1]), tf.int32)
     target_scores = tf.gather(scores, targets, batch_dims=1)[:, None]
     at_least = tf.reduce_sum(tf.cast(scores >= target_scores, tf.float32), 1)
     padding = tf.cast(scores[:, 0] >= target_scores[:, 0], tf.float32)
-    return at_least - padding
+    last = tf.cast(tf.shape(scores)[1] - 1, tf.float32)
+    nan_target = tf.math.is_nan(target_scores[:, 0])
+    return tf.where(nan_target, last, at_least - padding)
 
 
 @register

@@ -32,6 +32,14 @@ Differences from the reference code, all deliberate:
 
 Duplicate negatives are kept and count each time they were drawn, as in the
 reference code.
+
+``distinct_sampled_ranks`` (what ``train --eval-negatives`` reports) draws
+the negatives without replacement instead, and ranks a target whose user
+has at most ``num_negatives`` items left against all of them: its sampled
+rank is then never worse than its full-catalogue rank, whatever
+``num_negatives`` (with replacement, an item above the target drawn twice
+counts twice, and a draw from a small catalogue can rank the target below
+its full rank).
 """
 
 from typing import Iterable, Sequence
@@ -207,9 +215,12 @@ def sampled_ranks(
     Returns:
         int64 array [B] of ranks in 1..M+1.
 
+    NaN scores are the worst scores (``metrics.target_ranks``' rule): a
+    target scoring NaN ranks last (M + 1), a negative scoring NaN below
+    the target.
+
     Raises:
-        ValueError: on inconsistent shapes, ids outside 1..N-1, or NaN
-            scores of a target or a negative.
+        ValueError: on inconsistent shapes or ids outside 1..N-1.
 
     Example:
 
@@ -253,13 +264,122 @@ def sampled_ranks(
     rows = np.arange(len(targets))
     target_scores = scores[rows, targets][:, None]
     negative_scores = np.take_along_axis(scores, negatives, axis=1)
-    nan = np.isnan(target_scores[:, 0]) | np.isnan(negative_scores).any(1)
-    if nan.any():
+    # NaN >= x is false: a NaN negative never counts against the target.
+    ranks = 1 + (negative_scores >= target_scores).sum(axis=1)
+    last = negatives.shape[1] + 1
+    return np.where(np.isnan(target_scores[:, 0]), last, ranks).astype(np.int64)
+
+
+def distinct_sampled_ranks(
+    scores: np.ndarray,
+    targets: np.ndarray,
+    seen: Sequence[np.ndarray],
+    users: np.ndarray,
+    num_negatives: int = 100,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks of targets against distinct sampled negatives, capped.
+
+    Example i's negatives are ``num_negatives`` distinct items drawn
+    uniformly from 1..N-1 minus ``seen[i]`` and the target (seeded by
+    ``(seed, users[i], targets[i])``, as ``sample_negatives``). An example
+    with at most ``num_negatives`` such items is *capped*: ranked against
+    all of them. Ties and NaN scores follow ``sampled_ranks``. A negative
+    is a real item other than the target, counted once, so the rank is
+    never worse than ``metrics.target_ranks``' full-catalogue rank.
+
+    Args:
+        scores, targets, seen, users, num_negatives, seed: as
+            ``sampled_ranking_metrics``.
+
+    Returns:
+        ``(ranks, capped)``: int64 ranks [B] in 1..num_negatives+1, and a
+        bool array [B], the capped examples.
+
+    Example:
+
+    >>> import numpy as np
+    >>> scores = np.array([[0.0, 0.9, 0.5, 0.1]])  # items 1..3
+    >>> ranks, capped = distinct_sampled_ranks(
+    ...     scores, np.array([2]), [np.array([])], np.array([0]), 100)
+    >>> ranks, capped  # against items 1 and 3 only: its full rank
+    (array([2]), array([ True]))
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    num_negatives = int(num_negatives)
+    if num_negatives < 1:
         raise ValueError(
-            "Scores of targets and negatives must not be NaN. Received: NaN "
-            f"in examples {np.flatnonzero(nan)[:5].tolist()}"
+            "num_negatives must be at least 1. "
+            f"Received: num_negatives={num_negatives}"
         )
-    return 1 + (negative_scores >= target_scores).sum(axis=1).astype(np.int64)
+    if scores.ndim != 2 or np.shape(targets) != (scores.shape[0],):
+        raise ValueError(
+            "Expected scores [B, N] and targets [B]. Received: "
+            f"scores.shape={scores.shape}, targets.shape={np.shape(targets)}"
+        )
+    targets = _as_int_vector("targets", targets)
+    users = _as_int_vector("users", users)
+    num_items = scores.shape[1]
+    _check_targets(targets, num_items)
+    if not len(seen) == len(targets) == len(users):
+        raise ValueError(
+            "seen, targets and users must have one entry per example. "
+            f"Received: len(seen)={len(seen)}, len(targets)={len(targets)}, "
+            f"len(users)={len(users)}"
+        )
+    ranks = np.empty(len(targets), np.int64)
+    capped = np.zeros(len(targets), bool)
+    for i, (history, target, user) in enumerate(zip(seen, targets, users)):
+        history = np.asarray(history, np.int64).ravel()
+        out = (history < 0) | (history >= num_items)
+        if out.any():
+            raise ValueError(
+                f"seen ids must be in 0..{num_items - 1} (0 is padding). "
+                f"Received: seen[{i}] contains {history[out][:5].tolist()}"
+            )
+        history = history[history > 0]
+        excluded = np.union1d(history, [target])
+        num_allowed = num_items - 1 - len(excluded)
+        rng = np.random.default_rng([int(seed), int(user), int(target)])
+        if num_allowed <= 2 * num_negatives:
+            allowed = np.ones(num_items, bool)
+            allowed[0] = False
+            allowed[excluded] = False
+            candidates = np.flatnonzero(allowed)
+            capped[i] = num_allowed <= num_negatives
+            if not capped[i]:
+                candidates = rng.choice(candidates, num_negatives, False)
+        else:
+            candidates = _distinct_draws(
+                rng, excluded, num_items, num_negatives, num_allowed
+            )
+        target_score = scores[i, target]
+        if np.isnan(target_score):
+            ranks[i] = len(candidates) + 1
+        else:
+            ranks[i] = 1 + int((scores[i, candidates] >= target_score).sum())
+    return ranks, capped
+
+
+def _distinct_draws(
+    rng: np.random.Generator,
+    excluded: np.ndarray,
+    num_items: int,
+    count: int,
+    num_allowed: int,
+) -> np.ndarray:
+    """``count`` distinct items of 1..num_items-1 not in ``excluded``, by
+    rejection (``num_allowed`` is more than twice ``count``)."""
+    acceptance = num_allowed / (num_items - 1)
+    drawn = np.zeros(0, np.int64)
+    while len(drawn) < count:
+        size = min(int(np.ceil(count / acceptance * 1.5)) + 8, _MAX_BLOCK)
+        block = rng.integers(1, num_items, size=size, dtype=np.int64)
+        drawn = np.concatenate([drawn, block[~np.isin(block, excluded)]])
+        # Distinct, in the order drawn.
+        _, first = np.unique(drawn, return_index=True)
+        drawn = drawn[np.sort(first)]
+    return drawn[:count]
 
 
 def sampled_ranking_metrics(

@@ -9,8 +9,7 @@ import pytest
 from tests.data.test_prepared_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.beam_preparation import _SummaryFn, prepare_with_beam
-from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.data.loaders import load_file
+from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.prepared_dataset import PreparedDataset
 from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
@@ -74,17 +73,13 @@ CASES = {
 
 
 def _local_engine(files, file_format, options, output):
-    """The local engine on the files concatenated, as load_source does."""
-    parts = [load_file(path, file_format) for path in files]
-    names = sorted(set.intersection(*(set(p.numeric) for p in parts)))
-    table = Interactions(
-        users=np.concatenate([p.users for p in parts]),
-        items=np.concatenate([p.items for p in parts]),
-        timestamps=np.concatenate([p.timestamps for p in parts]),
-        numeric={
-            n: np.concatenate([p.numeric[n] for p in parts]) for n in names
-        },
-    )
+    """The local engine on the files, read as load_source reads them
+    (exact duplicates dropped unless options say otherwise)."""
+    table = read_encoded(
+        files,
+        file_format,
+        drop_duplicates=options.get("drop_duplicates", True),
+    ).to_interactions()
     sequences = user_sequences(
         table.users,
         table.items,

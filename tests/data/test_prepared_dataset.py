@@ -237,6 +237,79 @@ def test_missing_and_extra_shards(prepared):
         PreparedDataset(prepared)
 
 
+def test_every_file_is_in_the_manifest(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    graph = np.array([["1", "2"], ["2", "3"]])
+    path = write_prepared(
+        sequences, str(tmp_path / "p"), {"max_len": 8}, 2, item_graph=graph
+    )
+    dataset = PreparedDataset(path)
+    listed = [entry["file"] for entry in dataset.metadata["files"]]
+    assert listed == sorted(f for f in os.listdir(path) if f != "metadata.json")
+    assert {"vocabulary.json", "statistics.json", "item_graph.json"} <= set(
+        listed
+    )
+    np.testing.assert_array_equal(dataset.item_graph(), graph)
+    os.remove(os.path.join(path, "item_graph.json"))
+    with pytest.raises(DataError, match="item_graph.json listed in metadata"):
+        PreparedDataset(path)
+
+
+def _edit(path, change):
+    with open(path) as handle:
+        document = json.load(handle)
+    change(document)
+    with open(path, "w") as handle:
+        json.dump(document, handle)
+
+
+def test_edited_vocabulary(prepared):
+    def swap(vocabulary):
+        vocabulary["items"][1:3] = vocabulary["items"][2:0:-1]
+
+    _edit(os.path.join(prepared, "vocabulary.json"), swap)
+    with pytest.raises(DataError, match="SHA-256 differs.*vocabulary.json"):
+        PreparedDataset(prepared)
+
+
+def test_changed_statistics_size(prepared):
+    _edit(os.path.join(prepared, "statistics.json"), lambda d: d.clear())
+    with pytest.raises(DataError, match="statistics.json was changed"):
+        PreparedDataset(prepared)
+    # Sizes are compared even without hashes.
+    with pytest.raises(DataError, match="bytes, metadata.json says"):
+        PreparedDataset(prepared, verify_hashes=False)
+
+
+@pytest.mark.parametrize("name", ["notes.txt", ".hidden", "sub/x.json"])
+def test_extra_file(prepared, name):
+    file = os.path.join(prepared, *name.split("/"))
+    os.makedirs(os.path.dirname(file), exist_ok=True)
+    open(file, "w").write("{}")
+    with pytest.raises(DataError, match=f"does not list: \\['{name}'\\]"):
+        PreparedDataset(prepared)
+
+
+def test_listed_file_outside_the_folder(prepared):
+    def escape(metadata):
+        metadata["files"][0]["file"] = "../elsewhere"
+
+    _edit(os.path.join(prepared, "metadata.json"), escape)
+    with pytest.raises(DataError, match="'files' must list every file"):
+        PreparedDataset(prepared)
+
+
+def test_older_format_says_prepare_again(prepared):
+    def older(metadata):
+        metadata["format_version"] = 1
+        del metadata["files"]
+
+    _edit(os.path.join(prepared, "metadata.json"), older)
+    with pytest.raises(DataError, match="format version 1.*Prepare it again"):
+        PreparedDataset(prepared)
+
+
 def test_existing_output_is_not_overwritten(prepared):
     before = sorted(os.listdir(prepared))
     table = TABLES["synthetic"](None)

@@ -26,7 +26,23 @@ EXPECTED = {
 
 @functools.lru_cache(maxsize=None)
 def load(name, folder):
-    return datasets.load_source(name, data_path=folder).interactions
+    # As RecBole reads them, whose counts these are: with yoochoose-100k's
+    # one exact duplicate row (dropped by default).
+    return datasets.load_source(
+        name, data_path=folder, drop_duplicates=False
+    ).interactions
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_exact_duplicates(shared_data, name):
+    source = datasets.load_source(name, data_path=str(shared_data))
+    if name != "yoochoose-100k":
+        assert source.duplicates is None
+        return
+    assert len(source.interactions) == EXPECTED[name][0] - 1
+    assert source.duplicates.count == 1
+    assert source.duplicates.first.endswith("_train_full.txt:67134")
+    assert source.duplicates.original.endswith("_train_full.txt:67133")
 
 
 @functools.lru_cache(maxsize=None)

@@ -65,3 +65,26 @@ def test_parse_choices():
     assert parse_choices(None) is None
     with pytest.raises(ValueError, match="NAME=V1,V2"):
         parse_choices(["embedding_dim"])
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("learning_rate=0.001,inf", "learning_rate=inf"),
+        ("learning_rate=Infinity,0.1", "learning_rate=inf"),
+        ("learning_rate=1e39,0.1", "learning_rate=1e+39"),
+        ("dropout=NaN,0.1", "dropout=nan"),
+        ("cpr_reranker_ks=none;20,1e39", "cpr_reranker_ks=1e+39"),
+    ],
+)
+def test_parse_choices_refuses_non_finite_values(item, message):
+    with pytest.raises(ValueError, match="finite number") as error:
+        parse_choices([item])
+    assert message in str(error.value) and repr(item) in str(error.value)
+
+
+def test_parse_choices_reads_numbers_and_refuses_a_name_twice():
+    hp = parse_choices(["dropout=.5,0.1", "head=softmax,cpr"])
+    assert [h.values for h in hp.space] == [[0.5, 0.1], ["softmax", "cpr"]]
+    with pytest.raises(ValueError, match="dropout is given twice"):
+        parse_choices(["dropout=0.1,0.2", "dropout=0.3,0.4"])

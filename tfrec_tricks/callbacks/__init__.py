@@ -5,5 +5,11 @@ from tfrec_tricks.callbacks.resumable_early_stopping import (
     ResumableEarlyStopping,
     monitor_history,
 )
+from tfrec_tricks.callbacks.stop_on_divergence import StopOnDivergence
 
-__all__ = ["EpochTimer", "ResumableEarlyStopping", "monitor_history"]
+__all__ = [
+    "EpochTimer",
+    "ResumableEarlyStopping",
+    "StopOnDivergence",
+    "monitor_history",
+]

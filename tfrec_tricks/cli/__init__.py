@@ -5,6 +5,7 @@ Run ``tfrec-tricks --help`` or ``tfrec-tricks train --help``. The flags of
 ``TrainConfig`` and ``ModelConfig`` (``tfrec_tricks.cli.options``).
 """
 
+import signal
 import sys
 
 from tfrec_tricks.cli.quiet import load_tensorflow
@@ -20,28 +21,39 @@ def main(argv: list[str] | None = None) -> int:
 
     Exit codes: 0 done, 1 an error with a message (bad data, a refused run
     directory, a failed export), 2 bad arguments (argparse), 130
-    interrupted (the run resumes when the same command runs again).
+    interrupted at any moment, start-up included (a run resumes when the
+    same command runs again).
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    # TensorFlow's start-up lines stay off the terminal.
-    load_tensorflow(verbose="--verbose" in argv)
-    from tfrec_tricks.cli.parser import COMMANDS, build_parser, parse
-
-    parser = build_parser()
-    args, _ = parser.parse_known_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
+    command = None
     try:
+        # TensorFlow's start-up lines stay off the terminal.
+        load_tensorflow(verbose="--verbose" in argv)
+        from tfrec_tricks.cli.parser import COMMANDS, build_parser, parse
+
+        parser = build_parser()
+        args, _ = parser.parse_known_args(argv)
+        command = args.command
+        if command is None:
+            parser.print_help()
+            return 2
         args = parse(parser, argv)
-        return COMMANDS[args.command].run(args)
+        return COMMANDS[command].run(args)
     except KeyboardInterrupt:
-        print(
-            "\ninterrupted: run the same command again to resume from the "
-            "last completed epoch.",
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted(command)
     except (ValueError, OSError, ImportError) as error:
-        print(f"tfrec-tricks {args.command}: error: {error}", file=sys.stderr)
+        print(f"tfrec-tricks {command}: error: {error}", file=sys.stderr)
         return 1
+
+
+def _interrupted(command: str | None) -> int:
+    # A second Ctrl-C while the message prints must not end in a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resume = {
+        "train": " Run the same command again to resume from the last "
+        "completed epoch.",
+        "tune": " Run the same command again to resume the search.",
+        "ablation": " Run the same command again: finished rows are reused.",
+    }.get(command, "")
+    print(f"\ninterrupted.{resume}", file=sys.stderr)
+    return 130

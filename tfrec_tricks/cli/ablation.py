@@ -63,21 +63,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.cli.parser import train_config
     from tfrec_tricks.runs.ablation import (
+        check_report_dir,
         format_table,
         run_ablation,
         write_report,
     )
+    from tfrec_tricks.runs.training_data import input_paths
 
     base = train_config(args)
+    report_dir = args.report_dir or os.path.join(
+        base.output_dir, f"{base.run_name}-ablation"
+    )
+    # Refused before hours of training, not after.
+    check_report_dir(report_dir, input_paths(base))
     rows = run_ablation(
         base,
         args.rows,
         tuple(args.dropouts),
         verbose=0 if args.quiet else 2,
         overwrite=args.overwrite,
-    )
-    report_dir = args.report_dir or os.path.join(
-        base.output_dir, f"{base.run_name}-ablation"
     )
     encoder = base.model.get("encoder", "gru4rec")
     paths = write_report(

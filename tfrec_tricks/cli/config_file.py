@@ -3,7 +3,11 @@
 import dataclasses
 import json
 
-from tfrec_tricks.config_fields import describe_type, value_has_type
+from tfrec_tricks.config_fields import (
+    check_finite,
+    describe_type,
+    value_has_type,
+)
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.runs.train_config import DERIVED_MODEL_FIELDS, TrainConfig
@@ -94,6 +98,15 @@ def load_config_file(path: str) -> dict:
                     f"{describe_type(known[name])}. Received: "
                     f"{name}={value!r}"
                 )
+            # Python's json reads NaN, Infinity and -Infinity; 1e39 is
+            # inf in float32.
+            entries = value if isinstance(value, list) else [value]
+            for number in entries:
+                if isinstance(number, float):
+                    try:
+                        check_finite(f"{part}.{name}", number)
+                    except ValueError as error:
+                        raise DataError(f"{path}: {error}") from None
     # Value ranges, with the file named; the catalogue size is not known
     # yet, so reranker sizes are checked against the data later.
     try:

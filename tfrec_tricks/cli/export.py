@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         version=args.version,
         k=args.k,
         scoring=args.scoring,
+        inputs=(args.run_dir,),
     )
     root = os.path.abspath(args.base_path)
     print(

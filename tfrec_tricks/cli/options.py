@@ -12,7 +12,11 @@ import types
 import typing
 from typing import Any
 
-from tfrec_tricks.config_fields import CHECKS, field_default
+from tfrec_tricks.config_fields import (
+    CHECKS,
+    check_finite,
+    field_default,
+)
 
 GROUP_TITLES = {
     "data": "data",
@@ -24,7 +28,11 @@ GROUP_TITLES = {
 
 
 def _number(kind: type, check: str | None):
-    """An argparse type: ``kind`` (int or float) within ``CHECKS[check]``."""
+    """An argparse type: ``kind`` (int or float) within ``CHECKS[check]``.
+
+    A float must be finite within float32's range (``check_finite``):
+    ``nan``, ``inf``, ``-inf`` and ``1e39`` are refused.
+    """
     word = "an integer" if kind is int else "a number"
 
     def parse(text: str):
@@ -34,6 +42,15 @@ def _number(kind: type, check: str | None):
             raise argparse.ArgumentTypeError(
                 f"expected {word}, got {text!r}"
             ) from None
+        if kind is float:
+            try:
+                value = check_finite("value", value)
+            except ValueError as error:
+                # "value must be a finite number (...). Received: ..."
+                rule = str(error).split(". Received:")[0]
+                raise argparse.ArgumentTypeError(
+                    f"{rule.removeprefix('value ')}, got {text!r}"
+                ) from None
         if check is not None:
             holds, rule = CHECKS[check]
             if not holds(value):

@@ -53,15 +53,19 @@ Writes OUTPUT_DIR/NAME/: best_config.json (the chosen configuration;
 candidate's validation and test NDCG@10 beside the defaults', its
 techniques and what it changes), trials.md (table), trials.png (each trial
 and the best so far against wall time), tensorboard/ (hparams), search/
-(KerasTuner's project) and selection/ (the retrained runs). An interrupted
-search resumes when the same command runs again (completed trials and
-retrained runs are kept, the time budget continues); --overwrite starts
-afresh.
+(KerasTuner's project), selection/ (the retrained runs) and search.json
+(the search's fingerprint: options, fixed settings, --choices, budget,
+data files' SHA-256s). The same command again resumes the search
+(completed trials and retrained runs are kept, the time budget
+continues); a search with another space, data or budget in the same
+folder is refused before any trial, naming each difference; --overwrite
+discards the old search and starts afresh.
 
 Refused before any trial: a space with nothing to search, hyperband with
 --epochs below 3 or too few --max-trials to reach --epochs, bayesian with
-no trial left after its random ones, and --max-minutes shorter than one
-epoch of the defaults.
+no trial left after its random ones, --max-minutes shorter than one epoch
+of the defaults, and --choices values that are not finite numbers (inf,
+nan, 1e39).
 
 Distributed: run the same command on every machine with
 KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID set
@@ -137,8 +141,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--overwrite",
         action="store_true",
-        help="discard an earlier search in the same folder instead of "
-        "resuming it",
+        help="discard an earlier search in the same folder (any space, "
+        "data or budget) and start afresh, instead of resuming it or "
+        "refusing it",
     )
 
 

@@ -10,7 +10,11 @@ floating-point sums are added) and the same split histograms in
 1. each input file is read by one worker with ``read_records``; a row keeps
    ``(file index, line)``, its place in file order. Several files are one
    table, as ``load_source`` concatenates them: timestamps are kept when
-   every file has them, numeric columns when every file has them;
+   every file has them, numeric columns when every file has them. A glob's
+   matches are read in natural order (``part-2`` before ``part-10``).
+   With timestamps, rows that repeat an earlier row exactly are counted
+   and, with ``drop_duplicates``, dropped: the first in file order is
+   kept, as ``read_encoded`` does;
 2. the k-core filter: the item bound and the user bound applied in turn,
    ``filter_rounds`` times when both are active (once when only one is,
    which is then final). The result must be stable (every item and user
@@ -73,13 +77,14 @@ Example:
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shutil
 import struct
 import tempfile
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import apache_beam as beam
 import numpy as np
@@ -93,7 +98,8 @@ from apache_beam.runners.runner import PipelineState
 
 from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data import prepared_format as fmt
-from tfrec_tricks.data.loaders import read_records
+from tfrec_tricks.data.encoded_interactions import DuplicateRows
+from tfrec_tricks.data.loaders import natural_sort_key, read_records
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import (
@@ -127,7 +133,7 @@ _SUMMARY = "summary.json"
 _SHARD_TEMPLATE = "-SSSSS-of-NNNNN"  # what ``fmt.shard_name`` gives
 
 # A row: where it is in file order, then what it says.
-_FILE, _LINE, _USER, _ITEM, _TIME, _NUMERIC = range(6)
+_FILE, _LINE, _USER, _ITEM, _TIME, _NUMERIC, _OTHER = range(7)
 
 # A DataError raised on a worker crosses the runner wrapped in its
 # traceback: these marks let the driver find the message again.
@@ -147,20 +153,22 @@ def prepare_with_beam(
     overwrite: bool = False,
     pipeline_args: list[str] | None = None,
     filter_rounds: int = FILTER_ROUNDS,
+    report: Callable[[str], None] | None = None,
 ) -> str:
     """Prepares interaction files into a dataset folder with Apache Beam.
 
     Args:
         inputs: list of str. Files or glob patterns, on any Beam file
             system. The table is the files in this order, each pattern's
-            matches sorted by path.
+            matches in natural order (``loaders.natural_sort_key``).
         output: str. The prepared folder; staged aside and renamed when
             complete.
         options: dict. ``max_len`` (required), ``split`` (a key of
             ``SPLITS``, default "recbole"), ``min_user_interactions``
             (default 1), ``min_item_interactions`` (default 0) and
             ``numeric_features`` (default True), as for
-            ``user_sequences``. Stored in ``metadata.json`` as given,
+            ``user_sequences``; ``drop_duplicates`` (default True), as for
+            ``read_encoded``. Stored in ``metadata.json`` as given,
             with any other keys (e.g. ``source``, named in errors).
         file_format: str. One of ``loaders.FORMATS``, or "auto" (guessed
             per file). Defaults to "auto".
@@ -172,6 +180,9 @@ def prepare_with_beam(
             ``--project``, ...); the runner defaults to DirectRunner.
         filter_rounds: int. Rounds of the k-core filter when both
             bounds are active. Defaults to ``FILTER_ROUNDS``.
+        report: called with each line the user should read (the exact
+            duplicate rows found, ``DuplicateRows.message``). Defaults to
+            None (nothing reported).
 
     Returns:
         ``output``.
@@ -208,6 +219,9 @@ def prepare_with_beam(
         summary = json.loads(_read_text(side, _SUMMARY))
         shutil.rmtree(side, ignore_errors=True)
         _check_summary(summary, config, source, filter_rounds)
+        duplicates = _duplicate_rows(summary["duplicates"], paths, config)
+        if duplicates is not None and report is not None:
+            report(duplicates.message())
         shard_users = {
             name: _count_records(os.path.join(staging, name))
             for name in _check_shards(staging, config.num_shards)
@@ -243,7 +257,7 @@ def match_inputs(inputs: list[str]) -> list[str]:
     for pattern in inputs:
         try:
             (result,) = FileSystems.match([pattern])
-            found = sorted(m.path for m in result.metadata_list)
+            found = [m.path for m in result.metadata_list]
         except BeamIOError:
             found = []
         if not found:
@@ -251,7 +265,14 @@ def match_inputs(inputs: list[str]) -> list[str]:
                 f"No input file matches {pattern!r}. Received: "
                 f"inputs={inputs!r}"
             )
-        paths.extend(found)
+        folders = [path for path in found if os.path.isdir(path)]
+        if folders:
+            raise DataError(
+                f"{folders[0]!r} is a directory, not a data file; give a "
+                f"file or a glob of files (e.g. "
+                f"'{os.path.join(folders[0], '*.tsv')}')"
+            )
+        paths.extend(sorted(found, key=natural_sort_key))
     return paths
 
 
@@ -267,6 +288,7 @@ class _Config:
         numeric_features: bool,
         num_shards: int,
         filter_rounds: int,
+        drop_duplicates: bool = True,
     ):
         self.max_len = max_len
         self.split = split
@@ -275,6 +297,7 @@ class _Config:
         self.numeric_features = numeric_features
         self.num_shards = num_shards
         self.filter_rounds = filter_rounds
+        self.drop_duplicates = drop_duplicates
 
     @classmethod
     def from_options(
@@ -313,6 +336,7 @@ class _Config:
             numeric_features=bool(options.get("numeric_features", True)),
             num_shards=num_shards,
             filter_rounds=filter_rounds,
+            drop_duplicates=bool(options.get("drop_duplicates", True)),
         )
 
 
@@ -323,8 +347,22 @@ def _pipeline_options(pipeline_args: list[str] | None) -> PipelineOptions:
     return options
 
 
+class _QuietDataErrors(logging.Filter):
+    """Drops Beam's log record (with a traceback) of a worker's DataError:
+    ``_run`` raises it again, as the message the user reads."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _ERROR_OPEN not in record.getMessage()
+
+
+# Where Beam logs the exception of a DoFn, before the runner re-raises it.
+_DOFN_ERROR_LOGGER = "apache_beam.runners.common"
+
+
 def _run(pipeline: beam.Pipeline) -> None:
     """Runs ``pipeline``; a worker's DataError comes back as itself."""
+    quiet = _QuietDataErrors()
+    logging.getLogger(_DOFN_ERROR_LOGGER).addFilter(quiet)
     try:
         state = pipeline.run().wait_until_finish()
     except Exception as error:
@@ -332,6 +370,8 @@ def _run(pipeline: beam.Pipeline) -> None:
         if message is None:
             raise
         raise DataError(message) from None
+    finally:
+        logging.getLogger(_DOFN_ERROR_LOGGER).removeFilter(quiet)
     if state is not None and state != PipelineState.DONE:
         raise RuntimeError(f"The Beam pipeline ended in state {state}.")
 
@@ -429,13 +469,27 @@ def _build(
             _ReadFile.COLUMNS, main="rows"
         )
     )
-    rows = read.rows
     schema = beam.pvalue.AsSingleton(
         read[_ReadFile.COLUMNS]
         | "AllColumns" >> beam.combiners.ToList()
         | "Schema" >> beam.Map(_schema)
     )
-    rows_read = rows | "CountRead" >> beam.combiners.Count.Globally()
+    rows_read = read.rows | "CountRead" >> beam.combiners.Count.Globally()
+
+    # Exact duplicates (with timestamps): counted; the first kept.
+    same_rows = (
+        read.rows
+        | "DuplicateKeys" >> beam.Map(_duplicate_key, schema)
+        | "GroupDuplicates" >> beam.GroupByKey()
+    )
+    rows = same_rows | "DropDuplicates" >> beam.FlatMap(
+        _unique_rows, config.drop_duplicates
+    )
+    duplicates = (
+        same_rows
+        | "DuplicatePlaces" >> beam.FlatMap(_duplicate_places)
+        | "FirstDuplicate" >> beam.CombineGlobally(_merge_duplicates)
+    )
 
     kept, unsettled_items = _k_core(rows, config)
 
@@ -513,6 +567,7 @@ def _build(
             beam.pvalue.AsSingleton(summary),
             beam.pvalue.AsSingleton(rows_read),
             beam.pvalue.AsSingleton(unsettled_items),
+            beam.pvalue.AsSingleton(duplicates),
         ),
         os.path.join(side, _SUMMARY),
         "Summary",
@@ -617,6 +672,7 @@ class _ReadFile(beam.DoFn):
                             record.item,
                             record.time,
                             record.numeric,
+                            record.other,
                         )
                 except DataError as error:
                     message = str(error).replace(local, path)
@@ -647,7 +703,7 @@ def _local_file(path: str) -> Iterator[str]:
 
 
 def _schema(columns: list[tuple[int, bool, tuple[str, ...]]]) -> dict:
-    """The kept columns of all files, as ``_concatenate`` keeps them.
+    """The kept columns of all files, as ``read_encoded`` keeps them.
 
     Returns:
         ``has_time``: every file has timestamps; ``numeric``: the numeric
@@ -662,6 +718,62 @@ def _schema(columns: list[tuple[int, bool, tuple[str, ...]]]) -> dict:
         "numeric": names,
         "slots": {c[0]: [c[2].index(n) for n in names] for c in columns},
     }
+
+
+def _duplicate_key(row: tuple, schema: dict) -> tuple[str, tuple]:
+    """``(key, row)``: rows with equal keys are exact duplicates. Without
+    timestamps no two rows are (identical lines are repeats in time
+    order)."""
+    if schema["has_time"]:
+        # + 0.0: -0.0 and 0.0 are one value, as NumPy compares them.
+        numeric = [value + 0.0 for value in row[_NUMERIC]]
+        time = row[_TIME] + 0.0
+        fields = row[_USER], row[_ITEM], time, numeric, row[_OTHER]
+    else:
+        fields = row[_FILE], row[_LINE]
+    return json.dumps(fields), row
+
+
+def _unique_rows(group: tuple, drop: bool) -> Iterable[tuple]:
+    """The rows of a group of exact duplicates: all, or with ``drop`` the
+    first in file order."""
+    _, rows = group
+    if not drop:
+        return rows
+    return [min(rows, key=lambda r: (r[_FILE], r[_LINE]))]
+
+
+def _duplicate_places(group: tuple) -> Iterator[tuple]:
+    """``(count, first duplicate's place, its original's place)`` of a
+    group of exact duplicates, when it has more than one row."""
+    _, rows = group
+    places = sorted((r[_FILE], r[_LINE]) for r in rows)
+    if len(places) > 1:
+        yield len(places) - 1, places[1], places[0]
+
+
+def _merge_duplicates(counts: Iterable[tuple]) -> tuple:
+    """Sums the counts; keeps the places of the first duplicate."""
+    counts = [c for c in counts if c[0]]
+    if not counts:
+        return 0, None, None
+    first = min(counts, key=lambda c: tuple(c[1]))
+    return sum(c[0] for c in counts), first[1], first[2]
+
+
+def _duplicate_rows(
+    found: list, paths: list[str], config: _Config
+) -> DuplicateRows | None:
+    """The pipeline's ``_merge_duplicates`` result, for the user."""
+    count, first, original = found
+    if not count:
+        return None
+    return DuplicateRows(
+        count,
+        f"{paths[first[0]]}:{first[1]}",
+        f"{paths[original[0]]}:{original[1]}",
+        config.drop_duplicates,
+    )
 
 
 def _ranked(firsts: list[tuple[str, tuple]]) -> list[str]:
@@ -864,7 +976,14 @@ def _vocabulary_json(_, users: list[str], items: list[str]) -> str:
     return json.dumps({"items": [PADDING] + items, "users": users})
 
 
-def _summary_json(_, summary: dict, rows: int, unsettled_items: int) -> str:
+def _summary_json(
+    _, summary: dict, rows: int, unsettled_items: int, duplicates: tuple
+) -> str:
     return json.dumps(
-        {**summary, "rows": rows, "unsettled_items": unsettled_items}
+        {
+            **summary,
+            "rows": rows,
+            "unsettled_items": unsettled_items,
+            "duplicates": duplicates,
+        }
     )

@@ -13,8 +13,10 @@ import os
 
 import numpy as np
 
-from tfrec_tricks.data import loaders, synthetic
+from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.encoded_interactions import DuplicateRows, read_encoded
 from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.loaders import natural_sort_key
 from tfrec_tricks.data.tfds_movielens import TFDS_DATASETS, load_tfds_movielens
 from tfrec_tricks.errors import DataError
 
@@ -42,10 +44,12 @@ DATA_ENV = "TFREC_TRICKS_DATA"
 
 @dataclasses.dataclass
 class Source:
-    """Loaded interactions plus an optional item graph over raw item ids."""
+    """Loaded interactions plus an optional item graph over raw item ids,
+    and the exact duplicate rows of interaction files (None: none)."""
 
     interactions: Interactions
     item_graph: np.ndarray | None = None  # [E, 2] raw item ids (str)
+    duplicates: DuplicateRows | None = None
 
 
 def default_data_path() -> str:
@@ -59,6 +63,7 @@ def load_source(
     synthetic_options: dict | None = None,
     tfds_data_dir: str | None = None,
     tfds_manual_dir: str | None = None,
+    drop_duplicates: bool = True,
 ) -> Source:
     """Loads a data source by name.
 
@@ -75,6 +80,9 @@ def load_source(
         synthetic_options: dict. Arguments of ``synthetic.generate``.
         tfds_data_dir: str. TFDS data directory.
         tfds_manual_dir: str. Folder with GroupLens' zip for TFDS.
+        drop_duplicates: bool. Drop the rows of interaction files that
+            repeat an earlier row exactly (``read_encoded``); they are
+            counted in ``Source.duplicates`` either way. Defaults to True.
     """
     if name == "synthetic":
         data = synthetic.generate(**(synthetic_options or {}))
@@ -87,8 +95,14 @@ def load_source(
             )
         )
     paths, file_format = located_files(name, data_path, file_format)
-    parts = [loaders.load_file(p, file_format) for p in paths]
-    return Source(_concatenate(parts, data_path if name == "file" else name))
+    # The files are one table, read as ``prepare`` reads them.
+    table = read_encoded(
+        paths,
+        file_format,
+        source=data_path if name == "file" else name,
+        drop_duplicates=drop_duplicates,
+    )
+    return Source(table.to_interactions(), duplicates=table.duplicates)
 
 
 def source_files(
@@ -123,13 +137,22 @@ def file_paths(pattern: str | None) -> list[str]:
     """The files of ``--data file --data-path PATTERN``, in order.
 
     ``PATTERN`` is a file or a glob of shards (``clicks-*.tsv``), whose
-    matches are read in sorted order, one table.
+    matches are read as one table in natural order: runs of digits
+    compare as numbers, so ``part-2`` comes before ``part-10``
+    (``loaders.natural_sort_key``).
     """
     if not pattern:
         raise DataError("--data file needs --data-path FILE (or a glob).")
     if not glob.has_magic(pattern):
+        if os.path.isdir(pattern):
+            raise DataError(
+                f"--data-path {pattern!r} is a directory; --data file reads "
+                f"a file or a glob of files, e.g. --data-path "
+                f"'{os.path.join(pattern, '*.tsv')}'"
+            )
         return [pattern]
-    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    files = (p for p in glob.glob(pattern) if os.path.isfile(p))
+    paths = sorted(files, key=natural_sort_key)
     if not paths:
         raise DataError(f"No files match --data-path {pattern!r}.")
     return paths
@@ -165,23 +188,3 @@ def located_files(
             f"{sorted({f.split('/')[0] for f in files})}."
         )
     return paths, real_format
-
-
-def _concatenate(parts: list[Interactions], source: str) -> Interactions:
-    if len(parts) == 1:
-        parts[0].source = source
-        return parts[0]
-    timestamps = None
-    if all(p.timestamps is not None for p in parts):
-        timestamps = np.concatenate([p.timestamps for p in parts])
-    names = set.intersection(*(set(p.numeric) for p in parts))
-    return Interactions(
-        users=np.concatenate([p.users for p in parts]),
-        items=np.concatenate([p.items for p in parts]),
-        timestamps=timestamps,
-        numeric={
-            n: np.concatenate([p.numeric[n] for p in parts])
-            for n in sorted(names)
-        },
-        source=source,
-    )

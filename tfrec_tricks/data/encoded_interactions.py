@@ -6,6 +6,12 @@ interaction before preparation. ``read_encoded`` streams the files instead
 and keeps each raw id once, in a dict, with an int32 code per row: 8 bytes
 per interaction for the ids, 4 for a timestamp in whole seconds (8 for
 others), 4 per numeric column.
+
+Exact duplicates: a row of a table with timestamps that repeats an earlier
+row in every field (user, item, timestamp, numeric values and any other
+column) is a duplicate (``DuplicateRows``): dropped, or kept, and counted
+either way. Without timestamps, identical lines are repeats in time order,
+not duplicates. The Apache Beam engine applies the same rule.
 """
 
 import array
@@ -13,8 +19,61 @@ import dataclasses
 
 import numpy as np
 
+from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.loaders import read_records
 from tfrec_tricks.errors import DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class DuplicateRows:
+    """The exact duplicate rows of a table, for the user to read.
+
+    Attributes:
+        count: int. Rows that repeat an earlier row exactly.
+        first: str. ``file:line`` of the first of them in file order.
+        original: str. ``file:line`` of the row it repeats.
+        dropped: bool. Whether they were dropped.
+    """
+
+    count: int
+    first: str
+    original: str
+    dropped: bool
+
+    def message(self) -> str:
+        """One line: how many, the first, and what was done."""
+        done = (
+            "dropped (--no-drop-duplicates keeps them)"
+            if self.dropped
+            else "kept (--drop-duplicates drops them)"
+        )
+        rows = "row repeats" if self.count == 1 else "rows repeat"
+        return (
+            f"Duplicates: {self.count:,} {rows} an earlier row exactly "
+            f"(same user, item, timestamp and every other field), the "
+            f"first {self.first} (a copy of {self.original}); {done}."
+        )
+
+
+def duplicate_mask(columns: list[np.ndarray]) -> np.ndarray:
+    """Which rows repeat an earlier row in every one of ``columns``.
+
+    The first row of each group of equal rows is not marked, the others
+    are.
+
+    >>> duplicate_mask([np.array([1, 2, 1, 1]), np.array([5, 5, 5, 6])])
+    array([False, False,  True, False])
+    """
+    size = len(columns[0])
+    # lexsort is stable: equal rows stay in row order, the first first.
+    order = np.lexsort(columns[::-1])
+    same = np.ones(max(size - 1, 0), bool)
+    for column in columns:
+        ordered = column[order]
+        same &= ordered[1:] == ordered[:-1]
+    mask = np.zeros(size, bool)
+    mask[order[1:][same]] = True
+    return mask
 
 
 @dataclasses.dataclass
@@ -33,6 +92,9 @@ class EncodedInteractions:
         user_names: list of str. Raw id of each user code.
         item_names: list of str. Raw id of each item code.
         source: str. The files read, for messages.
+        time_origin: float. What int32 ``timestamps`` are offsets from
+            (0 for float64 times).
+        duplicates: ``DuplicateRows``, or None when there are none.
     """
 
     users: np.ndarray
@@ -42,25 +104,46 @@ class EncodedInteractions:
     user_names: list[str]
     item_names: list[str]
     source: str = ""
+    time_origin: float = 0.0
+    duplicates: DuplicateRows | None = None
 
     def __len__(self) -> int:
         return len(self.users)
 
+    def to_interactions(self) -> Interactions:
+        """The table with raw ids and Unix times, as ``load_file`` gives."""
+        timestamps = None
+        if self.timestamps is not None:
+            timestamps = self.timestamps.astype(np.float64) + self.time_origin
+        return Interactions(
+            users=np.asarray(self.user_names, dtype=str)[self.users],
+            items=np.asarray(self.item_names, dtype=str)[self.items],
+            timestamps=timestamps,
+            numeric=dict(self.numeric),
+            source=self.source,
+        )
+
 
 def read_encoded(
-    paths: list[str], file_format: str = "auto", source: str = ""
+    paths: list[str],
+    file_format: str = "auto",
+    source: str = "",
+    drop_duplicates: bool = True,
 ) -> EncodedInteractions:
     """Reads interaction files in order into compact columns.
 
-    Several files are one table, as ``load_source`` concatenates them:
-    timestamps are kept when every file has them, numeric columns when
-    every file has them.
+    Several files are one table: timestamps are kept when every file has
+    them, numeric columns when every file has them. Exact duplicate rows
+    (see the module docstring) are counted, and dropped unless
+    ``drop_duplicates`` is False.
 
     Args:
         paths: list of str. The files, in order.
         file_format: str. A format of ``loaders.FORMATS`` or "auto"
             (guessed per file).
         source: str. Named in messages; defaults to the paths.
+        drop_duplicates: bool. Drop the rows that repeat an earlier row
+            exactly (the first is kept). Defaults to True.
 
     Returns:
         An ``EncodedInteractions``.
@@ -81,9 +164,12 @@ def read_encoded(
     has_time = all(columns.has_time for columns, _ in readers)
     kept = set.intersection(*(set(columns.numeric) for columns, _ in readers))
     numeric_names = sorted(kept)
-    user_codes, item_codes = {}, {}
+    user_codes, item_codes, rest_codes = {}, {}, {}
     users, items = array.array("i"), array.array("i")
     times = array.array("d")
+    # A code per distinct (numeric values, other fields): the rest of a
+    # row, compared to find duplicates (only with timestamps).
+    rests = array.array("i")
     numeric = {name: array.array("f") for name in numeric_names}
     for columns, records in readers:
         slots = [columns.numeric.index(name) for name in numeric_names]
@@ -93,22 +179,80 @@ def read_encoded(
             items.append(item_codes.setdefault(record.item, len(item_codes)))
             if has_time:
                 times.append(record.time)
+                rest = (record.numeric, record.other)
+                rests.append(rest_codes.setdefault(rest, len(rest_codes)))
             for slot, target in zip(slots, targets):
                 target.append(record.numeric[slot])
     source = source or ", ".join(paths)
     if not users:
-        raise DataError(f"No interactions in {source}: the files are empty.")
-    return EncodedInteractions(
+        empty = "the file is" if len(paths) == 1 else "the files are"
+        raise DataError(f"No interactions in {source}: {empty} empty.")
+    table = EncodedInteractions(
         users=np.frombuffer(users, np.int32),
         items=np.frombuffer(items, np.int32),
-        timestamps=compact_times(np.frombuffer(times, np.float64))
-        if has_time
-        else None,
+        timestamps=np.frombuffer(times, np.float64) if has_time else None,
         numeric={k: np.frombuffer(v, np.float32) for k, v in numeric.items()},
         user_names=list(user_codes),
         item_names=list(item_codes),
         source=source,
     )
+    if has_time:
+        rest = np.frombuffer(rests, np.int32)
+        del rests
+        _find_duplicates(table, rest, paths, file_format, drop_duplicates)
+    if table.timestamps is not None:
+        earliest = float(table.timestamps.min())
+        compact = compact_times(table.timestamps)
+        if compact.dtype == np.int32:
+            table.time_origin = earliest
+        table.timestamps = compact
+    return table
+
+
+def _find_duplicates(
+    table: EncodedInteractions,
+    rest: np.ndarray,
+    paths: list[str],
+    file_format: str,
+    drop: bool,
+) -> None:
+    """Sets ``table.duplicates``; drops the duplicate rows when ``drop``."""
+    columns = [table.users, table.items, table.timestamps, rest]
+    mask = duplicate_mask(columns)
+    count = int(mask.sum())
+    if not count:
+        return
+    first = int(np.argmax(mask))
+    same = np.ones(len(mask), bool)
+    for column in columns:
+        same &= column == column[first]
+    original = int(np.argmax(same))
+    places = _places(paths, file_format, (original, first))
+    table.duplicates = DuplicateRows(
+        count, places[first], places[original], drop
+    )
+    if drop:
+        keep = ~mask
+        table.users = table.users[keep]
+        table.items = table.items[keep]
+        table.timestamps = table.timestamps[keep]
+        table.numeric = {k: v[keep] for k, v in table.numeric.items()}
+
+
+def _places(
+    paths: list[str], file_format: str, rows: tuple[int, ...]
+) -> dict[int, str]:
+    """``file:line`` of each of ``rows`` (indices in file order), found by
+    reading the files again up to the last of them."""
+    wanted, places, index = set(rows), {}, 0
+    for path in paths:
+        for record in read_records(path, file_format)[1]:
+            if index in wanted:
+                places[index] = f"{path}:{record.line}"
+                if len(places) == len(wanted):
+                    return places
+            index += 1
+    return places
 
 
 # Rows converted at a time by ``compact_times``.

@@ -5,7 +5,17 @@ Each returns an ``Interactions`` table.
 Files are read as strict UTF-8: a byte order mark at the start is dropped
 and LF, CRLF and CR line ends are accepted, so raw ids come back exactly as
 written (``café_14`` stays ``café_14``). Convert a latin-1 file first, e.g.
-with ``iconv -f latin1 -t utf-8``.
+with ``iconv -f latin1 -t utf-8``. A gzip-compressed file is decompressed
+as it is read, whatever its name (``clicks.tsv.gz``); a UTF-16 or UTF-32
+file, a bzip2, xz, zstd or zip file and a folder are refused, named as
+what they are.
+
+Fields are split on the format's separator and kept as written: there is
+no CSV-style quoting. An id or number in double quotes (``"214"``) is an
+error rather than an id with quotes in it (a file quoting some ids and not
+others would otherwise split one item in two); a quote inside or at one
+end of an id is part of the id. An empty (or whitespace-only) user,
+session or item id is an error.
 
 A line that cannot be parsed raises ``DataError`` naming the file and the
 1-based line number. So does a line that is not valid UTF-8 (the message
@@ -26,11 +36,14 @@ Formats:
 import codecs
 import contextlib
 import dataclasses
+import gzip
+import io
 import math
 import os
 import re
 import sys
-from typing import Iterator, NamedTuple
+import zlib
+from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
@@ -45,17 +58,42 @@ _NOT_UTF8_HINT = (
     "iconv -f latin1 -t utf-8"
 )
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+# Bytes read from the start of a file to tell what it is.
+_SNIFF_BYTES = 4096
+_GZIP_MAGIC = b"\x1f\x8b"
+# Compressed formats that are refused: (magic bytes, name, how to undo).
+_OTHER_COMPRESSION = (
+    (re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)"), "bzip2", "bunzip2 -k"),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz", "unxz -k"),
+    (re.compile(rb"\(\xb5/\xfd"), "zstd", "unzstd"),
+    (re.compile(rb"PK(\x03\x04|\x05\x06)"), "zip", "unzip"),
+)
+_DIGITS = re.compile("([0-9]+)")
 # Numeric columns are stored as float32: larger magnitudes would become inf.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def natural_sort_key(path: str) -> tuple:
+    """Sorts paths with runs of digits compared as numbers.
+
+    ``part-2`` comes before ``part-10``; paths that differ only in leading
+    zeros (``part-01``, ``part-1``) are ordered by their text.
+
+    >>> sorted(["part-10", "part-2", "part-1"], key=natural_sort_key)
+    ['part-1', 'part-2', 'part-10']
+    """
+    parts = _DIGITS.split(path)
+    # Odd places hold the digit runs, even places the text between them.
+    return [int(p) if i % 2 else p for i, p in enumerate(parts)], path
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
     """Yields ``(line_number, line)`` for each line of a UTF-8 text file.
 
     Streams the file in text mode with strict UTF-8 decoding (a byte order
-    mark at the start is dropped; CRLF and CR line ends become LF). Only
-    when a byte is not valid UTF-8 is the file read again, to locate that
-    byte for the error message.
+    mark at the start is dropped; CRLF and CR line ends become LF),
+    decompressing gzip. Only when a byte is not valid UTF-8 is the file
+    read again, to locate that byte for the error message.
 
     Args:
         path: str. The file to read.
@@ -64,41 +102,117 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
         The 1-based line number and the decoded line (with its line end).
 
     Raises:
-        DataError: if the file does not exist, or is not valid UTF-8 (the
-            message names the file, the line number and the byte offset in
-            the file of the first invalid byte).
+        DataError: if the file does not exist, is a folder, is compressed
+            other than with gzip, is UTF-16 or UTF-32, or is not valid
+            UTF-8 (the message names the file, the line number and the
+            byte offset of the first invalid byte).
     """
-    if not os.path.isfile(path):
-        raise DataError(f"Data file not found. Received: path={path!r}")
-    with open(path, encoding="utf-8-sig") as handle:
+    binary, compressed = _open_binary(path)
+    number = 0
+    with io.TextIOWrapper(binary, encoding="utf-8-sig") as handle:
         try:
-            yield from enumerate(handle, start=1)
+            for number, line in enumerate(handle, start=1):
+                yield number, line
         except UnicodeDecodeError:
             raise _not_utf8(path) from None
+        except (OSError, EOFError, zlib.error) as error:
+            if not compressed:
+                raise
+            raise _damaged_gzip(path, error, number) from None
+
+
+def _open_binary(path: str) -> tuple[BinaryIO, bool]:
+    """The bytes of ``path``'s text (gzip decompressed), and whether it was
+    compressed; refuses what is not a UTF-8 text file, naming what it is."""
+    if os.path.isdir(path):
+        raise DataError(
+            f"{path!r} is a directory, not a data file; give a file or a "
+            f"glob of files (e.g. --data-path '{os.path.join(path, '*.tsv')}')"
+        )
+    if not os.path.isfile(path):
+        raise DataError(f"Data file not found. Received: path={path!r}")
+    with open(path, "rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    compressed = head.startswith(_GZIP_MAGIC)
+    if compressed:
+        try:
+            with gzip.open(path, "rb") as handle:
+                head = handle.read(_SNIFF_BYTES)
+        except (OSError, EOFError, zlib.error) as error:
+            raise _damaged_gzip(path, error, 0) from None
+    else:
+        for magic, name, command in _OTHER_COMPRESSION:
+            if magic.match(head):
+                raise DataError(
+                    f"{path}: the file is {name}-compressed; tfrec-tricks "
+                    f"reads plain or gzip-compressed text: decompress it "
+                    f"first, e.g. {command} {path}"
+                )
+    encoding = _wide_encoding(head)
+    if encoding:
+        raise DataError(
+            f"{path}: the file is {encoding} encoded; tfrec-tricks reads "
+            f"interaction files as UTF-8: convert it, e.g. iconv -f "
+            f"{encoding.lower()} -t utf-8 {path} > {path}.utf8"
+        )
+    if compressed:
+        return gzip.open(path, "rb"), True
+    return open(path, "rb"), False
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """The encoding, UTF-16 or UTF-32, of a file that starts with ``head``
+    (a byte order mark, or NUL bytes in every other or three of four
+    bytes); None for others."""
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2], head[1::2]
+    even_nul = even.count(0) >= 0.4 * len(even)
+    odd_nul = odd.count(0) >= 0.4 * len(odd)
+    if even_nul and odd_nul:
+        return "UTF-32"
+    if even_nul or odd_nul:
+        return "UTF-16"
+    return None
+
+
+def _damaged_gzip(path: str, error: BaseException, line: int) -> DataError:
+    where = f" after line {line}" if line else ""
+    return DataError(
+        f"{path}: the gzip data is damaged or truncated{where} ({error}); "
+        "check the file with gzip -t"
+    )
 
 
 def _not_utf8(path: str) -> DataError:
     """A DataError locating the first byte of ``path`` that is not UTF-8."""
-    with open(path, "rb") as handle:
+    binary, compressed = _open_binary(path)
+    with binary:
         offset = (
-            len(codecs.BOM_UTF8) if handle.read(3) == codecs.BOM_UTF8 else 0
+            len(codecs.BOM_UTF8) if binary.read(3) == codecs.BOM_UTF8 else 0
         )
+    of = " of the decompressed text" if compressed else ""
     # Invalid bytes decode to lone surrogates U+DC80..U+DCFF, which valid
     # UTF-8 never yields; newline="" splits lines as text mode does (so line
     # numbers agree with _lines) but keeps their ends (so offsets add up).
-    with open(
-        path, encoding="utf-8-sig", errors="surrogateescape", newline=""
+    binary, _ = _open_binary(path)
+    with io.TextIOWrapper(
+        binary, encoding="utf-8-sig", errors="surrogateescape", newline=""
     ) as handle:
         for number, line in enumerate(handle, start=1):
             bad = _ESCAPED_BYTE.search(line)
             if bad is None:
-                offset += len(line.encode("utf-8"))
+                offset += len(line.encode("utf-8", "surrogateescape"))
                 continue
             start = bad.start()
             offset += len(line[:start].encode("utf-8"))
             return DataError(
-                f"{path}:{number}: not valid UTF-8 at byte offset {offset} "
-                f"(0x{ord(line[start]) - 0xDC00:02x}); {_NOT_UTF8_HINT}"
+                f"{path}:{number}: not valid UTF-8 at byte offset {offset}"
+                f"{of} (0x{ord(line[start]) - 0xDC00:02x}); {_NOT_UTF8_HINT}"
             )
     return DataError(f"{path}: not valid UTF-8; {_NOT_UTF8_HINT}")
 
@@ -121,9 +235,10 @@ def _float(
     try:
         result = float(value)
     except ValueError:
-        raise malformed_line(
-            path, number, line, f"{what} {value!r} is not a number"
-        ) from None
+        why = f"{what} {value!r} is not a number"
+        if _quoted(value):
+            why += f" ({_QUOTED})"
+        raise malformed_line(path, number, line, why) from None
     if -limit <= result <= limit:  # False for nan and +-inf too
         return result
     if math.isfinite(result):
@@ -149,13 +264,54 @@ class Columns:
 
 
 class Record(NamedTuple):
-    """One parsed line: where it came from and what it says."""
+    """One parsed line: where it came from and what it says.
+
+    ``other`` holds the line's fields that are none of the others (e.g. a
+    RecBole ``:token`` column), as written: with the rest, they tell
+    whether two rows are exact duplicates.
+    """
 
     line: int
     user: str
     item: str
     time: float | None
     numeric: tuple[float, ...]
+    other: tuple[str, ...] = ()
+
+
+_QUOTED = "fields are read as written, without CSV quoting: remove the quotes"
+
+
+def _quoted(value: str) -> bool:
+    return len(value) >= 2 and value[0] == value[-1] == '"'
+
+
+def _fields(line: str, separator: str | None, count: int) -> list[str]:
+    """``line``'s fields: split on ``separator`` (None: whitespace) once the
+    whitespace around the line is removed, or, when that gives other than
+    ``count`` fields, once only the line end is (so that an empty first or
+    last field is found as such, not as a missing one)."""
+    fields = line.strip().split(separator)
+    if len(fields) != count and separator is not None:
+        raw = line.rstrip("\r\n").split(separator)
+        if len(raw) == count:
+            return raw
+    return fields
+
+
+def _check_ids(path: str, number: int, line: str, ids: dict) -> None:
+    """Raises DataError when an id of ``ids`` (what -> value) is empty,
+    whitespace only, or in double quotes."""
+    for what, value in ids.items():
+        if not value.strip():
+            raise malformed_line(path, number, line, f"the {what} is empty")
+        if _quoted(value):
+            raise malformed_line(
+                path,
+                number,
+                line,
+                f"the {what} {value!r} is in quotes; {_QUOTED}",
+            )
 
 
 def read_records(
@@ -238,7 +394,7 @@ def _ratings(path, rows, separator) -> Iterator[Record]:
     for number, line in rows:
         if not line.strip():
             continue
-        fields = line.strip().split(separator)
+        fields = _fields(line, separator, 4)
         if len(fields) != 4:
             raise malformed_line(
                 path,
@@ -247,6 +403,9 @@ def _ratings(path, rows, separator) -> Iterator[Record]:
                 f"expected 4 fields user, item, rating, timestamp, found "
                 f"{len(fields)}",
             )
+        _check_ids(
+            path, number, line, {"user id": fields[0], "item id": fields[1]}
+        )
         rating = _float(fields[2], path, number, line, "rating", _FLOAT32_MAX)
         time = _float(fields[3], path, number, line, "timestamp")
         yield Record(number, fields[0], fields[1], time, (rating,))
@@ -275,6 +434,12 @@ def _sasrec(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     line,
                     f"expected 2 fields 'user item', found {len(fields)}",
                 )
+            _check_ids(
+                path,
+                number,
+                line,
+                {"user id": fields[0], "item id": fields[1]},
+            )
             yield Record(number, fields[0], fields[1], None, ())
 
     return Columns(False), records()
@@ -297,12 +462,17 @@ def _sessions(path: str, rows) -> tuple[Columns, Iterator[Record]]:
     session_col = header.index("SessionId")
     item_col = header.index("ItemId")
     time_col = header.index("Time")
+    other_cols = [
+        i
+        for i in range(len(header))
+        if i not in (session_col, item_col, time_col)
+    ]
 
     def records() -> Iterator[Record]:
         for number, line in rows:
             if not line.strip():
                 continue
-            fields = line.strip().split(separator)
+            fields = _fields(line, separator, len(header))
             if len(fields) != len(header):
                 raise malformed_line(
                     path,
@@ -310,9 +480,20 @@ def _sessions(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     line,
                     f"expected {len(header)} fields, found {len(fields)}",
                 )
+            _check_ids(
+                path,
+                number,
+                line,
+                {"SessionId": fields[session_col], "ItemId": fields[item_col]},
+            )
             time = _float(fields[time_col], path, number, line, "Time")
             yield Record(
-                number, fields[session_col], fields[item_col], time, ()
+                number,
+                fields[session_col],
+                fields[item_col],
+                time,
+                (),
+                tuple(fields[i] for i in other_cols),
             )
 
     return Columns(True), records()
@@ -350,6 +531,8 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
         for i, (n, t) in enumerate(zip(names, types))
         if t == "float" and i != time_col
     ]
+    used = {user_col, item_col, time_col, *float_cols}
+    other_cols = [i for i in range(len(names)) if i not in used]
 
     def records() -> Iterator[Record]:
         for number, line in rows:
@@ -364,6 +547,15 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     f"expected {len(names)} tab-separated fields, found "
                     f"{len(fields)}",
                 )
+            _check_ids(
+                path,
+                number,
+                line,
+                {
+                    names[user_col]: fields[user_col],
+                    "item_id": fields[item_col],
+                },
+            )
             time = None
             if time_col is not None:
                 time = _float(fields[time_col], path, number, line, "timestamp")
@@ -372,7 +564,12 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                 for i in float_cols
             )
             yield Record(
-                number, fields[user_col], fields[item_col], time, numeric
+                number,
+                fields[user_col],
+                fields[item_col],
+                time,
+                numeric,
+                tuple(fields[i] for i in other_cols),
             )
 
     columns = Columns(time_col is not None, tuple(names[i] for i in float_cols))
@@ -400,7 +597,7 @@ _READERS = {
 
 def guess_format(path: str) -> str:
     """Guesses the format from the file name and its first line."""
-    name = os.path.basename(path)
+    name = os.path.basename(path).removesuffix(".gz")
     if name.endswith(".inter"):
         return "recbole"
     if name.endswith(".dat") and "::" in _first_line(path):

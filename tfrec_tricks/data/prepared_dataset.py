@@ -48,13 +48,15 @@ class PreparedDataset:
 
     Args:
         path: str. The folder ``tfrec-tricks prepare --output`` wrote.
-        verify_hashes: bool. Compare each shard's SHA-256 with
+        verify_hashes: bool. Compare each file's SHA-256 with
             ``metadata.json`` (sizes are always compared). Defaults to
             True.
 
     Raises:
         DataError: the folder is missing, half-written, from another
-            format version, or its shards differ from ``metadata.json``.
+            format version, or its files (shards, vocabulary, statistics,
+            item graph) differ from ``metadata.json``'s list: one missing,
+            changed or not listed.
 
     Example:
 
@@ -77,7 +79,7 @@ class PreparedDataset:
     def __init__(self, path: str, verify_hashes: bool = True):
         self.path = path
         self.metadata = fmt.read_metadata(path)
-        fmt.check_shards(path, self.metadata, verify_hashes)
+        fmt.check_files(path, self.metadata, verify_hashes)
         for name in (fmt.VOCABULARY_FILE, fmt.STATISTICS_FILE):
             if not os.path.isfile(os.path.join(path, name)):
                 raise DataError(

@@ -24,10 +24,17 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
 - ``vocabulary.json``: raw ids of items and users (``Vocabulary``).
 - ``statistics.json``: training-target counts and feature moments
   (``TrainingStatistics``).
+- ``item_graph.json``: the source's item graph (raw item id pairs), when
+  it has one (synthetic data, ml-100k).
 - ``metadata.json``: the format version, the preparation options, the
-  counts the input pipeline needs to size its batches, and every shard's
-  user count, byte size and SHA-256. Written last: a folder without it is
-  not a prepared dataset.
+  counts the input pipeline needs to size its batches, every shard's user
+  count, and the manifest: every other file of the folder (shards,
+  vocabulary, statistics, item graph) with its byte size and SHA-256.
+  Written last: a folder without it is not a prepared dataset. A reader
+  refuses a folder with a listed file missing or changed, or a file the
+  manifest does not list (``check_files``): an edited vocabulary would
+  mislabel the served ids, a lost item graph turn SSE-Graph into uniform
+  SSE.
 
 The folder is written under a temporary name and renamed when complete, so
 a reader never sees half of one.
@@ -44,7 +51,8 @@ from tfrec_tricks.atomic_files import file_sha256
 from tfrec_tricks.errors import DataError
 
 FORMAT = "tfrec_tricks.prepared"
-FORMAT_VERSION = 1
+# 2: ``files`` lists every file of the folder (1 listed the shards only).
+FORMAT_VERSION = 2
 METADATA_FILE = "metadata.json"
 VOCABULARY_FILE = "vocabulary.json"
 STATISTICS_FILE = "statistics.json"
@@ -154,45 +162,112 @@ def read_metadata(path: str) -> dict:
             f"{path!r} was prepared in format version {version!r} (by "
             f"tfrec_tricks {metadata.get('tfrec_tricks_version')}); this "
             f"tfrec_tricks {tfrec_tricks.__version__} reads version "
-            f"{FORMAT_VERSION}. Prepare it again."
+            f"{FORMAT_VERSION} (version 2 lists every file with its "
+            "SHA-256, not only the shards). Prepare it again: "
+            "`tfrec-tricks prepare ... --output DIR --overwrite`."
         )
     return metadata
 
 
-def check_shards(path: str, metadata: dict, verify_hashes: bool = True) -> None:
-    """Refuses shards that are missing or differ from ``metadata.json``.
+def file_manifest(folder: str) -> list[dict]:
+    """Every file below ``folder`` but ``metadata.json``: its path
+    (relative, ``/``-separated), byte size and SHA-256, sorted by path."""
+    manifest = []
+    for name in _files_below(folder):
+        file = os.path.join(folder, *name.split("/"))
+        manifest.append(
+            {
+                "file": name,
+                "bytes": os.path.getsize(file),
+                "sha256": file_sha256(file),
+            }
+        )
+    return manifest
 
-    Sizes are always compared; with ``verify_hashes`` the SHA-256 of each
-    shard too (a second of reading per GB).
+
+def _files_below(folder: str) -> list[str]:
+    """Relative paths of the files below ``folder``, ``metadata.json`` (at
+    the top) left out, hidden ones included."""
+    names = []
+    for root, _, files in os.walk(folder):
+        relative = os.path.relpath(root, folder)
+        for entry in files:
+            name = entry if relative == "." else f"{relative}/{entry}"
+            names.append(name.replace(os.sep, "/"))
+    return sorted(name for name in names if name != METADATA_FILE)
+
+
+def _listed_files(path: str, metadata: dict) -> list[dict]:
+    """``metadata["files"]``, checked to be a list of file entries inside
+    ``path`` that includes every shard."""
+    files = metadata.get("files")
+    where = os.path.join(path, METADATA_FILE)
+    if not isinstance(files, list) or not all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("file"), str)
+        and isinstance(entry.get("bytes"), int)
+        and isinstance(entry.get("sha256"), str)
+        and not entry["file"].startswith("/")
+        and ".." not in entry["file"].split("/")
+        for entry in files
+    ):
+        raise DataError(
+            f"{where}: 'files' must list every file of the dataset with its "
+            "'file', 'bytes' and 'sha256'. Prepare the dataset again."
+        )
+    listed = {entry["file"] for entry in files}
+    unlisted = sorted(
+        shard["file"]
+        for shard in metadata.get("shards", [])
+        if shard.get("file") not in listed
+    )
+    if unlisted:
+        raise DataError(
+            f"{where}: shards {unlisted} are not in its 'files'. Prepare the "
+            "dataset again."
+        )
+    return files
+
+
+def check_files(path: str, metadata: dict, verify_hashes: bool = True) -> None:
+    """Refuses a folder whose files differ from ``metadata.json``'s list.
+
+    Every listed file (shards, vocabulary, statistics, item graph) must be
+    there with its size and, with ``verify_hashes``, its SHA-256 (a second
+    of reading per GB); a file the list does not name is refused too.
+
+    Raises:
+        DataError: naming the file and what differs.
     """
-    for shard in metadata["shards"]:
-        file = os.path.join(path, shard["file"])
+    files = _listed_files(path, metadata)
+    for entry in files:
+        name = entry["file"]
+        file = os.path.join(path, *name.split("/"))
         if not os.path.isfile(file):
             raise DataError(
-                f"{path!r}: shard {shard['file']} listed in {METADATA_FILE} "
-                "is missing. Prepare the dataset again."
+                f"{path!r}: {name} listed in {METADATA_FILE} is missing "
+                "(deleted or moved after preparation). Prepare the dataset "
+                "again."
             )
         size = os.path.getsize(file)
-        if size != shard["bytes"]:
+        if size != entry["bytes"]:
             raise DataError(
                 f"{file}: {size} bytes, {METADATA_FILE} says "
-                f"{shard['bytes']}: the shard was changed or replaced after "
+                f"{entry['bytes']}: {name} was changed or replaced after "
                 "preparation. Prepare the dataset again."
             )
-        if verify_hashes and file_sha256(file) != shard["sha256"]:
+        if verify_hashes and file_sha256(file) != entry["sha256"]:
             raise DataError(
-                f"{file}: its SHA-256 differs from {METADATA_FILE}'s: the "
-                "shard was changed or replaced after preparation. Prepare "
-                "the dataset again."
+                f"{file}: its SHA-256 differs from {METADATA_FILE}'s: {name} "
+                "was changed or replaced after preparation. Prepare the "
+                "dataset again."
             )
-    listed = {shard["file"] for shard in metadata["shards"]}
-    extra = sorted(
-        entry
-        for entry in os.listdir(path)
-        if entry.endswith(".tfrecord") and entry not in listed
-    )
+    listed = {entry["file"] for entry in files}
+    extra = [name for name in _files_below(path) if name not in listed]
     if extra:
         raise DataError(
-            f"{path!r} holds shards that {METADATA_FILE} does not list: "
-            f"{extra}. Prepare the dataset again into an empty folder."
+            f"{path!r} holds files that {METADATA_FILE} does not list: "
+            f"{extra}. A prepared dataset holds only what preparation "
+            "wrote: move them out, or prepare the dataset again into an "
+            "empty folder."
         )

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import file_sha256, publish_directory
+from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
@@ -75,9 +75,10 @@ def write_dataset_files(
 ) -> dict:
     """Writes the vocabulary, statistics and, last, ``metadata.json``.
 
-    The shards must already be in ``folder``: their sizes and SHA-256s go
-    into the metadata (with their user counts, ``shard_users``, when
-    known). Both engines end here.
+    The shards must already be in ``folder``. ``metadata.json`` lists every
+    file of ``folder`` (shards, vocabulary, statistics, item graph, and
+    anything else there) with its size and SHA-256, and each shard's user
+    count (``shard_users``) when known. Both engines end here.
 
     Returns:
         The metadata written.
@@ -91,6 +92,10 @@ def write_dataset_files(
             json.dump([[str(a), str(b)] for a, b in item_graph], handle)
     shards = sorted(f for f in os.listdir(folder) if f.endswith(".tfrecord"))
     shard_users = shard_users or {}
+    # Everything the folder holds now, shards included: a reader refuses
+    # a missing, changed or extra file (``prepared_format.check_files``).
+    files = fmt.file_manifest(folder)
+    listed = {entry["file"]: entry for entry in files}
     metadata = {
         "format": fmt.FORMAT,
         "format_version": fmt.FORMAT_VERSION,
@@ -106,11 +111,12 @@ def write_dataset_files(
             {
                 "file": name,
                 "users": shard_users.get(name),
-                "bytes": os.path.getsize(os.path.join(folder, name)),
-                "sha256": file_sha256(os.path.join(folder, name)),
+                "bytes": listed[name]["bytes"],
+                "sha256": listed[name]["sha256"],
             }
             for name in shards
         ],
+        "files": files,
     }
     with open(os.path.join(folder, fmt.METADATA_FILE), "w") as handle:
         json.dump(metadata, handle, indent=1)

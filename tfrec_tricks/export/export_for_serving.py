@@ -3,13 +3,13 @@
 import json
 import math
 import os
-import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.atomic_files import publish_directory, write_text_atomic
+from tfrec_tricks.errors import OutputError
 from tfrec_tricks.export.models_config import (
     check_model_name,
     read_models_config,
@@ -20,8 +20,27 @@ from tfrec_tricks.export.serving_module import (
     load_item_vocabulary,
 )
 from tfrec_tricks.export.warmup import write_warmup_requests
+from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
 
 MODELS_CONFIG = "models.config"
+
+
+def holds_only_versions(folder: str) -> bool:
+    """Whether ``folder`` holds only numbered version folders (and hidden
+    entries: staging folders, locks), as TF Serving's base_path does."""
+    return all(
+        entry.startswith(".")
+        or (entry.isdigit() and os.path.isdir(os.path.join(folder, entry)))
+        for entry in os.listdir(folder)
+    )
+
+
+MODEL_VERSIONS = TargetKind(
+    "folder of model versions", "--name", holds_only_versions
+)
+# Served models' root: models.config, the models' folders and requests
+# beside what else the user keeps there; export only adds to it.
+SERVED_MODELS = TargetKind("models.config", "--base-path", lambda folder: True)
 
 
 def next_version(base_path: str) -> int:
@@ -93,6 +112,7 @@ def export_for_serving(
     scoring: str = "auto",
     server_base_path: str | None = None,
     warmup: bool = True,
+    inputs: tuple[str, ...] = (),
 ) -> str:
     """Writes ``<base_path>/<version>/``, a SavedModel TF Serving loads.
 
@@ -100,7 +120,8 @@ def export_for_serving(
     ``base_path``: its name is the served model's name, its parent the
     folder served with ``--model_config_file`` (e.g.
     ``saved_models/<name>``). The version is written into a temporary
-    folder next to it (``.tmp-...``, which TF Serving ignores) and renamed
+    folder next to it (``.<version>.<random>.staging``, which TF Serving
+    ignores: it loads numbered folders only) and renamed
     when complete, so a running server never sees half a version.
 
     The SavedModel has two signatures (see ``ServingModule``):
@@ -138,6 +159,8 @@ def export_for_serving(
             ``models.config``, as the server sees the folder. Defaults to
             ``/models/<name>`` (the Docker image's layout).
         warmup: bool. Write the warmup records. Defaults to True.
+        inputs: paths the export reads (the run directory): ``base_path``
+            may not be, contain or lie inside one. Defaults to none.
 
     Returns:
         str, the path of the written version folder.
@@ -175,6 +198,35 @@ def export_for_serving(
         ) from None
     base_path = stripped
     root = os.path.dirname(base_path) or "."
+    check_target(base_path, MODEL_VERSIONS, inputs)
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise OutputError(
+            f"{root!r} is a file, not a folder of served models; choose "
+            "another --base-path (it is never replaced)."
+        )
+    # One export per model folder, one writer of models.config at a time.
+    with (
+        target_lock(base_path, MODEL_VERSIONS),
+        target_lock(os.path.join(root, MODELS_CONFIG), SERVED_MODELS),
+    ):
+        return _export(
+            model, base_path, name, vocabulary, version, k, scoring,
+            server_base_path, warmup,
+        )  # fmt: skip
+
+
+def _export(
+    model: tf.keras.Model,
+    base_path: str,
+    name: str,
+    vocabulary: Any,
+    version: int | None,
+    k: int,
+    scoring: str,
+    server_base_path: str | None,
+    warmup: bool,
+) -> str:
+    root = os.path.dirname(base_path) or "."
     config_path = os.path.join(root, MODELS_CONFIG)
     # Refuse an unreadable models.config before anything is written.
     read_models_config(config_path)
@@ -199,21 +251,16 @@ def export_for_serving(
     module = ServingModule(model, items, k=k, scoring=scoring)
     signatures = module.signatures()
 
-    os.makedirs(base_path, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=base_path)
-    try:
+    def write(staging: str) -> None:
         tf.saved_model.save(module, staging, signatures=signatures)
         if warmup:
             write_warmup_requests(
                 staging, name, _warmup_requests(module, items)
             )
-        os.chmod(staging, 0o755)
-        # Atomic on POSIX; fails if another export took the version.
-        os.rename(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
+    # TF Serving loads only folders named by a number: it never sees the
+    # hidden staging folder.
+    publish_directory(target, write)
     update_models_config(
         config_path,
         name,
@@ -225,7 +272,8 @@ def export_for_serving(
             items, module.feature_names, module.max_len
         ),
     }
-    example_path = os.path.join(root, f"{name}.request.json")
-    with open(example_path, "w") as handle:
-        json.dump(request, handle, indent=2)
+    write_text_atomic(
+        os.path.join(root, f"{name}.request.json"),
+        json.dumps(request, indent=2),
+    )
     return target

@@ -2,8 +2,9 @@
 
 import os
 import re
-import tempfile
 from typing import Any
+
+from tfrec_tricks.atomic_files import write_text_atomic
 
 # A TF Serving model name that is also one path component: it names the
 # model's folder of versions and the URL's ``/v1/models/<name>``.
@@ -131,10 +132,7 @@ def update_models_config(path: str, name: str, base_path: str) -> str:
     entry.name = name
     entry.base_path = base_path
     entry.model_platform = "tensorflow"
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".models.config")
-    with os.fdopen(handle, "w") as out:
-        out.write(text_format.MessageToString(config))
-    os.replace(temporary, path)
-    return path
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # An existing file keeps its mode (a server may read it as another
+    # user); a new one gets the umask's.
+    return write_text_atomic(path, text_format.MessageToString(config))

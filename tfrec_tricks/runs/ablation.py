@@ -10,6 +10,8 @@ import dataclasses
 import json
 import os
 
+from tfrec_tricks.atomic_files import write_text_atomic
+from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
 from tfrec_tricks.runs.training import (
     TrainConfig,
     finished_metrics,
@@ -217,20 +219,38 @@ def plot(rows: list[AblationRow], path: str, title: str) -> None:
     plt.close(fig)
 
 
+REPORT_FILES = tuple(f"ablation.{ext}" for ext in ("md", "json", "png"))
+
+
+def is_ablation_report(folder: str) -> bool:
+    """Whether ``folder`` holds only an ablation report's files."""
+    return set(os.listdir(folder)) <= set(REPORT_FILES)
+
+
+ABLATION_REPORT = TargetKind(
+    "ablation report", "--report-dir", is_ablation_report
+)
+
+
+def check_report_dir(output_dir: str, inputs: list[str]) -> None:
+    """Refuses a report folder that ``write_report`` may not write, before
+    any row trains (``output_targets.check_target``)."""
+    check_target(output_dir, ABLATION_REPORT, inputs)
+
+
 def write_report(
     rows: list[AblationRow], output_dir: str, title: str, command: str
 ) -> dict[str, str]:
     """Writes ablation.md, ablation.json and ablation.png; returns paths."""
-    os.makedirs(output_dir, exist_ok=True)
-    paths = {
-        ext: os.path.join(output_dir, f"ablation.{ext}")
-        for ext in ("md", "json", "png")
-    }
-    with open(paths["md"], "w") as handle:
-        handle.write(
-            f"# {title}\n\nCommand: `{command}`\n\n{format_table(rows)}\n"
+    check_target(output_dir, ABLATION_REPORT)
+    with target_lock(output_dir, ABLATION_REPORT):
+        os.makedirs(output_dir, exist_ok=True)
+        md, js, png = (os.path.join(output_dir, f) for f in REPORT_FILES)
+        write_text_atomic(
+            md, f"# {title}\n\nCommand: `{command}`\n\n{format_table(rows)}\n"
         )
-    with open(paths["json"], "w") as handle:
-        json.dump([dataclasses.asdict(r) for r in rows], handle, indent=2)
-    plot(rows, paths["png"], title)
-    return paths
+        write_text_atomic(
+            js, json.dumps([dataclasses.asdict(r) for r in rows], indent=2)
+        )
+        plot(rows, png, title)
+    return {"md": md, "json": js, "png": png}

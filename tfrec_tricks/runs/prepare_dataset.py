@@ -13,6 +13,7 @@ Three engines end in the same prepared dataset (``data.prepared_format``):
 """
 
 import dataclasses
+import json
 import os
 
 from tfrec_tricks.config_fields import field_default
@@ -22,13 +23,31 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
+from tfrec_tricks.data.prepared_format import FORMAT, METADATA_FILE
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
+from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
 from tfrec_tricks.runs.run_directory import data_identity
 from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.runs.training_data import input_paths
 
 ENGINES = ("local", "beam")
+
+
+def is_prepared_dataset(folder: str) -> bool:
+    """Whether ``folder`` holds a prepared dataset's ``metadata.json``
+    (any format version: an old one is replaced by a new preparation)."""
+    try:
+        with open(os.path.join(folder, METADATA_FILE), encoding="utf-8") as f:
+            return json.load(f).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+PREPARED_DATASET = TargetKind(
+    "prepared dataset", "--output", is_prepared_dataset
+)
 # The TrainConfig fields that say which data to read and how to prepare
 # it: recorded in metadata.json, taken from it by ``train --prepared``.
 SOURCE_FIELDS = (
@@ -45,7 +64,11 @@ PREPARATION_FIELDS = (
     "min_item_interactions",
     "split",
     "max_len",
+    "drop_duplicates",
 )
+# What a dataset prepared before an option of PREPARATION_FIELDS existed
+# was prepared with.
+EARLIER_PREPARATION = {"drop_duplicates": False}
 
 
 def preparation_options(config: TrainConfig) -> dict:
@@ -102,10 +125,34 @@ def prepare_dataset(
             "Beam pipeline options apply to --engine beam only. Received: "
             f"{pipeline_args}"
         )
-    if os.path.exists(output) and not overwrite:
-        raise FileExistsError(
-            f"{output!r} already exists; pass --overwrite to replace it."
+    check_target(output, PREPARED_DATASET, input_paths(config))
+    with target_lock(output, PREPARED_DATASET):
+        if os.path.exists(output) and not overwrite:
+            raise FileExistsError(
+                f"{output!r} already exists; pass --overwrite to replace it."
+            )
+        written = _prepare(
+            config, output, engine, num_shards, pipeline_args, verbose
         )
+    if verbose:
+        from tfrec_tricks.data.prepared_dataset import PreparedDataset
+
+        print(f"Prepared: {PreparedDataset(written).summary()}", flush=True)
+    return written
+
+
+def _prepare(
+    config: TrainConfig,
+    output: str,
+    engine: str,
+    num_shards: int | None,
+    pipeline_args: list[str] | None,
+    verbose: bool = False,
+) -> str:
+    # ``output`` is checked, locked, and this process's to replace.
+    overwrite = True
+    # Lines the user should read (the duplicate rows found).
+    report = _print_line if verbose else None
     options = preparation_options(config)
     if engine == "beam":
         from tfrec_tricks.data.beam_preparation import prepare_with_beam
@@ -119,9 +166,10 @@ def prepare_dataset(
             num_shards=num_shards,
             overwrite=overwrite,
             pipeline_args=pipeline_args,
+            report=report,
         )
     else:
-        sequences, graph = _local_sequences(config)
+        sequences, graph = _local_sequences(config, report)
         written = write_prepared(
             sequences,
             output,
@@ -130,14 +178,14 @@ def prepare_dataset(
             overwrite=overwrite,
             item_graph=graph,
         )
-    if verbose:
-        from tfrec_tricks.data.prepared_dataset import PreparedDataset
-
-        print(f"Prepared: {PreparedDataset(written).summary()}", flush=True)
     return written
 
 
-def _local_sequences(config: TrainConfig):
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def _local_sequences(config: TrainConfig, report=None):
     common = {
         "min_user_interactions": config.min_user_interactions,
         "min_item_interactions": config.min_item_interactions,
@@ -167,7 +215,14 @@ def _local_sequences(config: TrainConfig):
     paths, file_format = located_files(
         config.data, config.data_path, config.file_format
     )
-    table = read_encoded(paths, file_format, source=config.data)
+    table = read_encoded(
+        paths,
+        file_format,
+        source=config.data,
+        drop_duplicates=config.drop_duplicates,
+    )
+    if table.duplicates is not None and report is not None:
+        report(table.duplicates.message())
     sequences = user_sequences(
         table.users,
         table.items,
@@ -208,7 +263,10 @@ def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
     """
     options = metadata["options"]
     source = options.get("source", {})
-    values = {name: options[name] for name in PREPARATION_FIELDS}
+    values = {
+        name: options[name] if name in options else EARLIER_PREPARATION[name]
+        for name in PREPARATION_FIELDS
+    }
     values.update(
         {name: source[name] for name in SOURCE_FIELDS if name in source}
     )

@@ -17,18 +17,24 @@ When the run finishes, its model is published in one rename (written to
 ``metrics.json`` and every file of ``model/``. ``check_finished_run`` (used
 by ``export``) refuses a run that has not finished or whose parts do not
 belong together.
+
+A run that stops on an error it cannot resume from (its loss diverged, it
+ran out of memory) is marked ``failed`` with the reason (``fail_run``):
+``train`` then refuses the directory, naming the reason, until
+``--overwrite`` starts afresh, and ``export`` refuses it.
 """
 
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
 from tfrec_tricks.atomic_files import file_sha256, publish_directory
+from tfrec_tricks.atomic_files import write_text_atomic as write_atomic
 from tfrec_tricks.errors import RunDirectoryError
+from tfrec_tricks.output_targets import TargetKind
 
 RUN_FILE = "run.json"
 RUN_FORMAT = 1
@@ -165,7 +171,9 @@ def run_state(run_dir: str) -> str:
 
     Returns:
         ``"absent"``, ``"empty"``, ``"running"``, ``"finished"``,
-        ``"damaged"`` (an unreadable ``run.json``), ``"legacy"`` (written
+        ``"failed"`` (training stopped on an error it cannot resume from,
+        ``fail_run``), ``"damaged"`` (an unreadable ``run.json``),
+        ``"legacy"`` (written
         by an older version: no ``run.json``) or ``"foreign"`` (a
         non-empty folder that is no run directory).
     """
@@ -181,10 +189,19 @@ def run_state(run_dir: str) -> str:
             status = read_run_file(run_dir).get("status")
         except RunDirectoryError:
             return "damaged"
-        return "finished" if status == "finished" else "running"
+        if status in ("finished", "failed"):
+            return status
+        return "running"
     if entries & set(LEGACY_RUN_FILES):
         return "legacy"
     return "foreign"
+
+
+RUN_DIRECTORY = TargetKind(
+    "run directory",
+    "--name or --output-dir",
+    lambda path: run_state(path) != "foreign",
+)
 
 
 def open_run(
@@ -206,8 +223,8 @@ def open_run(
 
     Raises:
         RunDirectoryError: the directory holds another run (its
-            differences named), a run of an older version, or something
-            that is not a run directory.
+            differences named), a failed run (its reason named), a run of
+            an older version, or something that is not a run directory.
     """
     state = run_state(run_dir)
     if state in ("absent", "empty"):
@@ -222,6 +239,14 @@ def open_run(
         return "new"
     if state == "damaged":
         read_run_file(run_dir)  # raises, naming the problem
+    if state == "failed":
+        # Resuming would start from the state that failed (a diverged
+        # model's backup), whatever the settings: only afresh.
+        raise RunDirectoryError(
+            f"{run_dir} holds a run that failed: {failure_reason(run_dir)}\n"
+            "Pass --overwrite to discard it and start afresh (with the "
+            "changes the reason suggests), or choose another --name."
+        )
     if state == "legacy":
         raise RunDirectoryError(
             f"{run_dir} holds a run of an older tfrec-tricks (it has no "
@@ -242,20 +267,6 @@ def open_run(
             "--overwrite to discard the old run."
         )
     return "finished" if state == "finished" else "resume"
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to a temporary file beside ``path``, then renames."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 def start_run(run_dir: str, fingerprint: dict, files: dict[str, str]) -> None:
@@ -312,6 +323,28 @@ def finish_run(run_dir: str) -> None:
     write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
 
 
+def fail_run(run_dir: str, reason: str) -> None:
+    """Marks the run failed: ``run.json`` gets ``"status": "failed"`` and
+    ``reason``, so that neither ``train`` (without ``--overwrite``) nor
+    ``export`` takes its backup or checkpoints for a result.
+
+    Nothing happens when ``run_dir`` holds no ``run.json`` (the run failed
+    before it started).
+    """
+    run = read_run_file(run_dir)
+    if run is None:
+        return
+    run["status"] = "failed"
+    run["reason"] = reason
+    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+
+
+def failure_reason(run_dir: str) -> str:
+    """The ``reason`` a failed run recorded (``fail_run``)."""
+    run = read_run_file(run_dir) or {}
+    return str(run.get("reason") or "no reason recorded")
+
+
 def check_finished_run(run_dir: str) -> dict:
     """Checks that ``run_dir`` holds a finished run whose parts belong together.
 
@@ -339,6 +372,12 @@ def check_finished_run(run_dir: str) -> dict:
         )
     if state == "damaged":
         read_run_file(run_dir)  # raises, naming the problem
+    if state == "failed":
+        raise RunDirectoryError(
+            f"The run in {run_dir} failed, so it has no model to export: "
+            f"{failure_reason(run_dir)}\nRetrain it with `tfrec-tricks "
+            "train ... --overwrite`, then export."
+        )
     if state == "running":
         raise RunDirectoryError(
             f"The run in {run_dir} has not finished (interrupted, or still "

@@ -12,15 +12,22 @@ example's history), and the held-out example's own history (it holds the
 validation target before a test one). ``seen_items`` collects the first
 two, user by user, from the training examples; ``sampled_metrics`` adds
 each example's history.
+
+The negatives are distinct (``sampled_ranking.distinct_sampled_ranks``),
+so a target's sampled rank is never worse than its full rank. ``train``
+refuses ``N`` at or above the catalogue's number of items
+(``TrainConfig.check_catalogue``); a user who has fewer than ``N`` items
+left besides those seen is ranked against all of them, and ``train``
+prints how many examples that was.
 """
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.metrics import metrics_from_ranks
-from tfrec_tricks.sampled_ranking import sample_negatives, sampled_ranks
+from tfrec_tricks.sampled_ranking import distinct_sampled_ranks
 
 
 class SeenItems:
@@ -79,8 +86,13 @@ def sampled_metrics(
     num_negatives: int,
     seed: int,
     ks: Iterable[int] = (10,),
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """NDCG@K / HR@K / MRR@K of targets ranked against sampled negatives.
+
+    The negatives are distinct; an example whose user has at most
+    ``num_negatives`` items left is ranked against all of them (never
+    worse than its full rank: ``distinct_sampled_ranks``).
 
     Args:
         model: scores ``[B, N]`` over the catalogue when called.
@@ -91,8 +103,10 @@ def sampled_metrics(
         seed: int. With the user and the target, seeds each example's
             draws (the same negatives in any batch order).
         ks: cut-offs.
+        log: called with a note when some examples were capped; None
+            says nothing.
     """
-    ranks = []
+    ranks, capped = [], 0
     for batch in batches:
         # Batch by batch: the [B, N] scores never pile up.
         scores = model(batch, training=False).numpy()
@@ -102,8 +116,16 @@ def sampled_metrics(
             np.concatenate([seen[u], row[row > 0]])
             for u, row in zip(user, batch["history"].numpy())
         ]
-        negatives = sample_negatives(
-            excluded, target, user, scores.shape[1], num_negatives, seed
+        batch_ranks, batch_capped = distinct_sampled_ranks(
+            scores, target, excluded, user, num_negatives, seed
         )
-        ranks.append(sampled_ranks(scores, target, negatives))
-    return metrics_from_ranks(np.concatenate(ranks), tuple(ks))
+        ranks.append(batch_ranks)
+        capped += int(batch_capped.sum())
+    ranks = np.concatenate(ranks)
+    if capped and log is not None:
+        log(
+            f"--eval-negatives {num_negatives}: {capped} of {len(ranks)} "
+            "examples have at most that many items their user has not "
+            "seen; each is ranked against all of those."
+        )
+    return metrics_from_ranks(ranks, tuple(ks))

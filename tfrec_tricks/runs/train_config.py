@@ -69,6 +69,15 @@ class TrainConfig:
         flag="--format",
         choices=("auto", *FORMATS),
     )
+    drop_duplicates: bool = option(
+        True,
+        "drop the rows of interaction files with timestamps that repeat an "
+        "earlier row exactly (same user or session, item, time and every "
+        "other field: a double-logged event or a corrupt copy); they are "
+        "counted and reported either way. --no-drop-duplicates keeps them, "
+        "as RecBole does (yoochoose-100k has one).",
+        group="data",
+    )
     tfds_data_dir: str | None = option(
         None,
         "TFDS data_dir holding the prepared dataset.",
@@ -211,7 +220,11 @@ class TrainConfig:
         "items the user had not interacted with before it (uniform, "
         "seeded: SASRec's and SSE-PT's protocol, e.g. 100 on MovieLens-1M)"
         " and report those metrics beside the full ranking. They are NOT "
-        "comparable with full ranking (much higher). 0: off.",
+        "comparable with full ranking (much higher). 0: off. The negatives "
+        "are distinct, so a sampled rank is never worse than the full "
+        "rank: N at or above the catalogue's number of items is refused, "
+        "and a user with N or fewer items left besides those seen is "
+        "ranked against all of them (train prints how many).",
         check="non_negative",
         group="training",
         metavar="N",
@@ -291,13 +304,39 @@ class TrainConfig:
         ``model`` overrides the defaults; ``max_len`` and the learning rate
         (``training_learning_rate``) come from the training options,
         ``num_items`` from the data.
+
+        Raises:
+            ValueError: an invalid model config, or options the catalogue
+                cannot serve (``check_catalogue``).
         """
+        self.check_catalogue(num_items)
         return ModelConfig(
             num_items=num_items,
             max_len=self.max_len,
             learning_rate=self.training_learning_rate(),
             **self.model,
         )
+
+    def check_catalogue(self, num_items: int) -> None:
+        """Refuses ``eval_negatives`` at or above the catalogue's real
+        items (``num_items - 1``): there are not that many distinct items
+        to draw, so sampling would only repeat them.
+
+        >>> TrainConfig(eval_negatives=100).check_catalogue(41)
+        Traceback (most recent call last):
+        ...
+        ValueError: --eval-negatives 100 is at or above the catalogue's 40 \
+items; ...
+        """
+        items = num_items - 1
+        if self.eval_negatives and self.eval_negatives >= items:
+            raise ValueError(
+                f"--eval-negatives {self.eval_negatives} is at or above the "
+                f"catalogue's {items} items; sampled negatives must be "
+                f"fewer (at most {items - 1}), or leave --eval-negatives "
+                "out: the full ranking ranks every item. Received: "
+                f"eval_negatives={self.eval_negatives}, num_items={num_items}"
+            )
 
     def training_learning_rate(self) -> float:
         """``learning_rate``, or the protocol's default when it is None

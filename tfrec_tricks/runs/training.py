@@ -30,9 +30,11 @@ import tensorflow as tf
 from tfrec_tricks.callbacks import (
     EpochTimer,
     ResumableEarlyStopping,
+    StopOnDivergence,
     monitor_history,
 )
 from tfrec_tricks.data.prepared_format import read_metadata
+from tfrec_tricks.errors import TrainingFailedError
 from tfrec_tricks.metrics import (
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -40,13 +42,17 @@ from tfrec_tricks.metrics import (
 )
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import as_trained
+from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
+from tfrec_tricks.runs.memory_budget import check_training_memory
 from tfrec_tricks.runs.optimizers import make_optimizer
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
 from tfrec_tricks.runs.run_directory import (
+    RUN_DIRECTORY,
     check_finished_run,
     data_identity,
     differences,
+    fail_run,
     finish_run,
     make_fingerprint,
     open_run,
@@ -62,6 +68,7 @@ from tfrec_tricks.runs.train_config import TrainConfig
 from tfrec_tricks.runs.training_data import (
     TrainingData,
     data_files,
+    input_paths,
     load_data,  # noqa: F401 (part of this module's API)
     load_training_data,
 )
@@ -234,15 +241,98 @@ def train(
     Raises:
         RunDirectoryError: the run directory holds another run, names the
             differences.
+        OutputError: the run directory is something else (a file, a
+            folder that is no run directory, one of the data's inputs), or
+            another process is writing it.
     """
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     config = resolved_config(config)
     run_dir = run_directory(config)
     strategy = make_strategy(config.distribute)
+    if not is_chief(strategy):
+        # Only the chief writes (and locks) the run directory.
+        with failures_recorded(run_dir, config, record=False):
+            return _train(config, run_dir, strategy, verbose, callbacks, False)
+    check_target(run_dir, RUN_DIRECTORY, input_paths(config))
+    with target_lock(run_dir, RUN_DIRECTORY):
+        with failures_recorded(run_dir, config):
+            return _train(
+                config, run_dir, strategy, verbose, callbacks, overwrite
+            )
+
+
+@contextlib.contextmanager
+def failures_recorded(run_dir: str, config: TrainConfig, record: bool = True):
+    """Records a run that cannot go on as failed, and says why.
+
+    A diverged loss (``TrainingDivergedError``) or an allocation that does
+    not fit (``tf.errors.ResourceExhaustedError``, ``MemoryError``) marks
+    ``run_dir``'s run failed with the reason (``fail_run``: neither a
+    rerun nor ``export`` then takes its backup or checkpoints for a
+    result) when ``record`` and the directory holds this run, and is
+    raised again as a ``TrainingFailedError`` (a ``ValueError``: the CLI
+    prints it and exits 1).
+    """
+    try:
+        yield
+    except (tf.errors.ResourceExhaustedError, MemoryError) as error:
+        failure = TrainingFailedError(out_of_memory_reason(error))
+    except TrainingFailedError as error:
+        failure = error
+    else:
+        return
+    if record and _holds_run_of(run_dir, config):
+        fail_run(run_dir, str(failure))
+        failure = type(failure)(
+            f"{failure}\nThe run in {run_dir} is recorded as failed; the "
+            "same command with --overwrite starts it afresh."
+        )
+    raise failure from None
+
+
+def out_of_memory_reason(error: BaseException) -> str:
+    """The message of an allocation that failed while training.
+
+    >>> out_of_memory_reason(MemoryError())
+    'Out of memory while training (MemoryError). Lower --embedding-dim, \
+--batch-size or --max-len (or use --objective sampled for a large catalogue).'
+    """
+    detail = str(getattr(error, "message", "") or error).strip()
+    detail = detail.splitlines()[0][:200] if detail else ""
+    what = type(error).__name__ + (f": {detail}" if detail else "")
+    return (
+        f"Out of memory while training ({what}). Lower --embedding-dim, "
+        "--batch-size or --max-len (or use --objective sampled for a large "
+        "catalogue)."
+    )
+
+
+def _holds_run_of(run_dir: str, config: TrainConfig) -> bool:
+    """Whether ``run_dir`` holds a run of ``config`` that has not finished
+    (its fingerprint equals ``config``'s)."""
+    try:
+        run = read_run_file(run_dir)
+        if run is None or run.get("status") == "finished":
+            return False
+        recorded = run["fingerprint"]
+        current = fingerprint(config, recorded["model"]["num_items"])
+    except (KeyError, TypeError, ValueError, OSError):
+        return False
+    return not differences(
+        as_trained_fingerprint(recorded), as_trained_fingerprint(current)
+    )
+
+
+def _train(
+    config: TrainConfig,
+    run_dir: str,
+    strategy: tf.distribute.Strategy | None,
+    verbose: int,
+    callbacks: list[tf.keras.callbacks.Callback] | None,
+    overwrite: bool,
+) -> RunResult:
     chief = is_chief(strategy)
-    # Only the chief discards an old run; the others never write in it.
-    overwrite = overwrite and chief
     # Hashed once: the check before and after loading the data share it.
     files = data_identity(data_files(config))
     recorded = None if overwrite else read_run_file(run_dir)
@@ -265,6 +355,12 @@ def train(
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
+    # A model that cannot fit is refused here too (InsufficientMemoryError).
+    check_training_memory(
+        config,
+        model_config,
+        strategy.num_replicas_in_sync if strategy else 1,
+    )
     run_fingerprint = fingerprint(config, data.num_items, files)
     if chief:
         action = open_run(
@@ -336,6 +432,11 @@ def train(
     best_checkpoint = os.path.join(write_dir, "checkpoints", "best")
     timer = EpochTimer()
     callbacks = [
+        # First: a NaN or inf loss raises before the others save the epoch.
+        StopOnDivergence(
+            hint="lower --learning-rate (this run: "
+            f"{config.training_learning_rate():g})"
+        ),
         # On every worker: the chief's backup is what all of them resume.
         tf.keras.callbacks.BackupAndRestore(backup_dir),
         ResumableEarlyStopping(
@@ -392,7 +493,9 @@ def train(
     )
     if config.eval_negatives:
         results.update(
-            _sampled_results(model, data, config, model_config.metric_ks)
+            _sampled_results(
+                model, data, config, model_config.metric_ks, verbose
+            )
         )
     results.update(
         {
@@ -608,7 +711,11 @@ def _test_metrics(
 
 
 def _sampled_results(
-    model: tf.keras.Model, data: TrainingData, config: TrainConfig, ks: tuple
+    model: tf.keras.Model,
+    data: TrainingData,
+    config: TrainConfig,
+    ks: tuple,
+    verbose: int = 1,
 ) -> dict:
     """Validation and test metrics against ``config.eval_negatives``."""
     batch_size = eval_batch_size(data.num_items)
@@ -621,6 +728,7 @@ def _sampled_results(
             config.eval_negatives,
             config.seed,
             ks,
+            log=lambda line, split=split: _log(verbose, f"{split}: {line}"),
         )
         for split in ("validation", "test")
     }

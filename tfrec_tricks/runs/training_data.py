@@ -112,14 +112,11 @@ def load_training_data(config: TrainConfig) -> TrainingData:
             dataset, dataset.item_graph(), [f"Prepared: {dataset.summary()}"]
         )
     source, data = load_data(config)
-    return TrainingData(
-        data,
-        source.item_graph,
-        [
-            f"Data: {source.interactions.summary()}",
-            f"Prepared: {data.summary()}",
-        ],
-    )
+    description = [f"Data: {source.interactions.summary()}"]
+    if source.duplicates is not None:
+        description.append(source.duplicates.message())
+    description.append(f"Prepared: {data.summary()}")
+    return TrainingData(data, source.item_graph, description)
 
 
 def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
@@ -140,6 +137,7 @@ def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
         },
         tfds_data_dir=config.tfds_data_dir,
         tfds_manual_dir=config.tfds_manual_dir,
+        drop_duplicates=config.drop_duplicates,
     )
     data = prepare(
         source.interactions,
@@ -163,3 +161,11 @@ def data_files(config: TrainConfig) -> list[str]:
             for name in (METADATA_FILE, VOCABULARY_FILE, STATISTICS_FILE)
         ]
     return source_files(config.data, config.data_path, config.tfds_manual_dir)
+
+
+def input_paths(config: TrainConfig) -> list[str]:
+    """Every file and folder ``config``'s data is read from: what no
+    output of the run may be, contain or lie inside
+    (``output_targets.check_target``)."""
+    folders = [config.prepared, config.tfds_data_dir, config.tfds_manual_dir]
+    return [*data_files(config), *(f for f in folders if f)]

@@ -11,6 +11,10 @@ defaults (``tfrec_tricks.tuning.selection``), and writes into
   folder per trial with its best checkpoint and ``timing.json``). Running
   the same search again resumes it: completed trials are kept, the
   interrupted one is redone. ``overwrite=True`` starts afresh.
+* ``search.json``: the search's fingerprint (``tfrec_tricks.tuning.
+  search_directory``), written before the first trial: a search with
+  another space, data or budget is refused in this folder, naming the
+  differences, unless ``overwrite=True``.
 * ``tensorboard/``: one log folder per trial, with KerasTuner's hparams
   (``tensorboard --logdir <output_dir>/<name>/tensorboard``, HPARAMS tab).
 * ``trials.md``: trial, status, validation NDCG@10, epochs, minutes and
@@ -20,7 +24,8 @@ defaults (``tfrec_tricks.tuning.selection``), and writes into
   their validation and test NDCG@10 beside the defaults'.
 * ``best_config.json``: the chosen configuration as ``{"train": ...,
   "model": ...}``, the format of a run's ``config.json``: ``tfrec-tricks
-  train --config best_config.json`` trains it.
+  train --config best_config.json`` trains it. Written atomically by the
+  search that ran; ``search.json`` records its SHA-256.
 
 Distributed: with ``KERASTUNER_ORACLE_IP``, ``KERASTUNER_ORACLE_PORT`` and
 ``KERASTUNER_TUNER_ID`` set, the process whose tuner id contains "chief"
@@ -28,6 +33,7 @@ serves the oracle (and, when the search ends, retrains the candidates and
 writes the reports); the others run trials.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -41,13 +47,24 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
+from tfrec_tricks.config_fields import check_finite  # noqa: E402
+from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
+from tfrec_tricks.runs.run_directory import data_identity  # noqa: E402
 from tfrec_tricks.runs.search_budget import (  # noqa: E402
     DEFAULT_RETRAIN_TOP,
     DEFAULT_TUNER,
 )
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.runs.training import load_data  # noqa: E402
+from tfrec_tricks.runs.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
+from tfrec_tricks.tuning.search_directory import (  # noqa: E402
+    SEARCH_FOLDER,
+    open_search,
+    search_fingerprint,
+    start_search,
+    write_best_config,
+)
 from tfrec_tricks.tuning.search_reports import (  # noqa: E402
     format_summary,
     plot_trials,
@@ -202,6 +219,10 @@ def run_search(
         ValueError: before any trial, for a prepared dataset, a space with
             nothing to search, a tuner that cannot use its budget, or a
             time budget shorter than one epoch.
+        RunDirectoryError: (a ValueError) before any trial and before the
+            data is loaded: the folder holds a search with another
+            fingerprint (space, fixed settings, data, budget), named
+            difference by difference, unless ``overwrite``.
     """
     if config.prepared:
         raise ValueError(
@@ -225,116 +246,171 @@ def run_search(
     )
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
-    tf.keras.utils.set_random_seed(config.seed)
-    source, data = load_data(config)
-    if verbose:
-        print(f"Prepared: {data.summary()}", flush=True)
-    fixed_values = {**config.model, **(fixed or {})}
-    hypermodel = SequentialRetrievalHyperModel(
-        data,
-        item_graph=source.item_graph,
-        fixed=fixed_values,
-        hyperparameters=hyperparameters,
-        seed=config.seed,
-        compile_options=(
-            {"steps_per_execution": config.steps_per_execution}
-            if compile_options is None
-            else compile_options
-        ),
-        bucket_by_length=config.bucket_by_length,
-        every_position=config.every_position,
-        window_stride=config.training_window_stride(),
-        optimizer=config.optimizer,
-    )
-    check_search_space(hypermodel)
+    if compile_options is None:
+        compile_options = {"steps_per_execution": config.steps_per_execution}
     part = role()
-    if max_minutes is not None and part != "worker":
-        epoch_seconds = check_time_budget(hypermodel, max_minutes)
+    search_dir = os.path.join(output_dir, config.run_name)
+    fingerprint = search_fingerprint(
+        config,
+        fixed,
+        hyperparameters,
+        {
+            "tuner": tuner,
+            "max_trials": max_trials,
+            "max_minutes": max_minutes,
+            "retrain_top": retrain_top,
+            "seeds": seeds,
+            "tuner_options": tuner_options or {},
+            "compile_options": compile_options,
+        },
+        data_identity(data_files(config)),
+    )
+    # Only the chief (or a local search) writes the folder and holds its
+    # lock: not a folder of another kind or an input, one writer at a time.
+    if part == "worker":
+        lock = contextlib.nullcontext()
+    else:
+        check_target(search_dir, SEARCH_FOLDER, inputs=data_files(config))
+        lock = target_lock(search_dir, SEARCH_FOLDER)
+    with lock:
+        # Checked before the data is loaded: a refusal is quick and writes
+        # nothing. Only the chief (or a local search) discards an old search.
+        if part == "worker" and overwrite:
+            action = "resume"
+        else:
+            action = open_search(
+                search_dir, fingerprint, overwrite and part != "worker"
+            )
+        tf.keras.utils.set_random_seed(config.seed)
+        source, data = load_data(config)
+        if verbose:
+            print(f"Prepared: {data.summary()}", flush=True)
+        fixed_values = {**config.model, **(fixed or {})}
+        hypermodel = SequentialRetrievalHyperModel(
+            data,
+            item_graph=source.item_graph,
+            fixed=fixed_values,
+            hyperparameters=hyperparameters,
+            seed=config.seed,
+            compile_options=compile_options,
+            bucket_by_length=config.bucket_by_length,
+            every_position=config.every_position,
+            window_stride=config.training_window_stride(),
+            optimizer=config.optimizer,
+        )
+        check_search_space(hypermodel)
+        if max_minutes is not None and part != "worker":
+            epoch_seconds = check_time_budget(hypermodel, max_minutes)
+            if verbose:
+                print(
+                    f"One epoch of the defaults: about {epoch_seconds:.0f} s; "
+                    f"budget {max_minutes:g} min.",
+                    flush=True,
+                )
+        if part == "worker":
+            os.makedirs(search_dir, exist_ok=True)
+        else:
+            start_search(search_dir, fingerprint, action)
+        search_tuner = build_tuner(
+            hypermodel,
+            tuner,
+            max_trials=max_trials,
+            max_epochs=config.epochs,
+            directory=search_dir,
+            project_name=PROJECT,
+            overwrite=overwrite,
+            seed=config.seed,
+            max_seconds=None if max_minutes is None else max_minutes * 60,
+            log_trials=bool(verbose),
+            **(tuner_options or {}),
+        )
+        monitor = hypermodel.objective.name
+        trial_callbacks = [
+            tf.keras.callbacks.EarlyStopping(
+                monitor=monitor, mode="max", patience=config.patience
+            ),
+            # KerasTuner gives each trial its own folder and adds the hparams.
+            tf.keras.callbacks.TensorBoard(
+                os.path.join(search_dir, "tensorboard"), profile_batch=0
+            ),
+            *(callbacks or []),
+        ]
+        start = time.perf_counter()
+        search_tuner.search(
+            **hypermodel.search_data(),
+            epochs=config.epochs,
+            callbacks=trial_callbacks,
+            verbose=verbose,
+        )
+        seconds = time.perf_counter() - start
+        if hasattr(search_tuner.oracle, "search_seconds"):
+            # Every session of a resumed search, as its time budget counts.
+            seconds = search_tuner.oracle.search_seconds()
+        if part == "worker":
+            return SearchResult(
+                search_dir,
+                part,
+                None,
+                [],
+                [],
+                seconds,
+                search_tuner,
+                hypermodel,
+            )
+        trials = trial_rows(search_tuner)
+        write_table(
+            trials,
+            os.path.join(search_dir, "trials.md"),
+            monitor,
+            config.epochs,
+        )
+        plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
+        best, rows, chosen = None, [], None
+        if any(row["status"] == "COMPLETED" for row in trials):
+            if retrain_top:
+                rows, chosen = _select(
+                    search_tuner,
+                    hypermodel,
+                    config,
+                    retrain_top,
+                    seeds,
+                    verbose,
+                )
+                winner = chosen["config"]
+                selection.write_report(
+                    rows, chosen, os.path.join(search_dir, "selection.md")
+                )
+            else:
+                winner = selection.trial_config(
+                    search_tuner.get_best_hyperparameters(1)[0],
+                    hypermodel,
+                    config,
+                )
+            best = config_file(winner, config, data.num_items)
+            write_best_config(search_dir, best)
         if verbose:
             print(
-                f"One epoch of the defaults: about {epoch_seconds:.0f} s; "
-                f"budget {max_minutes:g} min.",
-                flush=True,
+                format_summary(
+                    trials,
+                    best,
+                    search_dir,
+                    monitor,
+                    seconds,
+                    chosen,
+                    rows[0] if rows else None,
+                    config.epochs,
+                )
             )
-    search_dir = os.path.join(output_dir, config.run_name)
-    os.makedirs(search_dir, exist_ok=True)
-    search_tuner = build_tuner(
-        hypermodel,
-        tuner,
-        max_trials=max_trials,
-        max_epochs=config.epochs,
-        directory=search_dir,
-        project_name=PROJECT,
-        overwrite=overwrite,
-        seed=config.seed,
-        max_seconds=None if max_minutes is None else max_minutes * 60,
-        log_trials=bool(verbose),
-        **(tuner_options or {}),
-    )
-    monitor = hypermodel.objective.name
-    trial_callbacks = [
-        tf.keras.callbacks.EarlyStopping(
-            monitor=monitor, mode="max", patience=config.patience
-        ),
-        # KerasTuner gives each trial its own folder and adds the hparams.
-        tf.keras.callbacks.TensorBoard(
-            os.path.join(search_dir, "tensorboard"), profile_batch=0
-        ),
-        *(callbacks or []),
-    ]
-    start = time.perf_counter()
-    search_tuner.search(
-        **hypermodel.search_data(),
-        epochs=config.epochs,
-        callbacks=trial_callbacks,
-        verbose=verbose,
-    )
-    seconds = time.perf_counter() - start
-    if hasattr(search_tuner.oracle, "search_seconds"):
-        # Every session of a resumed search, as its time budget counts.
-        seconds = search_tuner.oracle.search_seconds()
-    if part == "worker":
         return SearchResult(
-            search_dir, part, None, [], [], seconds, search_tuner, hypermodel
+            search_dir,
+            part,
+            best,
+            trials,
+            rows,
+            seconds,
+            search_tuner,
+            hypermodel,
         )
-    trials = trial_rows(search_tuner)
-    write_table(
-        trials, os.path.join(search_dir, "trials.md"), monitor, config.epochs
-    )
-    plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
-    best, rows, chosen = None, [], None
-    if any(row["status"] == "COMPLETED" for row in trials):
-        if retrain_top:
-            rows, chosen = _select(
-                search_tuner, hypermodel, config, retrain_top, seeds, verbose
-            )
-            winner = chosen["config"]
-            selection.write_report(
-                rows, chosen, os.path.join(search_dir, "selection.md")
-            )
-        else:
-            winner = selection.trial_config(
-                search_tuner.get_best_hyperparameters(1)[0], hypermodel, config
-            )
-        best = config_file(winner, config, data.num_items)
-        with open(os.path.join(search_dir, "best_config.json"), "w") as f:
-            json.dump(best, f, indent=2)
-    if verbose:
-        print(
-            format_summary(
-                trials,
-                best,
-                search_dir,
-                monitor,
-                seconds,
-                chosen,
-                rows[0] if rows else None,
-                config.epochs,
-            )
-        )
-    return SearchResult(
-        search_dir, part, best, trials, rows, seconds, search_tuner, hypermodel
-    )
 
 
 def _select(tuner, hypermodel, config, top, seeds, verbose):
@@ -387,7 +463,8 @@ def parse_choices(items: list[str] | None):
     """``["name=v1,v2", ...]`` as ``keras_tuner.HyperParameters`` choices.
 
     Values are read as JSON where they parse (numbers, true/false), else
-    as strings. Tuple fields take ``;`` between choices instead of ``,``:
+    as numbers where Python reads them (``.5``), else as strings. Tuple
+    fields take ``;`` between choices instead of ``,``:
     ``cpr_reranker_ks=none;20;20,100,500``.
 
     Args:
@@ -395,6 +472,11 @@ def parse_choices(items: list[str] | None):
 
     Returns:
         ``keras_tuner.HyperParameters`` or None when ``items`` is empty.
+
+    Raises:
+        ValueError: naming the ``--choices`` item: not ``NAME=V1,...``, a
+            value given twice, a setting given twice, or a number that is
+            not finite in float32 (``inf``, ``nan``, ``1e39``).
     """
     if not items:
         return None
@@ -410,18 +492,51 @@ def parse_choices(items: list[str] | None):
             raise ValueError(
                 f"Expected NAME=V1,V2,... Received: --choices {item!r}"
             )
+        if name in hp:
+            raise ValueError(
+                f"--choices {name} is given twice; give all its values in "
+                f"one. Received: --choices {item!r}"
+            )
         parts = text.split(";" if name in TUPLE_FIELDS else ",")
         values = []
         for part in parts:
             part = part.strip()
             try:
-                value = json.loads(part)
-            except json.JSONDecodeError:
-                value = part
-            if name in TUPLE_FIELDS:
-                value = part
+                if name in TUPLE_FIELDS:
+                    for size in part.split(","):
+                        _choice_value(name, size.strip(), item)
+                    value = part
+                else:
+                    value = _choice_value(name, part, item)
+            except ValueError as error:
+                raise ValueError(f"{error} (--choices {item!r})") from None
             values.append(value)
         if len(set(map(repr, values))) != len(values):
             raise ValueError(f"Repeated values. Received: --choices {item!r}")
         hp.Choice(name, values, ordered=False)
     return hp
+
+
+def _choice_value(name: str, text: str, item: str):
+    """One ``--choices`` value: JSON, else a number, else the string.
+
+    Raises:
+        ValueError: a number that is not finite in float32 (``inf``,
+            ``nan``, ``1e39``), with ``name`` and the value.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                return text  # a string setting (a head, an encoder)
+    if isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool)
+    ):
+        check_finite(name, value)
+    return value

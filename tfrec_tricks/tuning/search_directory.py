@@ -1,0 +1,286 @@
+"""A search directory that holds one search.
+
+``search.json`` holds the search's *fingerprint*: everything that
+determines it (the training options, the fixed settings, the search space
+with its ``--choices``, the budget, the data files' sizes and SHA-256s and
+the tfrec_tricks version), as ``run.json`` does for a training run
+(``tfrec_tricks.runs.run_directory``). It is written before the first
+trial, and every later search in the directory is checked against it:
+
+- the same search again resumes it (KerasTuner reloads its project:
+  completed trials are kept, finished retraining runs reused);
+- anything else is refused before any trial, naming the differences,
+  unless the caller asks to overwrite: then the whole folder is removed
+  and the search starts afresh.
+
+``best_config.json`` is written atomically, by the search that ran only,
+and ``search.json`` then records its SHA-256 beside the fingerprint's
+hash: the configuration and the search that chose it belong together.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from typing import Any
+
+import tfrec_tricks
+from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
+from tfrec_tricks.errors import RunDirectoryError
+from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.runs.run_directory import PLACEMENT_OPTIONS, differences
+from tfrec_tricks.runs.train_config import TrainConfig
+
+SEARCH_FILE = "search.json"
+SEARCH_FORMAT = 1
+BEST_CONFIG_FILE = "best_config.json"
+# What a search of an older tfrec_tricks left (no search.json).
+LEGACY_SEARCH_FILES = (
+    "search",
+    "selection",
+    BEST_CONFIG_FILE,
+    "trials.md",
+    "selection.md",
+)
+
+
+def search_space(hyperparameters: Any) -> dict:
+    """``--choices`` (a ``keras_tuner.HyperParameters``) as JSON: each
+    setting's name -> its definition (values, default, conditions)."""
+    if hyperparameters is None:
+        return {}
+    space = {}
+    for hp in hyperparameters.space:
+        config = dict(hp.get_config())
+        config.pop("name", None)
+        space[hp.name] = {"class": type(hp).__name__, **config}
+    return space
+
+
+def search_fingerprint(
+    train: Any,
+    fixed: dict | None,
+    hyperparameters: Any,
+    budget: dict,
+    data: list[dict],
+) -> dict:
+    """What determines a search, as JSON.
+
+    Args:
+        train: the search's ``TrainConfig`` (data options, epochs,
+            patience, seed, the defaults' batch size and learning rate, its
+            model entries); those that only place it are left out.
+        fixed: dict or None. Settings fixed beyond ``train.model`` (e.g.
+            ``batch_size`` given on the command line).
+        hyperparameters: ``keras_tuner.HyperParameters`` or None: the
+            ``--choices``.
+        budget: dict. The tuner and its budget (``max_trials``,
+            ``max_minutes``, ``retrain_top``, ``seeds``, tuner and compile
+            options).
+        data: ``data_identity`` of the files the data source reads.
+
+    Example:
+
+    >>> from tfrec_tricks.runs.train_config import TrainConfig
+    >>> a = search_fingerprint(TrainConfig(), None, None, {"seeds": 1}, [])
+    >>> b = search_fingerprint(TrainConfig(), None, None, {"seeds": 2}, [])
+    >>> differences(a, b)
+    ['budget.seeds: 1 -> 2']
+    """
+    values = dataclasses.asdict(train)
+    values = {k: v for k, v in values.items() if k not in PLACEMENT_OPTIONS}
+    # Through JSON, so that tuples and lists compare equal to a reread;
+    # objects (a callback in the tuner options) by their repr.
+    return json.loads(
+        json.dumps(
+            {
+                "train": values,
+                "fixed": dict(fixed or {}),
+                "space": search_space(hyperparameters),
+                "budget": budget,
+                "data": data,
+                "tfrec_tricks": tfrec_tricks.__version__,
+            },
+            default=repr,
+        )
+    )
+
+
+def fingerprint_hash(fingerprint: dict) -> str:
+    """SHA-256 of the fingerprint's canonical JSON."""
+    text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_search_file(search_dir: str) -> dict | None:
+    """The search's ``search.json``, or None when the folder has none.
+
+    Raises:
+        RunDirectoryError: ``search.json`` is unreadable, not a search
+            file, or of another format.
+    """
+    path = os.path.join(search_dir, SEARCH_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RunDirectoryError(
+            f"{path} is damaged ({error}); move the search folder away or "
+            "start afresh with --overwrite."
+        ) from None
+    if not isinstance(document, dict) or not isinstance(
+        document.get("fingerprint"), dict
+    ):
+        raise RunDirectoryError(
+            f"{path} is not a tfrec-tricks search file; move the search "
+            "folder away or start afresh with --overwrite."
+        )
+    if document.get("format") != SEARCH_FORMAT:
+        raise RunDirectoryError(
+            f"{path} has format {document.get('format')!r}, this version "
+            f"reads format {SEARCH_FORMAT}; start afresh with --overwrite."
+        )
+    return document
+
+
+def search_state(search_dir: str) -> str:
+    """What ``search_dir`` holds.
+
+    Returns:
+        ``"absent"``, ``"empty"``, ``"search"`` (it has ``search.json``),
+        ``"legacy"`` (a search of an older tfrec_tricks: no
+        ``search.json``) or ``"foreign"`` (a file, or a non-empty folder
+        that is no search).
+    """
+    if not os.path.exists(search_dir):
+        return "absent"
+    if not os.path.isdir(search_dir):
+        return "foreign"
+    entries = set(os.listdir(search_dir))
+    if not entries:
+        return "empty"
+    if SEARCH_FILE in entries:
+        return "search"
+    if entries & set(LEGACY_SEARCH_FILES):
+        return "legacy"
+    return "foreign"
+
+
+SEARCH_FOLDER = TargetKind(
+    "search folder",
+    "--name or --output-dir",
+    lambda path: search_state(path) != "foreign",
+)
+
+
+def open_search(
+    search_dir: str, fingerprint: dict, overwrite: bool = False
+) -> str:
+    """Decides what to do with ``search_dir`` for a search of ``fingerprint``.
+
+    Writes nothing (``start_search`` does, once every check has passed).
+
+    Returns:
+        ``"new"`` (nothing there: start), ``"resume"`` (the same search:
+        continue it) or ``"overwrite"`` (``overwrite`` and an earlier
+        search there: discard it and start).
+
+    Raises:
+        RunDirectoryError: the folder holds another search (its
+            differences named), a search of an older version or a damaged
+            one (without ``overwrite``), or something that is not a search
+            (even with ``overwrite``: it is never removed).
+    """
+    state = search_state(search_dir)
+    if state in ("absent", "empty"):
+        return "new"
+    if state == "foreign":
+        raise RunDirectoryError(
+            f"{search_dir} exists and is not a search folder (no "
+            f"{SEARCH_FILE}); choose another --name or --output-dir (it is "
+            "never overwritten)."
+        )
+    if overwrite:
+        return "overwrite"
+    if state == "legacy":
+        raise RunDirectoryError(
+            f"{search_dir} holds a search of an older tfrec-tricks (it has "
+            f"no {SEARCH_FILE}), which cannot be checked against this one; "
+            "pass --overwrite to start afresh, or choose another --name."
+        )
+    recorded = read_search_file(search_dir)["fingerprint"]
+    changed = differences(recorded, _as_recorded(recorded, fingerprint))
+    if changed:
+        raise RunDirectoryError(
+            f"{search_dir} holds a search with another space, data or "
+            "budget, which this one would mix with or replace. Differences "
+            "(search -> now):\n  "
+            + "\n  ".join(changed)
+            + "\nChoose another --name or --output-dir, run the original "
+            "command to resume it, or pass --overwrite to discard it."
+        )
+    return "resume"
+
+
+def _as_recorded(recorded: dict, fingerprint: dict) -> dict:
+    """``fingerprint`` without the training options that ``recorded``
+    lacks and that hold their default: an option added to ``TrainConfig``
+    after the search started, at its default, is the same search."""
+    before = recorded.get("train")
+    if not isinstance(before, dict):
+        return fingerprint
+    defaults = json.loads(
+        json.dumps(dataclasses.asdict(TrainConfig()), default=repr)
+    )
+    train = {
+        name: value
+        for name, value in fingerprint["train"].items()
+        if name in before or name not in defaults or value != defaults[name]
+    }
+    return {**fingerprint, "train": train}
+
+
+def start_search(search_dir: str, fingerprint: dict, action: str) -> None:
+    """Prepares ``search_dir`` for the search ``open_search`` allowed.
+
+    ``"overwrite"`` removes the old folder first; ``"new"`` and
+    ``"overwrite"`` write ``search.json`` (status ``running``) before
+    anything else; ``"resume"`` leaves it as it is.
+    """
+    if action == "resume":
+        return
+    if action == "overwrite" and os.path.isdir(search_dir):
+        shutil.rmtree(search_dir)
+    os.makedirs(search_dir, exist_ok=True)
+    document = {
+        "format": SEARCH_FORMAT,
+        "status": "running",
+        "fingerprint_sha256": fingerprint_hash(fingerprint),
+        "fingerprint": fingerprint,
+    }
+    write_text_atomic(
+        os.path.join(search_dir, SEARCH_FILE), json.dumps(document, indent=2)
+    )
+
+
+def write_best_config(search_dir: str, best: dict) -> str:
+    """Writes ``best_config.json`` atomically; ``search.json`` records its
+    SHA-256 and the status ``finished``.
+
+    Returns:
+        The path of ``best_config.json``.
+    """
+    path = os.path.join(search_dir, BEST_CONFIG_FILE)
+    write_text_atomic(path, json.dumps(best, indent=2))
+    document = read_search_file(search_dir)
+    if document is not None:
+        document["status"] = "finished"
+        document["best_config_sha256"] = file_sha256(path)
+        write_text_atomic(
+            os.path.join(search_dir, SEARCH_FILE),
+            json.dumps(document, indent=2),
+        )
+    return path
