@@ -11,6 +11,7 @@ from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.runs.sampled_evaluation import (
     SeenItems,
     sampled_metrics,
+    seen_excluded_metrics,
     seen_items,
 )
 
@@ -110,3 +111,28 @@ def test_sampled_metrics_never_below_full_ranking(num_negatives):
         assert notes and "ranked against all of those" in notes[0]
     else:
         assert not notes
+
+
+def test_seen_excluded_metrics_rank_every_seen_item_last():
+    # Items 1..9 score 9..1: item 1 is best. Each user's seen items (from
+    # training and from the history) drop below every unseen item.
+    scores = np.array([99.0, 9, 8, 7, 6, 5, 4, 3, 2, 1])
+    batch = {
+        "user": np.array([0, 1, 2], np.int32),
+        "history": np.array([[1, 2], [3, 0], [5, 0]], np.int32),
+        "target": np.array([[4], [4], [5]], np.int32),
+    }
+    batches = tf.data.Dataset.from_tensors(batch)
+    seen = SeenItems(np.array([0, 1, 1]), np.array([3, 1, 2]))
+    plain = seen_excluded_metrics(
+        ScoresAll(scores), batches, SeenItems(np.zeros(0), np.zeros(0)),
+        (1, 3),
+    )  # fmt: skip
+    excluded = seen_excluded_metrics(ScoresAll(scores), batches, seen, (1, 3))
+    # User 0: 1, 2, 3 seen -> target 4 first. User 1: 1, 2, 3 seen -> 4
+    # first. User 2: the target 5 is itself seen (a repeat): last.
+    assert excluded["hr@1"] == pytest.approx(2 / 3)
+    # With only the history excluded, 3 stays above 4 for user 0, and
+    # 1 and 2 for user 1.
+    assert plain["hr@1"] == 0.0
+    assert plain["hr@3"] == pytest.approx(2 / 3)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
-from tfrec_tricks.runs.training import TrainConfig, train
+from tfrec_tricks.runs.training import TrainConfig, format_results, train
 
 pytestmark = pytest.mark.slow
 
@@ -219,6 +219,18 @@ def test_eval_negatives_reports_the_sampled_protocol_beside(tmp_path):
     # Seeded per user and target: the same numbers again.
     again = train(dataclasses.replace(config, name="again"), verbose=0).metrics
     assert again["test_sampled"] == metrics["test_sampled"]
+
+
+def test_eval_seen_excluded_reports_the_full_sort_protocol_beside(tmp_path):
+    config = tiny_config(tmp_path, epochs=1, eval_seen_excluded=True)
+    metrics = train(config, verbose=0).metrics
+    for split in ("validation", "test"):
+        excluded, full = metrics[f"{split}_seen_excluded"], metrics[split]
+        assert set(excluded) == set(full)
+        assert all(0.0 <= value <= 1.0 for value in excluded.values())
+    # The synthetic data repeats items: ranking them last loses those hits.
+    assert metrics["test_seen_excluded"] != metrics["test"]
+    assert "(seen items ranked last)" in format_results(metrics, "run")
 
 
 def test_bad_budget_is_rejected():

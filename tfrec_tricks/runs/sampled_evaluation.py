@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.metrics import metrics_from_ranks
+from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
 from tfrec_tricks.sampled_ranking import distinct_sampled_ranks
 
 
@@ -129,3 +129,37 @@ def sampled_metrics(
             "seen; each is ranked against all of those."
         )
     return metrics_from_ranks(ranks, tuple(ks))
+
+
+def seen_excluded_metrics(
+    model: tf.keras.Model,
+    batches: tf.data.Dataset,
+    seen: SeenItems,
+    ks: Iterable[int] = (10,),
+) -> dict[str, float]:
+    """Full-ranking NDCG@K / HR@K / MRR@K with the user's seen items last.
+
+    Every item the user interacted with before the target (training
+    items and the example's history) scores -inf, as in the full-sort
+    protocols of SASRec+, HSTU and RecBole on data without repeats. A
+    target that is itself a seen item ties with them, below every unseen
+    item: the protocol is for data without repeats.
+
+    Args:
+        model: scores ``[B, N]`` over the catalogue when called.
+        batches: validation or test batches (``user``, ``history``,
+            ``target``).
+        seen: the users' training items (``seen_items``).
+        ks: cut-offs.
+    """
+    ranks = []
+    for batch in batches:
+        scores = model(batch, training=False).numpy()
+        for row, (user, history) in enumerate(
+            zip(batch["user"].numpy(), batch["history"].numpy())
+        ):
+            scores[row, seen[user]] = -np.inf
+            scores[row, history[history > 0]] = -np.inf
+        targets = batch["target"].numpy().reshape(-1)
+        ranks.append(target_ranks(scores, targets))
+    return metrics_from_ranks(np.concatenate(ranks), tuple(ks))

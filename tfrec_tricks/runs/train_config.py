@@ -229,6 +229,16 @@ class TrainConfig:
         group="training",
         metavar="N",
     )
+    eval_seen_excluded: bool = option(
+        False,
+        "also rank each validation and test target with every item its user "
+        "interacted with before it ranked last (their whole history, not "
+        "only the last --max-len items), as SASRec+, HSTU and RecBole's "
+        "full-sort evaluation do on data without repeats, and report those "
+        "metrics beside the plain full ranking. A target that repeats a "
+        "seen item then ranks last: for data without repeats (MovieLens).",
+        group="training",
+    )
     distribute: str = option(
         "auto",
         "tf.distribute strategy. auto: MultiWorkerMirroredStrategy when "

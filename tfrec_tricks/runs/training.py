@@ -62,6 +62,7 @@ from tfrec_tricks.runs.run_directory import (
 )
 from tfrec_tricks.runs.sampled_evaluation import (
     sampled_metrics,
+    seen_excluded_metrics,
     seen_items,
 )
 from tfrec_tricks.runs.train_config import TrainConfig
@@ -98,6 +99,7 @@ LATER_OPTIONS = {
     "window_stride": 0,
     "eval_negatives": 0,
     "optimizer": "adam",
+    "eval_seen_excluded": False,
 }
 # The same for ModelConfig fields: name -> (that value, the head the field
 # applies to). Left out of the resolved model config when it has that
@@ -491,9 +493,9 @@ def _train(
         ),
         model_config.metric_ks,
     )
-    if config.eval_negatives:
+    if config.eval_negatives or config.eval_seen_excluded:
         results.update(
-            _sampled_results(
+            _seen_item_results(
                 model, data, config, model_config.metric_ks, verbose
             )
         )
@@ -710,28 +712,37 @@ def _test_metrics(
     return metrics_from_ranks(ranks, ks), by_kind
 
 
-def _sampled_results(
+def _seen_item_results(
     model: tf.keras.Model,
     data: TrainingData,
     config: TrainConfig,
     ks: tuple,
     verbose: int = 1,
 ) -> dict:
-    """Validation and test metrics against ``config.eval_negatives``."""
+    """The protocols that need each user's seen items: validation and test
+    metrics against ``config.eval_negatives`` sampled negatives, and with
+    the seen items ranked last (``config.eval_seen_excluded``)."""
     batch_size = eval_batch_size(data.num_items)
     seen = seen_items(data.batches("train", batch_size))
-    return {"eval_negatives": config.eval_negatives} | {
-        f"{split}_sampled": sampled_metrics(
-            model,
-            data.batches(split, batch_size),
-            seen,
-            config.eval_negatives,
-            config.seed,
-            ks,
-            log=lambda line, split=split: _log(verbose, f"{split}: {line}"),
-        )
-        for split in ("validation", "test")
-    }
+    results = {}
+    if config.eval_negatives:
+        results["eval_negatives"] = config.eval_negatives
+        for split in ("validation", "test"):
+            results[f"{split}_sampled"] = sampled_metrics(
+                model,
+                data.batches(split, batch_size),
+                seen,
+                config.eval_negatives,
+                config.seed,
+                ks,
+                log=lambda line, split=split: _log(verbose, f"{split}: {line}"),
+            )
+    if config.eval_seen_excluded:
+        for split in ("validation", "test"):
+            results[f"{split}_seen_excluded"] = seen_excluded_metrics(
+                model, data.batches(split, batch_size), seen, ks
+            )
+    return results
 
 
 def hparams_values(settings: dict) -> dict:
@@ -796,6 +807,11 @@ def format_results(results: dict, run_dir: str) -> str:
                 f"{split:<12}{row}   ({results['eval_negatives']} sampled "
                 "negatives: not full ranking)"
             )
+    for split in ("validation", "test"):
+        excluded = results.get(f"{split}_seen_excluded")
+        if excluded:
+            row = "".join(f"{excluded[n]:>{width}.4f}" for n in names)
+            lines.append(f"{split:<12}{row}   (seen items ranked last)")
     seconds = results["seconds_per_epoch_median"]
     lines.append(
         f"\n{results['epochs_run']} epochs, median "
