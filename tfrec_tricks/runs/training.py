@@ -100,6 +100,9 @@ LATER_OPTIONS = {
     "eval_negatives": 0,
     "optimizer": "adam",
     "eval_seen_excluded": False,
+    # Runs from before it kept duplicate rows: they are --no-drop-duplicates
+    # runs (the same data wherever a dataset has no duplicates).
+    "drop_duplicates": False,
 }
 # The same for ModelConfig fields: name -> (that value, the head the field
 # applies to). Left out of the resolved model config when it has that
