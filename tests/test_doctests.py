@@ -51,6 +51,7 @@ PIPELINE_MODULES = [
     "tfrec_tricks.models.config",
     "tfrec_tricks.runs.train_config",
     "tfrec_tricks.runs.training",
+    "tfrec_tricks.tuning.search_directory",
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (

@@ -252,20 +252,30 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
         fingerprint,
     )
 
-    before = fingerprint(tiny_config(tmp_path), 40, data=[])
+    # Runs from before drop_duplicates kept duplicates: today's default
+    # drops them, so it is their --no-drop-duplicates twin that matches.
+    before = fingerprint(
+        tiny_config(tmp_path, drop_duplicates=False), 40, data=[]
+    )
     # Runs from before these options existed keep their fingerprint.
     assert not set(LATER_OPTIONS) & set(before["train"])
+    dropping = fingerprint(tiny_config(tmp_path), 40, data=[])
+    assert dropping["train"]["drop_duplicates"] is True
     assert not set(MODEL_LATER_OPTIONS) & set(before["model"])
     # So do runs that set the option to the value of those runs: a CPR run
     # with cpr_base_loss=0 has the fingerprint of a CPR run from before.
     cpr = {"head": "cpr", "cpr_reranker_ks": (5,)}
     pinned = {**cpr, "cpr_base_loss": 0.0}
-    paper = fingerprint(tiny_config(tmp_path, model=pinned), 40, data=[])
+    paper = fingerprint(
+        tiny_config(tmp_path, model=pinned, drop_duplicates=False), 40, []
+    )
     assert "cpr_base_loss" not in paper["model"]
     assert "cpr_base_loss" not in paper["train"]["model"]
     default = fingerprint(tiny_config(tmp_path, model=cpr), 40, data=[])
     assert default["model"]["cpr_base_loss"] == 1.0
-    after = fingerprint(tiny_config(tmp_path, **options), 40, data=[])
+    after = fingerprint(
+        tiny_config(tmp_path, drop_duplicates=False, **options), 40, data=[]
+    )
     assert after != before
     if "model" in options:
         assert after["model"]["cpr_base_loss"] == 0.3

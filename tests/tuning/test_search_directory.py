@@ -17,6 +17,7 @@ from tfrec_tricks.tuning.search_directory import (
     search_fingerprint,
     search_state,
     start_search,
+    wait_for_search_file,
     write_best_config,
 )
 
@@ -74,16 +75,23 @@ def test_new_resume_and_refusal(tmp_path):
     assert "--overwrite" in message
 
 
-def test_option_added_later_at_its_default_resumes(tmp_path):
+def test_option_added_later_compares_as_before_it_existed(tmp_path):
     folder = str(tmp_path / "search")
-    start_search(folder, _fingerprint(), "new")
+    older = TrainConfig(drop_duplicates=False)
+    start_search(folder, _fingerprint(older), "new")
     path = os.path.join(folder, SEARCH_FILE)
     document = json.loads(open(path).read())
-    del document["fingerprint"]["train"]["optimizer"]  # as if recorded
-    open(path, "w").write(json.dumps(document))  # before it existed
-    assert open_search(folder, _fingerprint()) == "resume"
+    # As if recorded before the options existed: a search that kept
+    # duplicate rows, trained with Adam.
+    del document["fingerprint"]["train"]["optimizer"]
+    del document["fingerprint"]["train"]["drop_duplicates"]
+    open(path, "w").write(json.dumps(document))
+    assert open_search(folder, _fingerprint(older)) == "resume"
+    with pytest.raises(RunDirectoryError, match='drop_duplicates: "<unset>"'):
+        open_search(folder, _fingerprint())  # today's default drops them
+    adagrad = TrainConfig(drop_duplicates=False, optimizer="adagrad")
     with pytest.raises(RunDirectoryError, match='optimizer: "<unset>"'):
-        open_search(folder, _fingerprint(TrainConfig(optimizer="adagrad")))
+        open_search(folder, _fingerprint(adagrad))
 
 
 def test_other_data_file_is_refused(tmp_path):
@@ -141,3 +149,11 @@ def test_legacy_damaged_and_foreign_folders(tmp_path):
             open_search(str(foreign), _fingerprint(), overwrite)
     assert os.listdir(foreign) == ["notes.txt"]
     assert search_state(str(tmp_path / "absent")) == "absent"
+
+
+def test_a_worker_waits_for_the_chiefs_search_file(tmp_path):
+    folder = str(tmp_path / "search")
+    with pytest.raises(RunDirectoryError, match="chief did not start"):
+        wait_for_search_file(folder, timeout=0.2, poll=0.05)
+    start_search(folder, _fingerprint(), "new")
+    wait_for_search_file(folder, timeout=0.2, poll=0.05)

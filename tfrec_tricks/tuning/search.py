@@ -63,6 +63,7 @@ from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     open_search,
     search_fingerprint,
     start_search,
+    wait_for_search_file,
     write_best_config,
 )
 from tfrec_tricks.tuning.search_reports import (  # noqa: E402
@@ -274,13 +275,15 @@ def run_search(
         lock = target_lock(search_dir, SEARCH_FOLDER)
     with lock:
         # Checked before the data is loaded: a refusal is quick and writes
-        # nothing. Only the chief (or a local search) discards an old search.
+        # nothing. Only the chief (or a local search) discards an old search
+        # or starts one; workers wait for it, then check it is theirs.
         if part == "worker" and overwrite:
             action = "resume"
+        elif part == "worker":
+            wait_for_search_file(search_dir)
+            action = open_search(search_dir, fingerprint)
         else:
-            action = open_search(
-                search_dir, fingerprint, overwrite and part != "worker"
-            )
+            action = open_search(search_dir, fingerprint, overwrite)
         tf.keras.utils.set_random_seed(config.seed)
         source, data = load_data(config)
         if verbose:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from typing import Any
 
 import tfrec_tricks
@@ -30,7 +31,7 @@ from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
 from tfrec_tricks.runs.run_directory import PLACEMENT_OPTIONS, differences
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.runs.training import LATER_OPTIONS
 
 SEARCH_FILE = "search.json"
 SEARCH_FORMAT = 1
@@ -225,20 +226,40 @@ def open_search(
     return "resume"
 
 
+def wait_for_search_file(
+    search_dir: str, timeout: float = 600.0, poll: float = 0.5
+) -> None:
+    """Waits until the chief has written ``search.json`` (a distributed
+    search's workers write nothing before it, so that the chief never
+    finds their files in a folder without one).
+
+    Raises:
+        RunDirectoryError: none appeared within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while read_search_file(search_dir) is None:
+        if time.monotonic() > deadline:
+            raise RunDirectoryError(
+                f"{search_dir}: the chief did not start the search (no "
+                f"{SEARCH_FILE}) within {timeout:.0f} s. Start the chief "
+                "(KERASTUNER_TUNER_ID=chief) with the same command."
+            )
+        time.sleep(poll)
+
+
 def _as_recorded(recorded: dict, fingerprint: dict) -> dict:
     """``fingerprint`` without the training options that ``recorded``
-    lacks and that hold their default: an option added to ``TrainConfig``
-    after the search started, at its default, is the same search."""
+    lacks and that hold the value which behaves as before they existed
+    (``LATER_OPTIONS``, as for runs): such a search is the same search. An
+    option added later at any other value is a difference."""
     before = recorded.get("train")
     if not isinstance(before, dict):
         return fingerprint
-    defaults = json.loads(
-        json.dumps(dataclasses.asdict(TrainConfig()), default=repr)
-    )
+    earlier = json.loads(json.dumps(LATER_OPTIONS))
     train = {
         name: value
         for name, value in fingerprint["train"].items()
-        if name in before or name not in defaults or value != defaults[name]
+        if name in before or name not in earlier or value != earlier[name]
     }
     return {**fingerprint, "train": train}
 
