@@ -183,7 +183,7 @@ CASES = [
         "ablation-report-into-someones-folder",
         ["ablation", *TINY_FLAGS, "--rows", "Softmax", "--report-dir", "docs"],
         1,
-        ["'docs' holds files that are not a ablation report"],
+        ["'docs' holds files that are not an ablation report"],
         _files("docs/index.md"),
     ),
 ]
@@ -225,8 +225,9 @@ HOLD = textwrap.dedent(
             ["prepare", *TINY_DATA, "--output", "prepared", OVERWRITE],
         ),
         ("saved_models/m", [*EXPORT]),
+        ("tuning/synthetic", ["tune", *TINY_FLAGS, "--max-trials", "1"]),
     ],
-    ids=["train", "prepare", "export"],
+    ids=["train", "prepare", "export", "tune"],
 )
 def test_a_second_writer_is_refused_naming_the_first(
     finished, tmp_path, target, args

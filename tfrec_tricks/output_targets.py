@@ -114,27 +114,28 @@ def check_target(
             change.
     """
     refuse = f"; choose another {kind.option} (it is never replaced)."
+    a_kind = ("an " if kind.name[0] in "aeiou" else "a ") + kind.name
     real = os.path.realpath(target)
     if overlap(real, os.getcwd()) in ("is", "contains"):
         raise OutputError(
             f"{target!r} is the current directory or contains it, not a "
-            f"place for a {kind.name}" + refuse
+            f"place for {a_kind}" + refuse
         )
     for path in inputs:
         how = overlap(real, path)
         if how:
             raise OutputError(
                 f"{target!r} {how} an input of this command ({path!r}); "
-                f"writing a {kind.name} there would destroy or mix with "
+                f"writing {a_kind} there would destroy or mix with "
                 "its input" + refuse
             )
     if not os.path.lexists(target):
         return
     if not os.path.isdir(target):
-        raise OutputError(f"{target!r} is a file, not a {kind.name}" + refuse)
+        raise OutputError(f"{target!r} is a file, not {a_kind}" + refuse)
     if os.listdir(target) and not kind.recognise(target):
         raise OutputError(
-            f"{target!r} holds files that are not a {kind.name} "
+            f"{target!r} holds files that are not {a_kind} "
             f"({describe_contents(target)})" + refuse
         )
 
