@@ -1,11 +1,13 @@
 """Helpers shared by the tests of training runs and run directories."""
 
+import dataclasses
 import hashlib
 import json
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -113,3 +115,42 @@ def snapshot(folder) -> dict:
             mode = oct(os.stat(path).st_mode & 0o7777)
             entries[os.path.relpath(path, folder)] = (digest, mode)
     return entries
+
+
+@dataclasses.dataclass
+class Case:
+    """A bad-input case of the CLI.
+
+    Attributes:
+        id: the test id.
+        args: the ``tfrec-tricks`` arguments.
+        code: the exit code expected.
+        messages: texts the error output must hold.
+        setup: called with the workspace before the command runs, or None.
+    """
+
+    id: str
+    args: list
+    code: int
+    messages: list
+    setup: Callable | None = None
+
+
+def assert_refused(case: Case, workspace) -> subprocess.CompletedProcess:
+    """Runs ``case`` in ``workspace`` (after its ``setup``) and asserts its
+    exit code and messages, no traceback, and every file and folder of the
+    workspace unchanged, byte for byte and mode for mode.
+
+    Returns:
+        The finished process, for further checks.
+    """
+    if case.setup:
+        case.setup(workspace)
+    before = snapshot(workspace)
+    result = run_cli(*case.args, cwd=workspace)
+    assert result.returncode == case.code, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    for message in case.messages:
+        assert message in result.stderr, result.stderr[-2000:]
+    assert snapshot(workspace) == before
+    return result

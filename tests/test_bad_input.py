@@ -7,14 +7,12 @@ folder of the workspace is as it was: nothing replaced, mixed or left
 behind. docs/run-directories.md ("Bad input") lists the same cases.
 """
 
-import dataclasses
 import json
 import shutil
-from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, run_cli, snapshot
+from tests.run_helpers import TINY_FLAGS, Case, assert_refused, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -48,15 +46,6 @@ def runs(tmp_path_factory):
     with pytest.raises(KeyboardInterrupt):
         train(config, verbose=0, callbacks=[Interrupt()])
     return root
-
-
-@dataclasses.dataclass
-class Case:
-    id: str
-    args: list
-    code: int
-    messages: list
-    setup: Callable | None = None
 
 
 def _write(name, text, encoding="utf-8"):
@@ -339,12 +328,4 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_and_harms_nothing(case, runs, tmp_path):
     shutil.copytree(runs, tmp_path / "runs")
-    if case.setup:
-        case.setup(tmp_path)
-    before = snapshot(tmp_path)
-    result = run_cli(*case.args, cwd=tmp_path)
-    assert result.returncode == case.code, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    for message in case.messages:
-        assert message in result.stderr, result.stderr[-2000:]
-    assert snapshot(tmp_path) == before
+    assert_refused(case, tmp_path)

@@ -9,27 +9,22 @@ a run that starts and then fails leaves its run directory marked
 docs/run-directories.md ("Bad input") lists the same cases.
 """
 
-import dataclasses
 import json
-from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, run_cli, snapshot
+from tests.run_helpers import (
+    TINY_FLAGS,
+    Case,
+    assert_refused,
+    run_cli,
+    snapshot,
+)
 
 pytestmark = pytest.mark.slow
 
 TINY = [*TINY_FLAGS, "--epochs", "2"]
 FINITE = "must be a finite number"
-
-
-@dataclasses.dataclass
-class Case:
-    id: str
-    args: list
-    code: int
-    messages: list
-    setup: Callable | None = None
 
 
 def _config(text):
@@ -102,17 +97,9 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_number_is_refused_and_writes_nothing(case, tmp_path):
-    if case.setup:
-        case.setup(tmp_path)
-    before = snapshot(tmp_path)
-    result = run_cli(*case.args, cwd=tmp_path)
-    assert result.returncode == case.code, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    for message in case.messages:
-        assert message in result.stderr, result.stderr[-2000:]
+    result = assert_refused(case, tmp_path)
     if case.code == 2:
         assert "usage: tfrec-tricks train" in result.stderr
-    assert snapshot(tmp_path) == before
 
 
 # A learning rate this large turns the tiny model's loss NaN in epoch 1.

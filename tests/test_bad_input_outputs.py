@@ -8,7 +8,6 @@ workspace unchanged, byte for byte and mode for mode (``snapshot``).
 docs/run-directories.md ("Bad input") lists the same cases.
 """
 
-import dataclasses
 import json
 import os
 import shutil
@@ -17,11 +16,17 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, run_cli, snapshot, start_cli
+from tests.run_helpers import (
+    TINY_FLAGS,
+    Case,
+    assert_refused,
+    run_cli,
+    snapshot,
+    start_cli,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -44,15 +49,6 @@ def finished(tmp_path_factory):
     result = run_cli("prepare", *TINY_DATA, "--output", "prepared", cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     return root
-
-
-@dataclasses.dataclass
-class Case:
-    id: str
-    args: list
-    code: int
-    messages: list
-    setup: Callable | None = None
 
 
 def _files(*names):
@@ -194,15 +190,7 @@ def test_outputs_that_are_not_the_commands_own_are_refused(
     case, finished, tmp_path
 ):
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True)
-    if case.setup:
-        case.setup(tmp_path)
-    before = snapshot(tmp_path)
-    result = run_cli(*case.args, cwd=tmp_path)
-    assert result.returncode == case.code, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    for message in case.messages:
-        assert message in result.stderr, result.stderr[-2000:]
-    assert snapshot(tmp_path) == before
+    assert_refused(case, tmp_path)
 
 
 HOLD = textwrap.dedent(

@@ -7,15 +7,13 @@ no traceback, and that no file or folder of the workspace changed (SHA-256
 and mode). docs/run-directories.md ("Bad input") lists the same cases.
 """
 
-import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, run_cli, snapshot
+from tests.run_helpers import TINY_FLAGS, Case, assert_refused, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -68,15 +66,6 @@ def _trial_files(workspace):
         path.parent.name: path.read_text()
         for path in project.glob("trial_*/trial.json")
     }
-
-
-@dataclasses.dataclass
-class Case:
-    id: str
-    args: list
-    code: int
-    messages: list
-    setup: Callable | None = None
 
 
 def _without_search_file(workspace):
@@ -258,15 +247,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_and_harms_nothing(case, searched, tmp_path):
     _workspace(searched, tmp_path)
-    if case.setup:
-        case.setup(tmp_path)
-    before = snapshot(tmp_path)
-    result = run_cli(*case.args, cwd=tmp_path)
-    assert result.returncode == case.code, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    for message in case.messages:
-        assert message in result.stderr, result.stderr[-2000:]
-    assert snapshot(tmp_path) == before
+    assert_refused(case, tmp_path)
 
 
 def test_same_search_resumes(searched, tmp_path):

@@ -140,9 +140,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= 70 else text[:67] + "..."
 
 
-def read_run_file(run_dir: str) -> dict | None:
-    """The run's ``run.json``, or None when the directory has none."""
-    path = os.path.join(run_dir, RUN_FILE)
+def read_fingerprint_file(
+    path: str, what: str, file_format: int, remedy: str
+) -> dict | None:
+    """A ``run.json``-like file: its JSON, or None when there is none.
+
+    Args:
+        path: str. The file (``run.json``, a search's ``search.json``).
+        what: str. What it belongs to, for messages: "run", "search".
+        file_format: int. The ``format`` this version reads.
+        remedy: str. What to do about a damaged file, e.g. "retrain it
+            with --overwrite".
+
+    Raises:
+        RunDirectoryError: the file is unreadable, has no fingerprint
+            object, or another format; the message names the file.
+    """
     if not os.path.isfile(path):
         return None
     try:
@@ -150,20 +163,32 @@ def read_run_file(run_dir: str) -> dict | None:
             document = json.load(handle)
     except (ValueError, UnicodeDecodeError) as error:
         raise RunDirectoryError(
-            f"{path} is damaged ({error}); move the run directory away or "
-            "retrain it with --overwrite."
+            f"{path} is damaged ({error}); move the {what} folder away or "
+            f"{remedy}."
         ) from None
-    if not isinstance(document, dict) or "fingerprint" not in document:
+    if not isinstance(document, dict) or not isinstance(
+        document.get("fingerprint"), dict
+    ):
         raise RunDirectoryError(
-            f"{path} is not a tfrec-tricks run file; move the run directory "
-            "away or retrain it with --overwrite."
+            f"{path} is not a tfrec-tricks {what} file; move the {what} "
+            f"folder away or {remedy}."
         )
-    if document.get("format") != RUN_FORMAT:
+    if document.get("format") != file_format:
         raise RunDirectoryError(
             f"{path} has format {document.get('format')!r}, this version "
-            f"reads format {RUN_FORMAT}; retrain it with --overwrite."
+            f"reads format {file_format}; {remedy}."
         )
     return document
+
+
+def read_run_file(run_dir: str) -> dict | None:
+    """The run's ``run.json``, or None when the directory has none."""
+    return read_fingerprint_file(
+        os.path.join(run_dir, RUN_FILE),
+        "run",
+        RUN_FORMAT,
+        "retrain it with --overwrite",
+    )
 
 
 def run_state(run_dir: str) -> str:

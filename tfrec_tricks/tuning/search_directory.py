@@ -30,7 +30,11 @@ import tfrec_tricks
 from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
-from tfrec_tricks.runs.run_directory import PLACEMENT_OPTIONS, differences
+from tfrec_tricks.runs.run_directory import (
+    PLACEMENT_OPTIONS,
+    differences,
+    read_fingerprint_file,
+)
 from tfrec_tricks.runs.training import LATER_OPTIONS
 
 SEARCH_FILE = "search.json"
@@ -121,30 +125,12 @@ def read_search_file(search_dir: str) -> dict | None:
         RunDirectoryError: ``search.json`` is unreadable, not a search
             file, or of another format.
     """
-    path = os.path.join(search_dir, SEARCH_FILE)
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise RunDirectoryError(
-            f"{path} is damaged ({error}); move the search folder away or "
-            "start afresh with --overwrite."
-        ) from None
-    if not isinstance(document, dict) or not isinstance(
-        document.get("fingerprint"), dict
-    ):
-        raise RunDirectoryError(
-            f"{path} is not a tfrec-tricks search file; move the search "
-            "folder away or start afresh with --overwrite."
-        )
-    if document.get("format") != SEARCH_FORMAT:
-        raise RunDirectoryError(
-            f"{path} has format {document.get('format')!r}, this version "
-            f"reads format {SEARCH_FORMAT}; start afresh with --overwrite."
-        )
-    return document
+    return read_fingerprint_file(
+        os.path.join(search_dir, SEARCH_FILE),
+        "search",
+        SEARCH_FORMAT,
+        "start afresh with --overwrite",
+    )
 
 
 def search_state(search_dir: str) -> str:
