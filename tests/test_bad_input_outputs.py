@@ -213,7 +213,10 @@ HOLD = textwrap.dedent(
             ["prepare", *TINY_DATA, "--output", "prepared", OVERWRITE],
         ),
         ("saved_models/m", [*EXPORT]),
-        ("tuning/synthetic", ["tune", *TINY_FLAGS, "--max-trials", "1"]),
+        (
+            "tuning/synthetic",
+            ["tune", *TINY_FLAGS, "--tuner", "random", "--max-trials", "1"],
+        ),
     ],
     ids=["train", "prepare", "export", "tune"],
 )

@@ -98,7 +98,7 @@ def remove_empty_folders(folders: list[str]) -> None:
 
 
 def _staging_folder(target: str, suffix: str) -> str:
-    parent, name = os.path.split(target)
+    parent, name = os.path.split(os.path.abspath(target))
     folder = tempfile.mkdtemp(prefix=f".{name}.", suffix=suffix, dir=parent)
     os.chmod(folder, default_mode(folder=True))
     return folder
@@ -122,10 +122,10 @@ def publish_directory(
     Returns:
         ``target``.
     """
-    target = os.path.normpath(os.path.abspath(target))
+    target = os.path.normpath(target)
     if os.path.exists(target) and not replace:
         raise FileExistsError(f"{target!r} already exists.")
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     staging = _staging_folder(target, ".staging")
     try:
         write(staging)
