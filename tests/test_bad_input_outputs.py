@@ -153,6 +153,14 @@ CASES = [
         ["holds files that are not a run directory", "cat.jpg"],
         _files("photos/cat.jpg"),
     ),
+    Case(
+        "train-overwrite-folder-with-a-config-json",
+        ["train", *TINY_FLAGS, "--name", "mine", "--output-dir", "."]
+        + [OVERWRITE],
+        1,
+        ["holds files that are not a run directory", "config.json"],
+        _files("mine/config.json", "mine/photo.jpg"),
+    ),
     # export adds versions to a folder of versions only.
     Case(
         "export-into-someones-folder",

@@ -362,3 +362,19 @@ def test_head_dropout_compares_at_its_effective_rate(tmp_path):
     ]
     # A fingerprint without a model (damaged) is compared as it is.
     assert as_trained_fingerprint({"train": {}}) == {"train": {}}
+
+
+def test_only_what_train_writes_is_a_run_directory(tmp_path):
+    from tfrec_tricks.runs.run_directory import is_run_directory
+
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    (run / ".run.json.abcd1234.tmp").write_text("")  # a killed write
+    assert is_run_directory(str(run))
+    (run / "photo.jpg").write_text("")
+    assert not is_run_directory(str(run))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / ".git").mkdir()
+    assert not is_run_directory(str(mine))

@@ -157,3 +157,20 @@ def test_a_worker_waits_for_the_chiefs_search_file(tmp_path):
         wait_for_search_file(folder, timeout=0.2, poll=0.05)
     start_search(folder, _fingerprint(), "new")
     wait_for_search_file(folder, timeout=0.2, poll=0.05)
+
+
+def test_only_what_tune_writes_is_a_search_folder(tmp_path):
+    from tfrec_tricks.tuning.search_directory import is_search_folder
+
+    search = tmp_path / "search_dir"
+    (search / "search").mkdir(parents=True)
+    (search / "search.json").write_text("{}")
+    (search / "trials.md").write_text("")
+    assert is_search_folder(str(search))
+    # An older search's files beside someone's are not a search folder:
+    # --overwrite must never remove them.
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "trials.md").write_text("my notes")
+    (mine / "photo.jpg").write_text("")
+    assert not is_search_folder(str(mine))

@@ -31,7 +31,11 @@ from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import file_sha256, publish_directory
+from tfrec_tricks.atomic_files import (
+    file_sha256,
+    leftovers,
+    publish_directory,
+)
 from tfrec_tricks.atomic_files import write_text_atomic as write_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
@@ -222,10 +226,28 @@ def run_state(run_dir: str) -> str:
     return "foreign"
 
 
+# Everything ``train`` writes in a run directory.
+RUN_ENTRIES = frozenset(
+    (RUN_FILE, "config.json", "vocabulary.json", "history.csv")
+    + ("metrics.json", "backup", "checkpoints", MODEL_DIR, "tensorboard")
+)
+
+
+def is_run_directory(path: str) -> bool:
+    """Whether every entry of the folder ``path`` is one ``train`` writes
+    (or a leftover of a killed write): only then may ``--overwrite``
+    replace it. A folder of someone's files that happens to hold a
+    ``config.json`` is not a run directory."""
+    stale = set(leftovers(path))
+    folder = os.path.normpath(os.path.abspath(path))
+    return all(
+        entry in RUN_ENTRIES or os.path.join(folder, entry) in stale
+        for entry in os.listdir(path)
+    )
+
+
 RUN_DIRECTORY = TargetKind(
-    "run directory",
-    "--name or --output-dir",
-    lambda path: run_state(path) != "foreign",
+    "run directory", "--name or --output-dir", is_run_directory
 )
 
 

@@ -27,7 +27,11 @@ import time
 from typing import Any
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
+from tfrec_tricks.atomic_files import (
+    file_sha256,
+    leftovers,
+    write_text_atomic,
+)
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
 from tfrec_tricks.runs.run_directory import (
@@ -156,10 +160,27 @@ def search_state(search_dir: str) -> str:
     return "foreign"
 
 
+# Everything ``tune`` writes in a search folder (``tuning.search``).
+SEARCH_ENTRIES = frozenset(
+    (SEARCH_FILE, BEST_CONFIG_FILE, "search", "selection", "selection.md")
+    + ("tensorboard", "trials.md", "trials.png")
+)
+
+
+def is_search_folder(path: str) -> bool:
+    """Whether every entry of the folder ``path`` is one ``tune`` writes
+    (or a leftover of a killed write): only then may ``--overwrite``
+    replace it."""
+    stale = set(leftovers(path))
+    folder = os.path.normpath(os.path.abspath(path))
+    return search_state(path) != "foreign" and all(
+        entry in SEARCH_ENTRIES or os.path.join(folder, entry) in stale
+        for entry in os.listdir(path)
+    )
+
+
 SEARCH_FOLDER = TargetKind(
-    "search folder",
-    "--name or --output-dir",
-    lambda path: search_state(path) != "foreign",
+    "search folder", "--name or --output-dir", is_search_folder
 )
 
 
