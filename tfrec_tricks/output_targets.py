@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from tfrec_tricks.atomic_files import (
+    leftovers,
     make_folders,
     remove_empty_folders,
     remove_leftovers,
@@ -50,6 +51,29 @@ class TargetKind:
     name: str
     option: str
     recognise: Callable[[str], bool]
+
+
+def holds_only(folder: str, names: Iterable[str]) -> bool:
+    """Whether every entry of ``folder`` is one of ``names``, or what a
+    killed write of the folder left (``atomic_files.leftovers``): the test
+    of a folder that a command may replace.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> open(os.path.join(folder, "run.json"), "w").close()
+    >>> holds_only(folder, {"run.json", "model"})
+    True
+    >>> open(os.path.join(folder, "photo.jpg"), "w").close()
+    >>> holds_only(folder, {"run.json", "model"})
+    False
+    """
+    names = set(names)
+    stale = set(leftovers(folder))
+    folder = os.path.normpath(os.path.abspath(folder))
+    return all(
+        entry in names or os.path.join(folder, entry) in stale
+        for entry in os.listdir(folder)
+    )
 
 
 def describe_contents(folder: str) -> str:

@@ -31,14 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import (
-    file_sha256,
-    leftovers,
-    publish_directory,
-)
+from tfrec_tricks.atomic_files import file_sha256, publish_directory
 from tfrec_tricks.atomic_files import write_text_atomic as write_atomic
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.output_targets import TargetKind, holds_only
 
 RUN_FILE = "run.json"
 RUN_FORMAT = 1
@@ -238,12 +234,7 @@ def is_run_directory(path: str) -> bool:
     (or a leftover of a killed write): only then may ``--overwrite``
     replace it. A folder of someone's files that happens to hold a
     ``config.json`` is not a run directory."""
-    stale = set(leftovers(path))
-    folder = os.path.normpath(os.path.abspath(path))
-    return all(
-        entry in RUN_ENTRIES or os.path.join(folder, entry) in stale
-        for entry in os.listdir(path)
-    )
+    return holds_only(path, RUN_ENTRIES)
 
 
 RUN_DIRECTORY = TargetKind(

@@ -27,13 +27,9 @@ import time
 from typing import Any
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import (
-    file_sha256,
-    leftovers,
-    write_text_atomic,
-)
+from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.output_targets import TargetKind, holds_only
 from tfrec_tricks.runs.run_directory import (
     PLACEMENT_OPTIONS,
     differences,
@@ -171,12 +167,7 @@ def is_search_folder(path: str) -> bool:
     """Whether every entry of the folder ``path`` is one ``tune`` writes
     (or a leftover of a killed write): only then may ``--overwrite``
     replace it."""
-    stale = set(leftovers(path))
-    folder = os.path.normpath(os.path.abspath(path))
-    return search_state(path) != "foreign" and all(
-        entry in SEARCH_ENTRIES or os.path.join(folder, entry) in stale
-        for entry in os.listdir(path)
-    )
+    return search_state(path) != "foreign" and holds_only(path, SEARCH_ENTRIES)
 
 
 SEARCH_FOLDER = TargetKind(
