@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
+from tfrec_tricks.history_ranking import history_mask
 from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
 from tfrec_tricks.runs.repeat_headroom import (
     CERTAIN,
     FEATURE_NAMES,
     cross_fitted_headroom,
     fit_logistic,
-    history_mask,
     history_mass,
     predict_logistic,
     repeat_features,

@@ -28,12 +28,15 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from tfrec_tricks.layers.common import is_integer
 from tfrec_tricks.metrics import (
     metrics_from_ranks,
     repeat_targets,
     target_ranks,
 )
-from tfrec_tricks.runs.repeat_headroom import history_mask
+
+# Re-exported: the diagnosis compares models on per-example NDCG.
+from tfrec_tricks.metrics import ndcg_per_example as ndcg_per_example
 
 #: Per-example arrays of ``example_diagnostics``, in that order.
 DIAGNOSTIC_FIELDS = (
@@ -44,6 +47,39 @@ DIAGNOSTIC_FIELDS = (
     "history_length",
     "distinct_history",
 )
+
+
+def history_mask(histories: np.ndarray, num_items: int) -> np.ndarray:
+    """Bool ``[B, N]``: item ``x`` is in row ``b``'s history (padding never).
+
+    Args:
+        histories: int array ``[B, L]``, padding id 0.
+        num_items: N, the number of item ids (padding included).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfrec_tricks.history_ranking import history_mask
+    >>> history_mask(np.array([[0, 2, 2], [3, 1, 0]]), 4)
+    array([[False, False,  True, False],
+           [False,  True, False,  True]])
+    """
+    histories = np.asarray(histories)
+    if histories.ndim != 2:
+        raise ValueError(
+            "`histories` must be [B, L]. "
+            f"Received: histories.shape={histories.shape}"
+        )
+    if histories.size and (histories.min() < 0 or histories.max() >= num_items):
+        raise ValueError(
+            f"`histories` must hold item ids in [0, {num_items}). Received: "
+            f"ids from {histories.min()} to {histories.max()}"
+        )
+    mask = np.zeros((histories.shape[0], num_items), dtype=bool)
+    rows = np.repeat(np.arange(histories.shape[0]), histories.shape[1])
+    mask[rows, histories.ravel()] = True
+    mask[:, 0] = False
+    return mask
 
 
 def _checked(
@@ -170,7 +206,7 @@ def history_items_in_top_k(
     >>> history_items_in_top_k(scores, np.array([[2, 0, 0]]), k=2)
     array([1])
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+    if not is_integer(k) or k < 1:
         raise ValueError(f"k must be an int >= 1. Received: k={k!r}")
     scores, history, _ = _checked(scores, history, None)
     in_history = history_mask(history, scores.shape[1])
@@ -279,24 +315,6 @@ def concatenate_diagnostics(
     }
 
 
-def ndcg_per_example(ranks: np.ndarray, k: int = 10) -> np.ndarray:
-    """``[r <= k] / log2(r + 1)`` per example (NDCG@K of one target).
-
-    Example:
-
-    >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import ndcg_per_example
-    >>> ndcg_per_example(np.array([1, 3, 11]), k=10)
-    array([1. , 0.5, 0. ])
-    """
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if ranks.size and ranks.min() < 1:
-        raise ValueError(
-            f"Ranks are 1-based. Received: a rank of {ranks.min():g}"
-        )
-    return (ranks <= k) / np.log2(ranks + 1)
-
-
 def paired_difference(
     first: np.ndarray, second: np.ndarray
 ) -> tuple[float, float]:
@@ -370,7 +388,7 @@ def summarize_diagnostics(
     >>> summary["history_in_top_k"]["all"]
     {'histogram': [0, 2, 0], 'mean': 1.0, 'count': 2}
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+    if not is_integer(k) or k < 1:
         raise ValueError(f"k must be an int >= 1. Received: k={k!r}")
     missing = [name for name in DIAGNOSTIC_FIELDS if name not in diagnostics]
     if missing:

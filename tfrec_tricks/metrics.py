@@ -120,6 +120,31 @@ def metrics_by_target_kind(
     return results
 
 
+def _ndcg_gains(ranks: np.ndarray, k) -> np.ndarray:
+    """``[r <= k] / log2(r + 1)`` of float64 ``ranks``, unchecked."""
+    return (ranks <= k) / np.log2(ranks + 1)
+
+
+def ndcg_per_example(ranks: np.ndarray, k: int = 10) -> np.ndarray:
+    """``[r <= k] / log2(r + 1)`` per example (NDCG@K of one target).
+
+    ``metrics_from_ranks``' NDCG@K is the mean of these.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from tfrec_tricks.metrics import ndcg_per_example
+    >>> ndcg_per_example(np.array([1, 3, 11]), k=10)
+    array([1. , 0.5, 0. ])
+    """
+    ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.size and ranks.min() < 1:
+        raise ValueError(
+            f"Ranks are 1-based. Received: a rank of {ranks.min():g}"
+        )
+    return _ndcg_gains(ranks, k)
+
+
 def metrics_from_ranks(
     ranks: np.ndarray, ks: Iterable[int] = (10,)
 ) -> dict[str, float]:
@@ -130,7 +155,7 @@ def metrics_from_ranks(
         if int(k) <= 0:
             raise ValueError(f"Cut-offs must be positive. Received: k={k}")
         hit = ranks <= k
-        results[f"ndcg@{k}"] = float(np.mean(hit / np.log2(ranks + 1)))
+        results[f"ndcg@{k}"] = float(np.mean(_ndcg_gains(ranks, k)))
         results[f"hr@{k}"] = float(np.mean(hit))
         results[f"mrr@{k}"] = float(np.mean(hit / ranks))
     return results

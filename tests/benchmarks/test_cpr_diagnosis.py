@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import common
 from benchmarks import cpr_diagnosis as diagnosis
-from tfrec_tricks.runs.repeat_headroom import history_mask
+from tfrec_tricks.history_ranking import history_mask
 
 
 def summary(inner_ndcg: float, new_ndcg: float, top_mean: float) -> dict:

@@ -5,8 +5,11 @@ import os
 import shlex
 import sys
 
-from tfrec_tricks.cli.options import probability
-from tfrec_tricks.cli.train import add_overwrite_argument
+from tfrec_tricks.cli.options import (
+    add_overwrite_argument,
+    probability,
+    train_config,
+)
 
 HELP = "train the paper's variants with one budget; table and chart"
 USES_CONFIG = True
@@ -61,7 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.cli.parser import train_config
     from tfrec_tricks.runs.ablation import (
         check_report_dir,
         format_table,

@@ -1,9 +1,15 @@
-"""Flags generated from the config dataclasses' fields.
+"""Flags generated from the config dataclasses' fields, and back.
 
 Each field of ``TrainConfig`` and ``ModelConfig`` is declared once with
 ``tfrec_tricks.config_fields.option`` (default, help, range); this module
 turns the declarations into argparse arguments, so a default or a help text
-is never written twice.
+is never written twice, and turns parsed arguments back into a
+``TrainConfig`` (``train_config``).
+
+The sub-commands (``train``, ``ablation``, ``tune``, ...) and the parser
+that gathers them all import their shared helpers from here, never from
+one another: ``parser`` imports the sub-commands, so a sub-command that
+imported ``parser`` back would close a cycle.
 """
 
 import argparse
@@ -17,6 +23,8 @@ from tfrec_tricks.config_fields import (
     check_finite,
     field_default,
 )
+from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.runs.train_config import TrainConfig
 
 GROUP_TITLES = {
     "data": "data",
@@ -187,3 +195,38 @@ positive_int = _number(int, "positive")
 positive_float = _number(float, "positive")
 non_negative_int = _number(int, "non_negative")
 probability = _number(float, "probability")
+
+
+def flagged_fields(cls: type) -> list[str]:
+    """Names of the fields of ``cls`` that have a flag."""
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("cli")]
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """The ``TrainConfig`` of parsed train / ablation / tune options."""
+    model = dict(args.config_model)
+    model.update(
+        {
+            name: getattr(args, name)
+            for name in flagged_fields(ModelConfig)
+            if getattr(args, name) is not None
+        }
+    )
+    train = {
+        name: getattr(args, name)
+        for name in flagged_fields(TrainConfig)
+        if hasattr(args, name)
+    }
+    return TrainConfig(**train, model=model)
+
+
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    """``--overwrite`` of ``train`` and ``ablation``."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard what OUTPUT_DIR/NAME holds (a finished run, or a run "
+        "with other settings) and train afresh. Without it, the same "
+        "settings resume an interrupted run or reuse a finished one, and "
+        "other settings are refused",
+    )

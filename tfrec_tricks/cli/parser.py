@@ -1,11 +1,13 @@
 """The ``tfrec-tricks`` parser: one sub-command per module of this package."""
 
 import argparse
-import dataclasses
 
 from tfrec_tricks.cli import ablation, export, prepare, train, tune
 from tfrec_tricks.cli.config_file import load_config_file
 from tfrec_tricks.cli.options import add_field_arguments
+
+# Re-exported: build_parser, parse, then train_config gives a TrainConfig.
+from tfrec_tricks.cli.options import train_config as train_config
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.runs.train_config import TrainConfig
 
@@ -107,26 +109,3 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
         args.config_model = values["model"]
         args.pipeline_args = []
     return args
-
-
-def flagged_fields(cls: type) -> list[str]:
-    """Names of the fields of ``cls`` that have a flag."""
-    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("cli")]
-
-
-def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The ``TrainConfig`` of parsed train / ablation / tune options."""
-    model = dict(args.config_model)
-    model.update(
-        {
-            name: getattr(args, name)
-            for name in flagged_fields(ModelConfig)
-            if getattr(args, name) is not None
-        }
-    )
-    train = {
-        name: getattr(args, name)
-        for name in flagged_fields(TrainConfig)
-        if hasattr(args, name)
-    }
-    return TrainConfig(**train, model=model)

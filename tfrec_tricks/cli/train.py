@@ -2,6 +2,7 @@
 
 import argparse
 
+from tfrec_tricks.cli.options import add_overwrite_argument, train_config
 from tfrec_tricks.data.datasets import DATA_ENV
 
 HELP = "train and evaluate a model (start here)"
@@ -41,23 +42,11 @@ examples:
 """
 
 
-def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="discard what OUTPUT_DIR/NAME holds (a finished run, or a run "
-        "with other settings) and train afresh. Without it, the same "
-        "settings resume an interrupted run or reuse a finished one, and "
-        "other settings are refused",
-    )
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_overwrite_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.cli.parser import train_config
     from tfrec_tricks.runs.training import format_results, train
 
     result = train(

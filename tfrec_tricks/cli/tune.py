@@ -6,15 +6,16 @@ from tfrec_tricks.cli.options import (
     non_negative_int,
     positive_float,
     positive_int,
+    train_config,
 )
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.runs.search_budget import (
+from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.tuning.search_budget import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_RETRAIN_TOP,
     DEFAULT_TUNER,
     TUNERS,
 )
-from tfrec_tricks.runs.train_config import TrainConfig
 
 HELP = "search the techniques and settings with KerasTuner"
 USES_CONFIG = True
@@ -148,7 +149,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.cli.parser import train_config
     from tfrec_tricks.tuning import selection
     from tfrec_tricks.tuning.search import parse_choices, run_search
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tfrec_tricks.history_ranking import history_mask
 from tfrec_tricks.metrics import (
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -48,31 +49,6 @@ FEATURE_NAMES = (
     "log count of the last item",
     "top history logit - top other logit",
 )
-
-
-def history_mask(histories: np.ndarray, num_items: int) -> np.ndarray:
-    """Bool ``[B, N]``: item ``x`` is in row ``b``'s history (padding never).
-
-    Args:
-        histories: int array ``[B, L]``, padding id 0.
-        num_items: N, the number of item ids (padding included).
-    """
-    histories = np.asarray(histories)
-    if histories.ndim != 2:
-        raise ValueError(
-            "`histories` must be [B, L]. "
-            f"Received: histories.shape={histories.shape}"
-        )
-    if histories.size and (histories.min() < 0 or histories.max() >= num_items):
-        raise ValueError(
-            f"`histories` must hold item ids in [0, {num_items}). Received: "
-            f"ids from {histories.min()} to {histories.max()}"
-        )
-    mask = np.zeros((histories.shape[0], num_items), dtype=bool)
-    rows = np.repeat(np.arange(histories.shape[0]), histories.shape[1])
-    mask[rows, histories.ravel()] = True
-    mask[:, 0] = False
-    return mask
 
 
 def history_mass(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -31,8 +31,11 @@ from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
-from tfrec_tricks.atomic_files import file_sha256, publish_directory
-from tfrec_tricks.atomic_files import write_text_atomic as write_atomic
+from tfrec_tricks.atomic_files import (
+    file_sha256,
+    publish_directory,
+    write_text_atomic,
+)
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind, holds_only
 
@@ -319,9 +322,11 @@ def start_run(run_dir: str, fingerprint: dict, files: dict[str, str]) -> None:
     os.makedirs(run_dir, exist_ok=True)
     run = {"format": RUN_FORMAT, "status": "running"}
     run["fingerprint"] = fingerprint
-    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+    write_text_atomic(
+        os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2)
+    )
     for name, text in files.items():
-        write_atomic(os.path.join(run_dir, name), text)
+        write_text_atomic(os.path.join(run_dir, name), text)
 
 
 def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
@@ -358,7 +363,9 @@ def finish_run(run_dir: str) -> None:
         name: file_sha256(os.path.join(run_dir, name))
         for name in _manifest_files(run_dir)
     }
-    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+    write_text_atomic(
+        os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2)
+    )
 
 
 def fail_run(run_dir: str, reason: str) -> None:
@@ -374,7 +381,9 @@ def fail_run(run_dir: str, reason: str) -> None:
         return
     run["status"] = "failed"
     run["reason"] = reason
-    write_atomic(os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2))
+    write_text_atomic(
+        os.path.join(run_dir, RUN_FILE), json.dumps(run, indent=2)
+    )
 
 
 def failure_reason(run_dir: str) -> str:

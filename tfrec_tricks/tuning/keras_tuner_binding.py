@@ -93,7 +93,10 @@ def _make_state_writes_atomic() -> None:
     ``trial.json`` in place; a search killed during one of those writes
     leaves a truncated file and cannot resume ("Expecting value: line 1
     column 1"). Every write goes through ``keras_tuner.src.utils.save_json``;
-    this replaces it with write-to-a-temporary-file-then-rename.
+    this replaces it with ``atomic_files.write_text_atomic`` (a temporary
+    file beside it, then one rename). A URL (``gs://...``), which only
+    ``tf.io.gfile`` can write, still goes to a temporary file renamed with
+    ``tf.io.gfile.rename``.
     """
     from keras_tuner.src import utils
 
@@ -104,8 +107,13 @@ def _make_state_writes_atomic() -> None:
 
     import tensorflow as tf
 
+    from tfrec_tricks.atomic_files import write_text_atomic
+
     def save_json(path, obj):
         text = json.dumps(obj)
+        if "://" not in str(path):
+            write_text_atomic(path, text)
+            return text
         temporary = f"{path}.tmp-{os.getpid()}"
         with tf.io.gfile.GFile(temporary, "w") as handle:
             handle.write(text)

@@ -48,16 +48,17 @@ import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
 from tfrec_tricks.config_fields import check_finite  # noqa: E402
+from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
 from tfrec_tricks.runs.run_directory import data_identity  # noqa: E402
-from tfrec_tricks.runs.search_budget import (  # noqa: E402
-    DEFAULT_RETRAIN_TOP,
-    DEFAULT_TUNER,
-)
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.runs.training import load_data  # noqa: E402
 from tfrec_tricks.runs.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
+from tfrec_tricks.tuning.search_budget import (  # noqa: E402
+    DEFAULT_RETRAIN_TOP,
+    DEFAULT_TUNER,
+)
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     SEARCH_FOLDER,
     open_search,
@@ -538,8 +539,6 @@ def _choice_value(name: str, text: str, item: str):
                 value = float(text)
             except ValueError:
                 return text  # a string setting (a head, an encoder)
-    if isinstance(value, float) or (
-        isinstance(value, int) and not isinstance(value, bool)
-    ):
+    if isinstance(value, float) or is_integer(value):
         check_finite(name, value)
     return value

@@ -22,7 +22,11 @@ from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
 )
-from tfrec_tricks.models.config import default_head_dropout  # noqa: E402
+from tfrec_tricks.models.config import (  # noqa: E402
+    ENCODERS,
+    HEADS,
+    default_head_dropout,
+)
 from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.runs.train_config import (  # noqa: E402
     TrainConfig,
@@ -75,7 +79,7 @@ def _default_space(
         features.append(",".join(feature_names))
     cpr = ("head", ["cpr"])
     return [
-        ("encoder", "Choice", {"values": ["gru4rec", "sasrec"]}, None),
+        ("encoder", "Choice", {"values": list(ENCODERS)}, None),
         (
             "embedding_dim",
             "Choice",
@@ -143,7 +147,7 @@ def _default_space(
         (
             "head",
             "Choice",
-            {"values": ["softmax", "cpr", "mos", "softmax_no_dup"]},
+            {"values": list(HEADS)},
         ),
         ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
         ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),

@@ -5,7 +5,7 @@ import os
 import time
 from typing import Any
 
-from tfrec_tricks.runs.run_directory import write_atomic
+from tfrec_tricks.atomic_files import write_text_atomic
 
 TIMING_FILE = "timing.json"
 
@@ -49,7 +49,7 @@ class TrialLog:
             "ended": ended,
             "seconds": ended - started,
         }
-        write_atomic(
+        write_text_atomic(
             os.path.join(self.get_trial_dir(trial.trial_id), TIMING_FILE),
             json.dumps(timing),
         )

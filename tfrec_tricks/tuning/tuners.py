@@ -11,7 +11,7 @@ from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
 
 keras_tuner = import_keras_tuner()
 
-from tfrec_tricks.runs.search_budget import (  # noqa: E402
+from tfrec_tricks.tuning.search_budget import (  # noqa: E402
     DEFAULT_MAX_TRIALS,
     DEFAULT_TUNER,
     HYPERBAND_FACTOR,

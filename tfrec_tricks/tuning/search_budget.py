@@ -1,12 +1,14 @@
 """Defaults of a KerasTuner search's budget (``tfrec-tricks tune``).
 
-Kept apart from ``tfrec_tricks.tuning`` (which imports KerasTuner) so that
-the command line's parser can show them without importing it.
+Plain constants that import nothing, so that the command line's parser can
+show them without importing KerasTuner (``tfrec_tricks.tuning`` binds
+KerasTuner only when one of its names is first used).
 """
 
 TUNERS = ("hyperband", "bayesian", "random")
 # Hyperband trains the configurations that keep improving as long as the
-# final model; five-epoch random trials rewarded fast starters (issue 22).
+# final model. Random search with short trials (five epochs each) rewarded
+# the configurations that learn fastest at first, not those that end best.
 DEFAULT_TUNER = "hyperband"
 # Hyperband keeps the best 1/factor of each round for factor times the
 # epochs; 3 is the Hyperband paper's and KerasTuner's choice.
