@@ -79,6 +79,7 @@ def tiny_model():
     return SequentialRetrievalModel(config)
 
 
+@pytest.mark.slow
 def test_versions_models_config_and_request_example(tmp_path):
     model = tiny_model()
     base = tmp_path / "saved_models" / "demo"
@@ -119,6 +120,70 @@ def test_versions_models_config_and_request_example(tmp_path):
     assert all(item in ITEMS[1:] for item in histories[-1])
 
 
+def sparse_float_reads(path: str) -> dict:
+    """``ResourceGather`` ops of float variables, by served signature."""
+    loaded = tf.saved_model.load(path)
+    found = {}
+    for name, function in loaded.signatures.items():
+        graph = function.graph.as_graph_def()
+        nodes = list(graph.node)
+        for called in graph.library.function:
+            nodes += called.node_def
+        found[name] = [
+            node.name
+            for node in nodes
+            if node.op.startswith("ResourceGather")
+            and node.attr["dtype"].type != tf.string.as_datatype_enum
+        ]
+    return found
+
+
+CPR_MI = {"head": "cpr", "cpr_reranker_ks": (5,), "cpr_mi": True}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "options, scoring",
+    [
+        ({}, "index"),
+        ({}, "full"),
+        ({"head": "softmax_no_dup"}, "index"),
+        ({"tie_embeddings": False}, "index"),
+        (CPR_MI, "index"),
+        (CPR_MI, "full"),
+        (
+            {"head": "cpr", "cpr_reranker_ks": (5,), "cpr_pointer": True},
+            "index",
+        ),
+    ],
+    ids=[
+        "softmax-index",
+        "softmax-full",
+        "softmax_no_dup-index",
+        "untied-index",
+        "cpr_mi-index",
+        "cpr_mi-full",
+        "cpr_pointer-index",
+    ],
+)
+def test_served_tables_are_never_read_sparsely(tmp_path, options, scoring):
+    # A sparse read of a variable (ResourceGather) switches it to
+    # copy-on-read for the life of the server: every later dense read of
+    # the item table (the product over the catalogue) would then copy all
+    # of it, 256 MB per request at a million items of 64 floats.
+    config = ModelConfig(
+        num_items=len(ITEMS), max_len=5, embedding_dim=4, **options
+    )
+    model = SequentialRetrievalModel(config)
+    path = export_for_serving(
+        model, str(tmp_path / "m"), ITEMS, k=3, scoring=scoring, warmup=False
+    )
+    reads = sparse_float_reads(path)
+    assert set(reads) == {"serving_default", "score_candidates"}
+    assert reads == {name: [] for name in reads}
+
+
+@pytest.mark.slow
 def test_failed_export_leaves_no_version(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
@@ -188,6 +253,7 @@ def test_export_refuses_a_bad_model_name_before_writing(tmp_path, base_path):
     assert not (tmp_path / "models.config").exists()
 
 
+@pytest.mark.slow
 def test_export_takes_the_name_as_given(tmp_path):
     # ".." before the name is the caller's business; a trailing "/" is
     # not part of the name.
@@ -332,6 +398,7 @@ def test_cli_export(trained_runs, tmp_path, capsys):
     assert "version=3" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_non_ascii_item_ids_are_served_as_they_were_given(tmp_path):
     # UTF-8 ids in, the same ids out: the vocabulary holds str, the
     # graph's table UTF-8 bytes.

@@ -202,28 +202,24 @@ def as_item_table(
     item_embeddings: Any,
     item_bias: Any,
     units: Any = None,
-    dense: bool = True,
 ) -> tuple:
     """The item table ``[N, d]`` and bias ``[N]`` (or None) as float32.
+
+    A variable is read whole, as a tensor: gathering rows from the
+    variable itself (``ResourceGather``) would switch it to copy-on-read,
+    after which every dense read copies the table (see
+    ``TiedItemEmbedding.lookup``).
 
     Args:
         item_embeddings: float ``[N, d]``.
         item_bias: float ``[N]`` or None.
         units: int or None. The row size the head needs, checked when
             both it and ``d`` are known.
-        dense: bool. Read a variable table whole, as a tensor (a
-            full-catalogue matmul reads it anyway). ``False`` keeps a
-            float32 variable as it is, so that gathers from it read only
-            their rows: once a variable has been gathered from (the input
-            lookup of a tied table), TensorFlow copies all of it on every
-            dense read. Defaults to ``True``.
 
     Raises:
         ValueError: a rank or the row size is wrong.
     """
-    if dense:
-        item_embeddings = tf.convert_to_tensor(item_embeddings)
-    table = tf.cast(item_embeddings, tf.float32)
+    table = tf.cast(tf.convert_to_tensor(item_embeddings), tf.float32)
     if table.shape.rank != 2:
         raise ValueError(
             "`item_embeddings` must be the item table [N, d]. "
@@ -237,9 +233,7 @@ def as_item_table(
         )
     bias = None
     if item_bias is not None:
-        if dense:
-            item_bias = tf.convert_to_tensor(item_bias)
-        bias = tf.cast(item_bias, tf.float32)
+        bias = tf.cast(tf.convert_to_tensor(item_bias), tf.float32)
         if bias.shape.rank != 1:
             raise ValueError(
                 "`item_bias` must be a vector [N]. "

@@ -673,13 +673,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         inputs: Any,
         item_embeddings: Any,
         item_bias: Any,
-        dense: bool = True,
     ) -> tuple:
         """Checked ``(hidden, ids, layers, last, table, bias)`` of a call.
 
         Builds the layer first when a public method is its first call.
-        ``dense=False`` keeps a variable table a variable (see
-        ``common.as_item_table``): the candidate methods gather rows.
         """
         hidden, ids, layers, last = unpack_head_inputs(inputs)
         if not self.built:
@@ -688,7 +685,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 shapes["layer_hidden_states"] = [x.shape for x in layers]
             self.build(shapes)
         units = self.output_dim or hidden.shape[-1]
-        table, bias = as_item_table(item_embeddings, item_bias, units, dense)
+        table, bias = as_item_table(item_embeddings, item_bias, units)
         num_items = num_rows(table)
         checks = self._check_ks(num_items, table.shape[0])
         check_ids_in_range("history_ids", ids, num_items)
@@ -925,7 +922,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         True
         """
         hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias, dense=False
+            inputs, item_embeddings, item_bias
         )
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"`k` must be an int >= 0. Received: k={k!r}")
@@ -1054,7 +1051,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         (2, 3) True
         """
         hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias, dense=False
+            inputs, item_embeddings, item_bias
         )
         candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
         if base_logits is not None:

@@ -4,7 +4,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import PADDING_LOGIT, is_integer, softmax_dtype
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
+    is_integer,
+    is_training,
+    softmax_dtype,
+)
 from tfrec_tricks.serialization import register
 
 
@@ -190,11 +195,22 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
             )
         return self.lookup(inputs)
 
-    def lookup(self, ids: Any) -> tf.Tensor:
+    def lookup(self, ids: Any, training: Any = None) -> tf.Tensor:
         """Returns ``embeddings[ids]`` in the compute dtype.
+
+        At inference the rows are gathered from a dense read of the table,
+        never by a sparse read of the variable (``ResourceGather``): that
+        switches the variable to copy-on-read for the rest of the process,
+        after which every dense read of it (the output product over the
+        catalogue) copies the whole table, 256 MB at a million items of
+        64 floats. In training, sparse optimizer updates of the table
+        (untied, or the sampled objective) make that switch anyway, so the
+        sparse read stays, which reads only the rows.
 
         Args:
             ids: int tensor of item ids, any shape.
+            training: bool or None. Whether this is a training step; None
+                is inference. Defaults to ``None``.
 
         Returns:
             Tensor of shape ``ids.shape + [output_dim]``.
@@ -203,10 +219,15 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
         ids = tf.convert_to_tensor(ids)
         if not ids.dtype.is_integer:
             ids = tf.cast(ids, tf.int64)
-        outputs = tf.gather(self.embeddings, ids)
+        table = self.embeddings
+        if not is_training(training):
+            table = tf.convert_to_tensor(table)
+        outputs = tf.gather(table, ids)
         return tf.cast(outputs, self.compute_dtype)
 
-    def logits(self, hidden: Any, candidate_ids: Any = None) -> tf.Tensor:
+    def logits(
+        self, hidden: Any, candidate_ids: Any = None, training: Any = None
+    ) -> tf.Tensor:
         """Scores items for hidden states: ``hidden W^T + b``.
 
         ``W`` is ``output_embeddings``. Scores of padding id 0 are
@@ -220,6 +241,9 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
                 row of ``hidden``. ``[B, M]``: per-example candidates,
                 where ``B`` is the first dimension of ``hidden``.
                 Defaults to ``None``.
+            training: bool or None. Whether this is a training step: the
+                candidates' rows are then read sparsely, as ``lookup``
+                reads them. Defaults to ``None`` (inference).
 
         Returns:
             Float32 (under mixed precision) logits of shape
@@ -228,11 +252,18 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
         self._ensure_built()
         dtype = softmax_dtype(self.compute_dtype)
         hidden = tf.cast(hidden, dtype)
-        table = tf.cast(self.output_embeddings, dtype)
+        table = self.output_embeddings
+        bias = self.output_bias
+        if candidate_ids is None or not is_training(training):
+            # A dense read, as in `lookup` (a cast to the same dtype would
+            # return the variable itself).
+            table = tf.convert_to_tensor(table)
+            bias = None if bias is None else tf.convert_to_tensor(bias)
+        table = tf.cast(table, dtype)
         if candidate_ids is None:
             scores = tf.matmul(hidden, table, transpose_b=True)
             if self.use_bias:
-                scores += tf.cast(self.output_bias, dtype)
+                scores += tf.cast(bias, dtype)
             if self.mask_padding:
                 is_padding = tf.equal(tf.range(self.num_items), 0)
                 scores = tf.where(
@@ -268,7 +299,7 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
                 f"Received: candidate_ids.shape={candidate_ids.shape}"
             )
         if self.use_bias:
-            bias = tf.gather(tf.cast(self.output_bias, dtype), candidate_ids)
+            bias = tf.gather(tf.cast(bias, dtype), candidate_ids)
             if candidate_ids.shape.rank == 2:
                 # [B, M] -> [B, 1, ..., 1, M] to broadcast over middle axes.
                 for _ in range(max(hidden.shape.rank - 2, 0)):
