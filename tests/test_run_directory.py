@@ -281,6 +281,23 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
         assert after["model"]["cpr_base_loss"] == 0.3
 
 
+def test_sasrec_norm_enters_the_fingerprint_only_when_pre(tmp_path):
+    from tfrec_tricks.runs.training import fingerprint
+
+    def model_part(**model):
+        config = tiny_config(tmp_path, model=model)
+        return fingerprint(config, 40, data=[])["model"]
+
+    # SASRec runs from before the option trained post-norm blocks.
+    assert "sasrec_norm" not in model_part(encoder="sasrec")
+    assert "sasrec_norm" not in model_part(encoder="sasrec", sasrec_norm="post")
+    assert (
+        model_part(encoder="sasrec", sasrec_norm="pre")["sasrec_norm"] == "pre"
+    )
+    # GRU4Rec reads no SASRec block: the option changes nothing there.
+    assert "sasrec_norm" not in model_part(sasrec_norm="pre")
+
+
 def test_learning_rate_defaults_to_the_protocols_and_keeps_fingerprints(
     tmp_path,
 ):

@@ -71,12 +71,64 @@ def test_statistics_of_disjoint_users_merge():
 
 def test_statistics_round_trip_through_a_dict():
     stats = TrainingStatistics(
-        np.array([0, 2, 1]), {"rating": Moments(3.0, 4.0, 1.5)}
+        np.array([0, 2, 1]), {"rating": Moments(3.0, 4.0, 1.5)}, 2
     )
     again = TrainingStatistics.from_dict(stats.to_dict())
     np.testing.assert_array_equal(again.item_counts, stats.item_counts)
     assert again.moments == stats.moments
     assert again.feature_statistics == {"rating": (4.0, 0.5)}
+    assert again.repeat_targets == 2
+    assert again.repeat_share == pytest.approx(2 / 3)
+    # A dataset prepared before repeats were counted: unknown, not zero.
+    older = stats.to_dict()
+    del older["repeat_targets"]
+    assert TrainingStatistics.from_dict(older).repeat_share is None
+
+
+def repeat_targets_by_loops(sequences):
+    """Training targets whose item the user had before, one at a time."""
+    count = 0
+    for user in range(sequences.num_users):
+        start = sequences.starts[user]
+        items = sequences.items[start : start + sequences.lengths[user]]
+        for j in range(1, int(sequences.train_ends[user]) + 1):
+            count += bool(items[j] in items[:j])
+    return count
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_repeat_targets_are_the_targets_seen_before(seed):
+    # Synthetic users copy earlier items, so both kinds of target occur;
+    # max_len 3 is shorter than most histories: repeats count anyway.
+    table = synthetic.generate(num_users=40, num_items=60, seed=seed)
+    table = table.interactions
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    stats = training_statistics(sequences, max_len=3)
+    expected = repeat_targets_by_loops(sequences)
+    assert 0 < expected < stats.item_counts.sum()
+    assert stats.repeat_targets == expected
+
+
+def test_repeat_share_of_hand_made_sequences():
+    # u: a b a | c a held out (validation, test); v: x x | y z. Training
+    # targets b a and x: a (u's third) and x (v's second) repeat.
+    users = np.array(["u"] * 5 + ["v"] * 4)
+    items = np.array(list("abaca") + list("xxyz"))
+    sequences = user_sequences(users, items, np.arange(9.0))
+    stats = training_statistics(sequences, max_len=2)
+    assert stats.item_counts.sum() == 3
+    assert stats.repeat_targets == 2
+    assert stats.repeat_share == pytest.approx(2 / 3)
+
+
+def test_repeat_targets_merge_and_unknown_stays_unknown():
+    known = TrainingStatistics(np.array([0, 3]), {}, 1)
+    assert (
+        known.merge(TrainingStatistics(np.array([0, 1]), {}, 1)).repeat_targets
+        == 2
+    )
+    unknown = TrainingStatistics(np.array([0, 1]), {}, None)
+    assert known.merge(unknown).repeat_share is None
 
 
 def test_moments_merge_with_nothing_is_itself():

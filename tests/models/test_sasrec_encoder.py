@@ -8,7 +8,8 @@ from tfrec_tricks.models import SASRecEncoder
 from tfrec_tricks.testing import run_layer_test
 
 
-def test_standard_layer_checks():
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_standard_layer_checks(norm):
     run_layer_test(
         SASRecEncoder,
         {
@@ -18,10 +19,50 @@ def test_standard_layer_checks():
             "num_heads": 2,
             "dropout": 0.1,
             "attention_dropout": 0.1,
+            "norm": norm,
         },
         tf.random.normal((3, 5, 8)),
         expected_output_shape=[(3, 5, 8), (3, 5, 8)],
         run_mixed_precision=False,
+    )
+
+
+def pre_norm_reference(encoder, x):
+    """The paper's block by hand, from the encoder's weights (no dropout)."""
+
+    def norm(layer, v):
+        mean, variance = tf.nn.moments(v, axes=[-1], keepdims=True)
+        return (v - mean) / tf.sqrt(variance + 1e-12) * layer.gamma + layer.beta
+
+    length = x.shape[1]
+    x = x * 8**0.5 + encoder.positions[:length][None]
+    states = []
+    for block in encoder.blocks:
+        query = norm(block["attention_norm"], x)
+        x = query + block["attention"](query, x, use_causal_mask=True)
+        y = norm(block["ffn_norm"], x)
+        inner = tf.nn.relu(y @ block["inner"].kernel + block["inner"].bias)
+        x = y + inner @ block["outer"].kernel + block["outer"].bias
+        states.append(x)
+    states[-1] = norm(encoder.final_norm, states[-1])
+    return states
+
+
+def test_pre_norm_blocks_are_the_papers():
+    encoder = SASRecEncoder(hidden_dim=8, max_len=6, num_layers=2, norm="pre")
+    x = tf.random.normal((2, 5, 8))
+    got = encoder(x)
+    for state, expected in zip(got, pre_norm_reference(encoder, x)):
+        np.testing.assert_allclose(state, expected, atol=1e-4)
+    assert not hasattr(encoder, "input_norm")
+
+
+def test_pre_norm_blocks_are_causal():
+    encoder = SASRecEncoder(hidden_dim=8, max_len=6, num_layers=2, norm="pre")
+    x = tf.random.normal((2, 6, 8))
+    changed = tf.concat([x[:, :3], tf.random.normal((2, 3, 8))], axis=1)
+    np.testing.assert_allclose(
+        encoder(x)[-1][:, :3], encoder(changed)[-1][:, :3], atol=1e-5
     )
 
 
@@ -54,6 +95,8 @@ def test_bad_arguments():
         SASRecEncoder(hidden_dim=8, max_len=4, num_heads=3)
     with pytest.raises(ValueError, match="dropout"):
         SASRecEncoder(hidden_dim=8, max_len=4, dropout=1.0)
+    with pytest.raises(ValueError, match="Received: norm='mid'"):
+        SASRecEncoder(hidden_dim=8, max_len=4, norm="mid")
 
 
 def test_longer_inputs_than_max_len_are_an_error():

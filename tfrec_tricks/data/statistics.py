@@ -55,7 +55,7 @@ class Moments:
 
 @dataclasses.dataclass
 class TrainingStatistics:
-    """Training-target item counts and per-feature moments.
+    """Training-target item counts, per-feature moments, repeat targets.
 
     Attributes:
         item_counts: int64 [num_items]. How often each item is a training
@@ -63,10 +63,23 @@ class TrainingStatistics:
         moments: ``{feature: Moments}`` over the real positions of the
             training histories (after ``signed_log1p`` for
             ``LOG1P_FEATURES``), NaNs left out.
+        repeat_targets: int or None. Training targets whose item the user
+            had before (anywhere in their history, not only in the last
+            ``max_len``); None when unknown (a dataset prepared by an
+            earlier version).
     """
 
     item_counts: np.ndarray
     moments: dict[str, Moments]
+    repeat_targets: int | None = 0
+
+    @property
+    def repeat_share(self) -> float | None:
+        """The share of training targets that repeat a history item (None
+        when unknown, 0 without targets)."""
+        if self.repeat_targets is None:
+            return None
+        return self.repeat_targets / max(int(self.item_counts.sum()), 1)
 
     @property
     def feature_statistics(self) -> dict[str, tuple[float, float]]:
@@ -83,6 +96,9 @@ class TrainingStatistics:
         counts[: len(self.item_counts)] += self.item_counts
         counts[: len(other.item_counts)] += other.item_counts
         names = sorted(set(self.moments) | set(other.moments))
+        repeats = None
+        if self.repeat_targets is not None and other.repeat_targets is not None:
+            repeats = self.repeat_targets + other.repeat_targets
         return TrainingStatistics(
             counts,
             {
@@ -91,12 +107,14 @@ class TrainingStatistics:
                 )
                 for name in names
             },
+            repeats,
         )
 
     def to_dict(self) -> dict:
         """JSON-ready: counts as a list, moments as dicts."""
         return {
             "item_counts": self.item_counts.tolist(),
+            "repeat_targets": self.repeat_targets,
             "moments": {
                 name: dataclasses.asdict(m) for name, m in self.moments.items()
             },
@@ -107,6 +125,7 @@ class TrainingStatistics:
         return cls(
             np.asarray(data["item_counts"], np.int64),
             {name: Moments(**m) for name, m in data["moments"].items()},
+            data.get("repeat_targets"),
         )
 
 
@@ -131,13 +150,17 @@ def training_statistics(
     >>> statistics = training_statistics(sequences, max_len=50)
     >>> statistics.item_counts.tolist()  # targets b, c (d, e held out)
     [0, 0, 1, 1, 0, 0]
+    >>> statistics.repeat_share  # neither b nor c was seen before
+    0.0
     >>> round(statistics.moments["time_gap"].mean, 4)  # log1p(1), once
     0.6931
     """
     if num_items is None:
         num_items = len(sequences.item_names)
     counts = np.zeros(num_items, np.int64)
+    repeats = 0
     for block in _user_blocks(sequences, max_len):
+        repeats += block.repeat_targets()
         block_counts = np.bincount(block.targets(), minlength=num_items)
         if len(block_counts) > len(counts):
             counts = np.r_[
@@ -170,7 +193,7 @@ def training_statistics(
         x -= mean
         np.square(x, out=x)  # (x - mean) ** 2, in place
         moments[name] = Moments(total, mean, float(np.dot(w, x)))
-    return TrainingStatistics(counts, moments)
+    return TrainingStatistics(counts, moments, repeats)
 
 
 # Rows per block of users: the per-row temporaries stay a few tens of MB.
@@ -187,11 +210,27 @@ class _Block:
     train_end: np.ndarray
     weight: np.ndarray
 
+    def is_target(self) -> np.ndarray:
+        """Which rows are training targets."""
+        return (self.position >= 1) & (self.position <= self.train_end)
+
     def targets(self) -> np.ndarray:
         """Item ids of the block's training targets."""
-        return self.items[
-            (self.position >= 1) & (self.position <= self.train_end)
-        ]
+        return self.items[self.is_target()]
+
+    def repeat_targets(self) -> int:
+        """Training targets whose item is earlier in the user's sequence."""
+        # Rows sorted by (user, item, position): every row after the first
+        # of its (user, item) run repeats an earlier interaction. A block
+        # starts at a user's first row, so position 0 opens each user.
+        user = np.cumsum(self.position == 0)
+        order = np.lexsort((self.position, self.items, user))
+        items, users = self.items[order], user[order]
+        seen = np.zeros(len(order), bool)
+        seen[1:] = (items[1:] == items[:-1]) & (users[1:] == users[:-1])
+        repeat = np.empty_like(seen)
+        repeat[order] = seen
+        return int(np.count_nonzero(repeat & self.is_target()))
 
 
 def _user_blocks(sequences: UserSequences, max_len: int):

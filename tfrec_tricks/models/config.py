@@ -12,8 +12,12 @@ from tfrec_tricks.config_fields import (
 
 ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
+#: A training run's ``--head auto``: the run chooses one of ``HEADS`` from
+#: its data (``tfrec_tricks.runs.head_choice``); a model has a real head.
+AUTO_HEAD = "auto"
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
+SASREC_NORMS = ("post", "pre")
 #: ``head_dropout`` of the cpr head when none is given. Measured with the
 #: base loss over three seeds (benchmarks/README.md, "Softmax-CPR with its
 #: base loss"): at 0.3 rather than 0, validation NDCG@10 +2.2% with GRU4Rec
@@ -117,6 +121,14 @@ class ModelConfig:
         metavar="N",
         default_text="the hidden size",
     )
+    sasrec_norm: str = option(
+        "post",
+        "SASRec block layout: post (RecBole's: layer norm after each "
+        "residual sum, GELU) or pre (the paper's code and SASRec+'s: layer "
+        "norm before attention and feed-forward, ReLU, embeddings scaled "
+        "by sqrt(d), a final layer norm).",
+        choices=SASREC_NORMS,
+    )
     head_dropout: float | None = option(
         None,
         "dropout on the query projections of the cpr and mos heads (None: "
@@ -178,9 +190,12 @@ class ModelConfig:
     head: str = option(
         "softmax",
         "output head: softmax (tied logits), cpr (Softmax-CPR), mos "
-        "(Mixture of Softmax) or softmax_no_dup (softmax, history items "
-        "removed at inference).",
-        choices=HEADS,
+        "(Mixture of Softmax), softmax_no_dup (softmax, history items "
+        "removed at inference), or auto: train chooses one from the share "
+        "of training targets that repeat an item of their history (below "
+        "0.01: softmax_no_dup; 0.01 to 0.05: softmax; from 0.05: cpr, or "
+        "softmax with sasrec, whose attention copies by itself).",
+        choices=(*HEADS, AUTO_HEAD),
     )
     cpr_context: bool = option(
         True,
@@ -337,6 +352,7 @@ class ModelConfig:
             "head": HEADS,
             "objective": OBJECTIVES,
             "cpr_merge": CPR_MERGES,
+            "sasrec_norm": SASREC_NORMS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from tfrec_tricks.models.config import SASREC_NORMS as NORMS
 from tfrec_tricks.serialization import register
 
 
@@ -10,10 +11,18 @@ class SASRecEncoder(tf.keras.layers.Layer):
     """Transformer blocks with causal self-attention (Kang & McAuley, 2018).
 
     Learned positional embeddings are added to the input, then
-    ``num_layers`` post-layer-norm blocks (as RecBole's SASRec) each apply
-    causal multi-head self-attention and a position-wise feed-forward
-    network, each with dropout and a residual connection. The inputs are
-    projected to ``hidden_dim`` first when their size differs.
+    ``num_layers`` blocks each apply causal multi-head self-attention and a
+    position-wise feed-forward network, each with dropout and a residual
+    connection. The inputs are projected to ``hidden_dim`` first when their
+    size differs. Two block layouts:
+
+    - ``norm="post"`` (RecBole's SASRec): the input is layer-normalised,
+      each sublayer's residual sum is layer-normalised, GELU.
+    - ``norm="pre"`` (the paper's code, Kang & McAuley, and SASRec+): the
+      input is scaled by ``sqrt(hidden_dim)``; attention reads
+      ``q = LN(x)`` and adds to ``q``; the feed-forward network reads
+      ``y = LN(x)`` and adds to ``y``, ReLU with dropout inside; a final
+      layer norm after the last block.
 
     The encoder is causal: the state at position t depends on positions
     <= t only. With right-padded histories (real items first, padding
@@ -35,6 +44,8 @@ class SASRecEncoder(tf.keras.layers.Layer):
             Defaults to 0.
         ffn_dim: int or None. Inner size of the feed-forward network;
             None means ``hidden_dim``. Defaults to None.
+        norm: str. ``"post"`` or ``"pre"``, the block layout above.
+            Defaults to ``"post"``.
         **kwargs: base layer keyword arguments.
 
     Call arguments:
@@ -69,6 +80,7 @@ class SASRecEncoder(tf.keras.layers.Layer):
         dropout: float = 0.0,
         attention_dropout: float = 0.0,
         ffn_dim: int | None = None,
+        norm: str = "post",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -81,6 +93,10 @@ class SASRecEncoder(tf.keras.layers.Layer):
             "attention_dropout": 0 <= attention_dropout < 1,
             "ffn_dim": ffn_dim is None or ffn_dim > 0,
         }
+        if norm not in NORMS:
+            raise ValueError(
+                f"`norm` must be one of {NORMS}. Received: norm={norm!r}"
+            )
         for name, ok in problems.items():
             if not ok:
                 raise ValueError(
@@ -95,6 +111,7 @@ class SASRecEncoder(tf.keras.layers.Layer):
         self.dropout = dropout
         self.attention_dropout = attention_dropout
         self.ffn_dim = ffn_dim
+        self.norm = norm
 
     def build(self, input_shape):
         input_dim = int(input_shape[-1])
@@ -109,9 +126,17 @@ class SASRecEncoder(tf.keras.layers.Layer):
             shape=(self.max_len, self.hidden_dim),
             initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
         )
-        self.input_norm = tf.keras.layers.LayerNormalization(
-            epsilon=1e-12, dtype=policy, name="input_norm"
+        pre = self.norm == "pre"
+        # One layer norm on the input (post) or after the last block (pre).
+        norm = tf.keras.layers.LayerNormalization(
+            epsilon=1e-12,
+            dtype=policy,
+            name="final_norm" if pre else "input_norm",
         )
+        if pre:
+            self.final_norm = norm
+        else:
+            self.input_norm = norm
         self.input_dropout = tf.keras.layers.Dropout(self.dropout, dtype=policy)
         ffn = self.ffn_dim or self.hidden_dim
         self.blocks = []
@@ -131,7 +156,10 @@ class SASRecEncoder(tf.keras.layers.Layer):
                     epsilon=1e-12, dtype=policy, name=f"attention_norm_{i}"
                 ),
                 "inner": tf.keras.layers.Dense(
-                    ffn, activation="gelu", dtype=policy, name=f"ffn_in_{i}"
+                    ffn,
+                    activation="relu" if pre else "gelu",
+                    dtype=policy,
+                    name=f"ffn_in_{i}",
                 ),
                 "outer": tf.keras.layers.Dense(
                     self.hidden_dim, dtype=policy, name=f"ffn_out_{i}"
@@ -143,6 +171,10 @@ class SASRecEncoder(tf.keras.layers.Layer):
                     epsilon=1e-12, dtype=policy, name=f"ffn_norm_{i}"
                 ),
             }
+            if pre:  # Dropout inside the feed-forward network too.
+                block["inner_dropout"] = tf.keras.layers.Dropout(
+                    self.dropout, dtype=policy
+                )
             self.blocks.append(block)
         super().build(input_shape)
 
@@ -160,20 +192,47 @@ class SASRecEncoder(tf.keras.layers.Layer):
         with tf.control_dependencies([check]):
             length = tf.identity(length)
         positions = tf.cast(self.positions[:length], x.dtype)
-        x = self.input_norm(x + positions[None])
+        if self.norm == "pre":
+            x = x * tf.cast(self.hidden_dim**0.5, x.dtype) + positions[None]
+        else:
+            x = self.input_norm(x + positions[None])
         x = self.input_dropout(x, training=training)
         states = []
         for block in self.blocks:
-            attended = block["attention"](
-                x, x, use_causal_mask=True, training=training
-            )
-            attended = block["attention_dropout"](attended, training=training)
-            x = block["attention_norm"](x + attended)
-            hidden = block["outer"](block["inner"](x))
-            hidden = block["ffn_dropout"](hidden, training=training)
-            x = block["ffn_norm"](x + hidden)
+            if self.norm == "pre":
+                x = self._pre_norm_block(block, x, training)
+            else:
+                x = self._post_norm_block(block, x, training)
             states.append(x)
+        if self.norm == "pre":
+            states[-1] = self.final_norm(states[-1])
         return states
+
+    @staticmethod
+    def _feed_forward(block: dict, x, training):
+        hidden = block["inner"](x)
+        if "inner_dropout" in block:
+            hidden = block["inner_dropout"](hidden, training=training)
+        return block["ffn_dropout"](block["outer"](hidden), training=training)
+
+    def _post_norm_block(self, block: dict, x, training):
+        attended = block["attention"](
+            x, x, use_causal_mask=True, training=training
+        )
+        attended = block["attention_dropout"](attended, training=training)
+        x = block["attention_norm"](x + attended)
+        return block["ffn_norm"](x + self._feed_forward(block, x, training))
+
+    def _pre_norm_block(self, block: dict, x, training):
+        # As the paper's code: the residuals start from the normalised
+        # inputs, and keys and values are the block's raw input.
+        query = block["attention_norm"](x)
+        attended = block["attention"](
+            query, x, use_causal_mask=True, training=training
+        )
+        x = query + block["attention_dropout"](attended, training=training)
+        y = block["ffn_norm"](x)
+        return y + self._feed_forward(block, y, training)
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -186,6 +245,7 @@ class SASRecEncoder(tf.keras.layers.Layer):
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
                 "ffn_dim": self.ffn_dim,
+                "norm": self.norm,
             }
         )
         return config

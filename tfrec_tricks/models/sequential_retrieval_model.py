@@ -227,6 +227,7 @@ class SequentialRetrievalModel(tfrs.Model):
                 dropout=config.dropout,
                 attention_dropout=config.attention_dropout,
                 ffn_dim=config.ffn_dim,
+                norm=config.sasrec_norm,
                 name="encoder",
             )
         else:
@@ -335,7 +336,7 @@ class SequentialRetrievalModel(tfrs.Model):
         ids = history
         if self.item_sse is not None:
             ids = self.item_sse(history, training=training)
-        x = self.item_embedding.lookup(ids)
+        x = self.item_embedding.lookup(ids, training=training)
         if self.feature_encoders:
             real = tf.cast(history > 0, x.dtype)[:, :, None]
             for name, encoder in self.feature_encoders.items():
@@ -408,7 +409,9 @@ class SequentialRetrievalModel(tfrs.Model):
                 **extra,
             )
         h = self._last_state(history, states, training)
-        logits = self.item_embedding.logits(h, candidate_ids=candidate_ids)
+        logits = self.item_embedding.logits(
+            h, candidate_ids=candidate_ids, training=training
+        )
         logits = tf.cast(logits, tf.float32)
         if exclude_history:
             rows = tf.broadcast_to(

@@ -41,9 +41,10 @@ from tfrec_tricks.metrics import (
     tf_target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
-from tfrec_tricks.models.config import as_trained
+from tfrec_tricks.models.config import AUTO_HEAD, as_trained
 from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
+from tfrec_tricks.runs.head_choice import with_chosen_head
 from tfrec_tricks.runs.memory_budget import check_training_memory
 from tfrec_tricks.runs.optimizers import make_optimizer
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
@@ -104,11 +105,15 @@ LATER_OPTIONS = {
     # runs (the same data wherever a dataset has no duplicates).
     "drop_duplicates": False,
 }
-# The same for ModelConfig fields: name -> (that value, the head the field
-# applies to). Left out of the resolved model config when it has that
-# value or another head, and out of the ``model`` overrides when they set
-# that value: runs that differ only there are the same run.
-MODEL_LATER_OPTIONS = {"cpr_base_loss": (0.0, "cpr")}
+# The same for ModelConfig fields: name -> (that value, (the field and
+# value the option applies to)). Left out of the resolved model config
+# when it has that value or does not apply, and out of the ``model``
+# overrides when they set that value: runs that differ only there are the
+# same run.
+MODEL_LATER_OPTIONS = {
+    "cpr_base_loss": (0.0, ("head", "cpr")),
+    "sasrec_norm": ("post", ("encoder", "sasrec")),
+}
 TENSORBOARD_DIR = "tensorboard"
 
 
@@ -145,8 +150,8 @@ def fingerprint(
             del train[name]
     model = config.model_config(num_items).to_dict()
     overrides = dict(train["model"])
-    for name, (before, head) in MODEL_LATER_OPTIONS.items():
-        if model[name] == before or model["head"] != head:
+    for name, (before, (field, value)) in MODEL_LATER_OPTIONS.items():
+        if model[name] == before or model[field] != value:
             del model[name]
         if name in overrides and overrides[name] == before:
             del overrides[name]
@@ -341,7 +346,8 @@ def _train(
     # Hashed once: the check before and after loading the data share it.
     files = data_identity(data_files(config))
     recorded = None if overwrite else read_run_file(run_dir)
-    if recorded is not None:
+    # `--head auto` is known only once the data is loaded.
+    if recorded is not None and config.model.get("head") != AUTO_HEAD:
         # Checked before the data is loaded: a refusal or a reuse is quick.
         num_items = recorded["fingerprint"].get("model", {}).get("num_items")
         if isinstance(num_items, int):
@@ -357,6 +363,11 @@ def _train(
     data = load_training_data(config)
     for line in data.description:
         _log(verbose, line)
+    config, head_choice = with_chosen_head(
+        config, data.prepared.statistics, data.num_items
+    )
+    if head_choice is not None:
+        _log(verbose, f"Head: {head_choice.head} ({head_choice.reason})")
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
@@ -382,6 +393,11 @@ def _train(
         "train": dataclasses.asdict(config),
         "model": model_config.to_dict(),
     }
+    if head_choice is not None:
+        settings["head_choice"] = {
+            "requested": AUTO_HEAD,
+            **dataclasses.asdict(head_choice),
+        }
     if chief:
         start_run(
             run_dir,
