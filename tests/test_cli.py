@@ -84,12 +84,14 @@ def _assert_clean_error(result, *fragments):
         assert fragment in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_missing_file_names_the_file(tmp_path):
     missing = str(tmp_path / "nope.dat")
     result = run_cli("train", "--data", "file", "--data-path", missing)
     _assert_clean_error(result, "not found", missing)
 
 
+@pytest.mark.slow
 def test_malformed_line_names_file_and_line(tmp_path):
     path = tmp_path / "ratings.dat"
     path.write_text("1::10::5::100\n1::11::4\n")
@@ -105,11 +107,13 @@ def test_malformed_line_names_file_and_line(tmp_path):
     _assert_clean_error(result, f"{path}:2:", "expected 4 fields")
 
 
+@pytest.mark.slow
 def test_missing_real_dataset_says_where_it_looked(tmp_path):
     result = run_cli("train", "--data", "ml-100k", "--data-path", str(tmp_path))
     _assert_clean_error(result, "ml-100k", "--data-path")
 
 
+@pytest.mark.slow
 def test_empty_dataset_after_filtering(tmp_path):
     path = tmp_path / "u.data"
     path.write_text("".join(f"1\t{i}\t5\t{i}\n" for i in range(1, 6)))
@@ -125,6 +129,7 @@ def test_empty_dataset_after_filtering(tmp_path):
     _assert_clean_error(result, "No interactions left", str(path))
 
 
+@pytest.mark.slow
 def test_too_short_sessions_for_validation(tmp_path):
     # Three-item sessions give RecBole's split a test example only.
     path = tmp_path / "sessions.tsv"
@@ -140,6 +145,7 @@ def test_too_short_sessions_for_validation(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_tfds_offline_without_copy_says_what_to_provide(tmp_path):
     result = run_cli(
         "train",
@@ -151,6 +157,7 @@ def test_tfds_offline_without_copy_says_what_to_provide(tmp_path):
     _assert_clean_error(result, "--tfds-manual-dir", "ml-100k.zip")
 
 
+@pytest.mark.slow
 def test_no_command_prints_help():
     result = run_cli()
     assert result.returncode == 2
@@ -254,6 +261,7 @@ def test_run_config_json_is_accepted_by_train_config(tmp_path):
     assert b["model"]["head"] == "cpr" and b["model"]["cpr_reranker_ks"] == [5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "content, fragment",
     [
@@ -276,6 +284,7 @@ def test_bad_model_switch_values_exit_2(capsys):
     assert "comma-separated integers, got '20,x'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_help_prints_no_tensorflow_log_line():
     result = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
     assert result.returncode == 0
@@ -283,6 +292,7 @@ def test_help_prints_no_tensorflow_log_line():
     assert "--overwrite" in result.stdout and "tensorboard" in result.stdout
 
 
+@pytest.mark.slow
 def test_verbose_lets_tensorflow_speak():
     quiet = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
     loud = run_cli(

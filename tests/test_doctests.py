@@ -1,57 +1,131 @@
-"""Runs the ``>>>`` examples of the public modules as doctests."""
+"""Runs the ``>>>`` examples of every ``tfrec_tricks`` module as doctests.
 
+The modules are discovered, not listed: every module of the package whose
+source holds a ``>>>`` example gets one test, named after the module.
+
+Under Keras 3 (``TF_USE_LEGACY_KERAS=0``) a module that needs tf-keras is
+skipped, by a rule rather than a list: its imports reach, directly or
+through what they import (parent packages included), TensorFlow
+Recommenders or ``tfrec_tricks.keras_version.require_legacy_keras``, the
+check that ``tfrec_tricks.models``, ``tfrec_tricks.export`` and the
+KerasTuner binding make on import; plus the short list below.
+
+The examples are fast, except those that train (``fit``), run a Beam
+pipeline or export a SavedModel: those are marked ``slow``, as the tests
+that do so are.
+"""
+
+import ast
 import doctest
+import functools
 import importlib
 import os
+import pathlib
+import pkgutil
+import re
 
 import pytest
 
-LAYER_MODULES = [
-    "tfrec_tricks.layers.soft_one_hot_encoding",
-    "tfrec_tricks.layers.tied_item_embedding",
-    "tfrec_tricks.layers.stochastic_shared_embedding",
-    "tfrec_tricks.layers.softmax_cpr",
-    "tfrec_tricks.layers.mixture_of_softmax",
-    "tfrec_tricks.layers.top_k",
-    "tfrec_tricks.layers.common",
-    "tfrec_tricks.metrics",
-    "tfrec_tricks.history_ranking",
-    "tfrec_tricks.sampled_ranking",
-    "tfrec_tricks.runs.repeat_headroom",
-    "tfrec_tricks.runs.run_directory",
-    "tfrec_tricks.runs.optimizers",
-    "tfrec_tricks.atomic_files",
-    "tfrec_tricks.output_targets",
-    "tfrec_tricks.config_fields",
-]
-# These need tf-keras (TFRS); they are doctested in the tf-keras run only.
-PIPELINE_MODULES = [
-    "tfrec_tricks.data.synthetic",
-    "tfrec_tricks.data.loaders",
-    "tfrec_tricks.data.user_sequences",
-    "tfrec_tricks.data.statistics",
-    "tfrec_tricks.data.encoded_interactions",
-    "tfrec_tricks.data.prepared_dataset",
-    "tfrec_tricks.data.beam_preparation",
-    "tfrec_tricks.data.preparation",
-    "tfrec_tricks.data.prefix_merging",
-    "tfrec_tricks.data.train_windows",
-    "tfrec_tricks.data.pipeline",
-    "tfrec_tricks.models.sequential_retrieval_model",
-    "tfrec_tricks.models.sasrec_encoder",
-    "tfrec_tricks.tuning.sequential_retrieval_hypermodel",
-    "tfrec_tricks.export.serving_module",
-    "tfrec_tricks.export.export_for_serving",
-    "tfrec_tricks.export.warmup",
-    "tfrec_tricks.export.models_config",
-    "tfrec_tricks.callbacks.resumable_early_stopping",
-    "tfrec_tricks.callbacks.epoch_timer",
-    "tfrec_tricks.callbacks.stop_on_divergence",
-    "tfrec_tricks.runs.memory_budget",
-    "tfrec_tricks.models.config",
-    "tfrec_tricks.runs.train_config",
-    "tfrec_tricks.runs.training",
-    "tfrec_tricks.tuning.search_directory",
+import tfrec_tricks
+
+PACKAGE = pathlib.Path(tfrec_tricks.__file__).parent
+# What makes a module tf-keras only (see the module docstring).
+NEEDS_TF_KERAS = {
+    "tensorflow_recommenders",
+    "tfrec_tricks.keras_version.require_legacy_keras",
+}
+# tf-keras only without importing TFRS: extends tf-keras's EarlyStopping,
+# whose internals (monitor_op a NumPy comparison) Keras 3 does not share;
+# under Keras 3 the resumed best epoch comes out wrong.
+TF_KERAS_ONLY = {"tfrec_tricks.callbacks.resumable_early_stopping"}
+# An example line that trains, runs a Beam pipeline or exports a SavedModel.
+SLOW_EXAMPLE = re.compile(
+    r"^\s*(?:>>>|\.\.\.) .*(?:\.fit\(|_beam\(|export_for_serving\()", re.M
+)
+
+
+def walk(path: pathlib.Path, prefix: str):
+    """(name, is package) of every module under ``path``, recursively.
+
+    ``pkgutil.walk_packages`` imports each package to walk into it, and
+    drops the packages whose import fails: under Keras 3 that would hide
+    ``tfrec_tricks.models`` and ``tfrec_tricks.export`` instead of skipping
+    them. This walks the same tree without importing anything.
+    """
+    for info in pkgutil.iter_modules([str(path)], prefix):
+        yield info.name, info.ispkg
+        if info.ispkg:
+            leaf = info.name.rpartition(".")[2]
+            yield from walk(path / leaf, info.name + ".")
+
+
+MODULES = {"tfrec_tricks": True, **dict(walk(PACKAGE, "tfrec_tricks."))}
+
+
+def source(name: str) -> pathlib.Path:
+    path = PACKAGE.joinpath(*name.split(".")[1:])
+    return path / "__init__.py" if MODULES[name] else path.with_suffix(".py")
+
+
+@functools.cache
+def imports(name: str) -> frozenset:
+    """Every name the module imports (``from a import b`` gives a, a.b)."""
+    tree = ast.parse(source(name).read_text())
+    package = name if MODULES[name] else name.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[
+                    : len(package.split(".")) + 1 - node.level
+                ]
+                base = ".".join([*parts, base] if base else parts)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return frozenset(names)
+
+
+def prefixes(name: str) -> list[str]:
+    """``name`` and its parent packages: importing it runs them all."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+@functools.cache
+def needs_tf_keras(name: str) -> bool:
+    if name in TF_KERAS_ONLY:
+        return True
+    seen, todo = set(), [name]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for imported in imports(module):
+            if any(p in NEEDS_TF_KERAS for p in prefixes(imported)):
+                return True
+            todo.extend(p for p in prefixes(imported) if p in MODULES)
+        todo.extend(p for p in prefixes(module) if p in MODULES)
+    return False
+
+
+def has_examples(name: str) -> bool:
+    return ">>>" in source(name).read_text()
+
+
+DOCTESTED = sorted(name for name in MODULES if has_examples(name))
+PARAMS = [
+    pytest.param(
+        name,
+        id=name,
+        marks=[pytest.mark.slow]
+        if SLOW_EXAMPLE.search(source(name).read_text())
+        else [],
+    )
+    for name in DOCTESTED
 ]
 
 KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
@@ -60,11 +134,19 @@ KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
     "no",
     "off",
 )
-MODULES = LAYER_MODULES + ([] if KERAS3 else PIPELINE_MODULES)
 
 
-@pytest.mark.parametrize("name", MODULES)
+def test_discovery_and_the_tf_keras_rule():
+    assert "tfrec_tricks.layers.softmax_cpr" in DOCTESTED
+    assert needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
+    assert needs_tf_keras("tfrec_tricks.export.warmup")  # via its package
+    assert not needs_tf_keras("tfrec_tricks.layers.softmax_cpr")
+
+
+@pytest.mark.parametrize("name", PARAMS)
 def test_docstring_examples(name):
+    if KERAS3 and needs_tf_keras(name):
+        pytest.skip(f"{name} needs tf-keras")
     module = importlib.import_module(name)
     result = doctest.testmod(
         module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def _python(code: str, **env):
     import os
@@ -19,6 +21,7 @@ def _python(code: str, **env):
     )
 
 
+@pytest.mark.slow
 def test_models_after_keras3_import_raise_with_instructions():
     result = _python(
         "import tensorflow as tf\n"
@@ -37,6 +40,7 @@ def test_explicit_keras3_setting_is_reported():
     assert "TF_USE_LEGACY_KERAS=0" in result.stderr
 
 
+@pytest.mark.slow
 def test_models_import_alone_selects_tf_keras():
     result = _python(
         "import tfrec_tricks.models\n"
@@ -47,6 +51,7 @@ def test_models_import_alone_selects_tf_keras():
     assert result.stdout.strip().startswith("tf_keras")
 
 
+@pytest.mark.slow
 def test_cli_module_selects_tf_keras_before_tensorflow():
     result = _python(
         "import tfrec_tricks.cli\n"

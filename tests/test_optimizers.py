@@ -48,6 +48,7 @@ def rows_moved_by_a_step_elsewhere(optimizer):
     return np.abs(table.numpy()[first] - before).max()
 
 
+@pytest.mark.slow
 def test_adagrad_updates_only_the_rows_of_the_batch():
     assert rows_moved_by_a_step_elsewhere("adagrad") == 0.0
     # Adam's moments keep moving rows the batch did not hold: its update

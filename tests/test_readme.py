@@ -32,6 +32,7 @@ def run_blocks(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
         )
 
 
+@pytest.mark.slow
 def test_readme_python_blocks_run(tmp_path):
     assert python_blocks(README), "README has no python example"
     run_blocks(README, tmp_path)
@@ -41,6 +42,7 @@ def test_docs_exist():
     assert DOCS, "docs/ has no pages"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", DOCS, ids=[page.name for page in DOCS])
 def test_docs_python_blocks_run(page, tmp_path):
     run_blocks(page, tmp_path)

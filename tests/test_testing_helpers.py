@@ -27,6 +27,7 @@ def test_run_layer_test_catches_a_missing_config_entry():
         )
 
 
+@pytest.mark.slow
 def test_saved_model_reloads_in_a_process_without_the_package():
     layer = tf.keras.layers.Dense(3)
     served = testing.assert_saved_model_in_fresh_process(

@@ -10,6 +10,9 @@ import pytest
 from benchmarks import epoch_speed, recbole_worker
 from tfrec_tricks.data import Interactions, load_source, prepare
 
+# Enough synthetic data for these checks, in milliseconds rather than seconds.
+SMALL = {"num_users": 50, "num_items": 60}
+
 
 class FakeModel:
     """Each ``fit`` advances a shared clock by its next duration."""
@@ -61,7 +64,7 @@ def test_one_epoch_is_rejected():
 def test_models_have_recboles_layers():
     # RecBole's defaults (GRU4Rec 1 layer, SASRec 2), which its measured
     # seconds are for; runs A-F of the README timed a 1-layer SASRec.
-    source = load_source("synthetic", synthetic_options={"num_items": 60})
+    source = load_source("synthetic", synthetic_options=SMALL)
     data = prepare(source.interactions)
     head = epoch_speed.HEADS["Softmax"]
     for encoder, layers in (("gru4rec", 1), ("sasrec", 2)):
@@ -119,7 +122,7 @@ def fake_recbole_python(fake_interpreter):
 
 
 def test_recbole_worker_protocol(fake_recbole_python, tmp_path):
-    source = load_source("synthetic", synthetic_options={"num_items": 60})
+    source = load_source("synthetic", synthetic_options=SMALL)
     worker = epoch_speed.RecBoleWorker(
         fake_recbole_python,
         source.interactions,
@@ -134,7 +137,7 @@ def test_recbole_worker_protocol(fake_recbole_python, tmp_path):
 
 
 def test_recbole_worker_error_is_raised(fake_recbole_python, tmp_path):
-    source = load_source("synthetic", synthetic_options={"num_items": 60})
+    source = load_source("synthetic", synthetic_options=SMALL)
     with pytest.raises(RuntimeError, match="no module named recbole"):
         epoch_speed.RecBoleWorker(
             fake_recbole_python,
@@ -145,7 +148,7 @@ def test_recbole_worker_error_is_raised(fake_recbole_python, tmp_path):
 
 
 def test_recbole_worker_crash_shows_its_log(fake_recbole_python, tmp_path):
-    source = load_source("synthetic", synthetic_options={"num_items": 60})
+    source = load_source("synthetic", synthetic_options=SMALL)
     with pytest.raises(RuntimeError) as raised:
         epoch_speed.RecBoleWorker(
             fake_recbole_python,

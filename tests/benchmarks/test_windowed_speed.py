@@ -214,6 +214,7 @@ def test_report_lines_and_verdicts():
     )
 
 
+@pytest.mark.slow
 def test_a_tiny_run_writes_the_report_numbers_and_chart(tmp_path):
     argv = [
         "--data", "synthetic", "--max-users", "6", "--models",

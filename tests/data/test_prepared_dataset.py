@@ -105,6 +105,7 @@ def _write(tmp_path, text):
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", sorted(TABLES))
 @pytest.mark.parametrize("max_len", [3, 50])
 @pytest.mark.parametrize("split", ["recbole", "every-user"])
@@ -126,6 +127,7 @@ def test_same_examples_as_in_memory(tmp_path, source, max_len, split):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", ["prefixes", "every_position", "windows"])
 @pytest.mark.parametrize("bucket", [False, True])
 def test_batches_hold_every_example_once(tmp_path, rows, bucket):
@@ -163,6 +165,7 @@ def test_batches_hold_every_example_once(tmp_path, rows, bucket):
             assert len(set(band)) == 1
 
 
+@pytest.mark.slow
 def test_shuffled_batches_are_seeded(tmp_path):
     table = TABLES["synthetic"](tmp_path)
     _, dataset = both_paths(table, tmp_path, 8)

@@ -13,7 +13,8 @@ from tfrec_tricks.data import datasets, loaders
 from tfrec_tricks.data.preparation import PADDING, TIME_GAP, prepare
 from tfrec_tricks.errors import DataError
 
-pytestmark = pytest.mark.real_data
+# Loading and preparing the real datasets takes seconds each.
+pytestmark = [pytest.mark.real_data, pytest.mark.slow]
 
 # name: (rows, users, items, timestamps, numeric columns)
 EXPECTED = {

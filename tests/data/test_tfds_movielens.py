@@ -179,6 +179,7 @@ def test_interactions_from_tfds_columns():
     assert_known_rows(table, "here")
 
 
+@pytest.mark.slow
 def test_interactions_from_tfds_many_batches():
     n = 65536 + 3
     rows = {

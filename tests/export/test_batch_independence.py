@@ -15,6 +15,9 @@ from tests.export.conftest import UNKNOWN, reference_inputs
 from tfrec_tricks.export import ServingModule
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
+# Traces the serving signatures at many widths, and saves a SavedModel.
+pytestmark = pytest.mark.slow
+
 NUM_ITEMS = 40
 MAX_LEN = 8
 K = 5

@@ -9,6 +9,9 @@ import tensorflow as tf
 from tfrec_tricks.export import export_for_serving
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
+# The module fixture exports a SavedModel and loads it.
+pytestmark = pytest.mark.slow
+
 ITEMS = ["[PAD]"] + [f"i{i}" for i in range(1, 40)]
 
 

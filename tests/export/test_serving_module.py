@@ -161,6 +161,7 @@ def test_empty_history_gets_the_same_ranking_in_any_batch():
     )
 
 
+@pytest.mark.slow
 def test_served_model_is_deterministic_with_sse():
     model = make_model(
         sse_item_probability=0.5,

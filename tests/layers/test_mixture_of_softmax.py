@@ -189,6 +189,7 @@ def test_run_layer_test():
     )
 
 
+@pytest.mark.slow
 def test_saved_model_in_fresh_process():
     data = _data(seed=7)
     layer = MixtureOfSoftmax(K)

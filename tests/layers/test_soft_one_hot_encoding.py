@@ -290,12 +290,14 @@ def test_mixed_precision_keeps_large_inputs_finite():
     np.testing.assert_allclose(outputs, full(x), atol=2e-3)
 
 
+@pytest.mark.slow
 def test_saved_model_in_fresh_process():
     layer = SoftOneHotEncoding(P, D, normalization="log1p")
     served = testing.assert_saved_model_in_fresh_process(layer, SEQUENCE)
     assert np.isfinite(served["output_0"]).all()
 
 
+@pytest.mark.slow
 def test_subclassed_model_trains():
     class Model(tf.keras.Model):
         def __init__(self):

@@ -614,6 +614,7 @@ def test_candidate_methods_check_what_they_can():
         layer.top_k_candidates(inputs, table, 1, extra_ids=[1, 2])
 
 
+@pytest.mark.slow
 def test_candidate_methods_in_graph_mode_match_eager():
     data = _data(seed=13)
     layer = SoftmaxCPR(reranker_ks=(2, 6), use_mi=True, mi_layers=2)
@@ -905,6 +906,7 @@ class TinyRecommender(tf.keras.Model):
         )
 
 
+@pytest.mark.slow
 def test_subclassed_model_trains_and_serves_in_a_fresh_process():
     model = TinyRecommender(SoftmaxCPR(reranker_ks=(4,)))
     ids = tf.constant(HISTORY)

@@ -256,6 +256,7 @@ def test_a_million_ids_with_a_sparse_graph():
     assert sum(np.prod(w.shape) for w in layer.weights) < 6_000_000
 
 
+@pytest.mark.slow
 def test_saved_model_in_fresh_process_is_the_identity():
     layer = StochasticSharedEmbedding(10, 0.5, graph=EDGES, seed=0)
     served = testing.assert_saved_model_in_fresh_process(
@@ -276,6 +277,7 @@ class SequenceModel(tf.keras.Model):
         return self.head(tf.reduce_mean(self.embedding(ids), axis=1))
 
 
+@pytest.mark.slow
 def test_subclassed_model_replaces_only_in_fit():
     rng = np.random.default_rng(0)
     ids = rng.integers(1, 30, size=(64, 6)).astype("int32")

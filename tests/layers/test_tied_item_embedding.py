@@ -234,6 +234,7 @@ class NextItemModel(tf.keras.Model):
         return self.items(hidden, reverse=True)
 
 
+@pytest.mark.slow
 def test_subclassed_model_trains_and_reloads_weights(tmp_path):
     rng = np.random.default_rng(0)
     history = rng.integers(1, N, size=(64, 5)).astype("int32")
@@ -260,6 +261,7 @@ def test_subclassed_model_trains_and_reloads_weights(tmp_path):
     np.testing.assert_allclose(restored(history), model(history), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_saved_model_in_fresh_process():
     model = NextItemModel(N, D, 8)
     model(IDS)

@@ -160,6 +160,7 @@ FIT_CONFIGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "encoder, extra", FIT_CONFIGS.values(), ids=FIT_CONFIGS.keys()
 )

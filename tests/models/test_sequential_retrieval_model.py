@@ -82,6 +82,7 @@ def make_model(data, raw_item_graph=None, **overrides):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SWITCHES))
 def test_switch_builds_trains_and_scores_the_catalogue(
     name, data, raw_item_graph, batch, small_train
@@ -521,6 +522,7 @@ def test_mos_has_no_index_but_scores_candidates(data, batch):
     )
 
 
+@pytest.mark.slow
 def test_weights_and_config_round_trip(
     data, raw_item_graph, batch, small_train, tmp_path
 ):
@@ -567,6 +569,7 @@ def test_from_data_maps_the_raw_graph_and_counts_targets(data, raw_item_graph):
     assert model.item_sse.num_edges == 2 * len(raw_item_graph)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every_position", [False, True])
 def test_reported_loss_is_the_mean_over_the_epochs_examples(
     data, every_position

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import pytest
 import tf_keras
 
 from tfrec_tricks.models import SequentialRetrievalModel
@@ -31,6 +32,7 @@ def test_binding_leaves_tf_keras_selected():
     assert tf.keras.Model is tf_keras.Model
 
 
+@pytest.mark.slow
 def test_tuner_accepts_tfrs_model(hypermodel, tmp_path):
     tuner = keras_tuner.RandomSearch(
         hypermodel,
@@ -44,6 +46,7 @@ def test_tuner_accepts_tfrs_model(hypermodel, tmp_path):
     assert isinstance(hypermodel, keras_tuner.HyperModel)
 
 
+@pytest.mark.slow
 def test_keras_tuner_imported_first_is_reported():
     code = (
         "import os\n"

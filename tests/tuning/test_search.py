@@ -59,6 +59,7 @@ def _hparams_logged(logs, trial_id):
     return False
 
 
+@pytest.mark.slow
 def test_random_search(hypermodel, tmp_path, capsys):
     search_tuner, logs = _search(hypermodel, tmp_path, "random", max_trials=3)
     _assert_completed(search_tuner, 3)
@@ -78,6 +79,7 @@ def test_random_search(hypermodel, tmp_path, capsys):
         assert _hparams_logged(str(logs), trial_id)
 
 
+@pytest.mark.slow
 def test_bayesian_optimization(hypermodel, tmp_path):
     pytest.importorskip(
         "scipy",
@@ -92,6 +94,7 @@ def test_bayesian_optimization(hypermodel, tmp_path):
     assert search_tuner.get_best_hyperparameters(1)[0].values
 
 
+@pytest.mark.slow
 def test_hyperband(hypermodel, tmp_path):
     # max_epochs=2, factor=2: two 1-epoch trials, the better one continued
     # for a second epoch from its checkpoint (at most 3 trials).
@@ -187,7 +190,11 @@ def _tiny_config():
              "hyperparameters": "everything"},
             "Nothing to search",
         ),
-        ({"tuner": "random", "max_minutes": 1e-6}, "shorter than one epoch"),
+        pytest.param(  # times a few training steps to estimate an epoch
+            {"tuner": "random", "max_minutes": 1e-6},
+            "shorter than one epoch",
+            marks=pytest.mark.slow,
+        ),
         ({"tuner": "random", "seeds": 0}, "seeds at least 1"),
     ],
 )  # fmt: skip

@@ -181,6 +181,7 @@ class _CountBatches(tf.keras.callbacks.Callback):
         self.sizes.append(batch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bucket", [False, True])
 @pytest.mark.parametrize("batched", [False, True])
 def test_fit_batches_with_the_trials_batch_size(data, batched, bucket):
@@ -217,6 +218,7 @@ def test_fit_batches_with_the_trials_batch_size(data, batched, bucket):
     assert "val_ndcg@10" in history.history
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every_position", [False, True])
 def test_fit_can_train_every_position_in_one_pass(data, every_position):
     hypermodel = SequentialRetrievalHyperModel(
@@ -296,6 +298,7 @@ def test_searched_names(data):
     assert not {"dropout", "num_layers"} & set(narrowed.searched_names())
 
 
+@pytest.mark.slow
 def test_estimate_epoch_seconds(hypermodel):
     seconds = hypermodel.estimate_epoch_seconds(steps=2)
     assert 0 < seconds < 600

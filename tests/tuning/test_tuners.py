@@ -33,6 +33,7 @@ def _run(search_tuner, hypermodel, epochs=1):
     search_tuner.search(**search_data(hypermodel), epochs=epochs, verbose=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tuner", ["random", "bayesian", "hyperband"])
 def test_the_first_trial_is_the_defaults(hypermodel, tmp_path, tuner):
     options = {"max_epochs": 3} if tuner == "hyperband" else {}
@@ -58,6 +59,7 @@ def test_the_first_trial_is_the_defaults(hypermodel, tmp_path, tuner):
     assert second.hyperparameters.values != first.hyperparameters.values
 
 
+@pytest.mark.slow
 def test_trials_log_their_times_and_a_progress_line(
     hypermodel, tmp_path, capsys
 ):
@@ -93,6 +95,7 @@ def test_best_so_far_falls_back_to_trial_numbers():
                                  "trial")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_time_budget_stops_new_trials_and_survives_a_resume(
     hypermodel, tmp_path
 ):
@@ -139,6 +142,7 @@ def test_budgets_a_tuner_can_use_pass():
     check_tuner_budget("random", 1, 1)
 
 
+@pytest.mark.slow
 def test_hyperband_iterates_until_the_time_budget(hypermodel, tmp_path):
     budgeted = _tuner(
         hypermodel, tmp_path, "hyperband", max_epochs=3, max_seconds=60.0
