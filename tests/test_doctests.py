@@ -34,10 +34,6 @@ NEEDS_TF_KERAS = {
     "tensorflow_recommenders",
     "tfrec_tricks.keras_version.require_legacy_keras",
 }
-# tf-keras only without importing TFRS: extends tf-keras's EarlyStopping,
-# whose internals (monitor_op a NumPy comparison) Keras 3 does not share;
-# under Keras 3 the resumed best epoch comes out wrong.
-TF_KERAS_ONLY = {"tfrec_tricks.callbacks.resumable_early_stopping"}
 # An example line that trains, runs a Beam pipeline or exports a SavedModel.
 SLOW_EXAMPLE = re.compile(
     r"^\s*(?:>>>|\.\.\.) .*(?:\.fit\(|_beam\(|export_for_serving\()", re.M
@@ -96,8 +92,6 @@ def prefixes(name: str) -> list[str]:
 
 @functools.cache
 def needs_tf_keras(name: str) -> bool:
-    if name in TF_KERAS_ONLY:
-        return True
     seen, todo = set(), [name]
     while todo:
         module = todo.pop()

@@ -92,12 +92,15 @@ class ResumableEarlyStopping(tf.keras.callbacks.EarlyStopping):
             )
         self.resumed_values = [float(v) for v in resumed_values]
         self.best_checkpoint = best_checkpoint
+        # From the mode, not from `monitor_op`: that is a NumPy comparison
+        # in tf-keras and a Keras op in Keras 3.
+        self.maximise = kwargs["mode"] == "max"
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         if not self.resumed_values:
             return
-        pick = np.argmax if self.monitor_op == np.greater else np.argmin
+        pick = np.argmax if self.maximise else np.argmin
         # The first epoch with the best value, as Keras keeps the first.
         best_epoch = int(pick(self.resumed_values))
         self.best = self.resumed_values[best_epoch]
