@@ -41,9 +41,15 @@ def test_killed_search_resumes_without_redoing_trials(tmp_path):
     search_dir = tmp_path / "synthetic"
     first = cli(args, cwd=tmp_path)
     deadline = time.monotonic() + 240
+    # KerasTuner writes a trial's COMPLETED status, then the tuner's own
+    # file that a rerun reloads: killed between the two, there is nothing
+    # to reload yet. Wait for both.
+    tuner_file = search_dir / "search" / "tuner0.json"
     while time.monotonic() < deadline:
         statuses = {s for s, _ in _trials(search_dir).values()}
-        if "COMPLETED" in statuses or first.poll() is not None:
+        if "COMPLETED" in statuses and tuner_file.exists():
+            break
+        if first.poll() is not None:
             break
         time.sleep(0.2)
     first.kill()
