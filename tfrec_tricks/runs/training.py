@@ -334,6 +334,29 @@ def _holds_run_of(run_dir: str, config: TrainConfig) -> bool:
     )
 
 
+@dataclasses.dataclass
+class _OpenedRun:
+    """Where an opened run writes, and what it builds.
+
+    Attributes:
+        run_dir: the run directory.
+        write_dir: where this process writes: the run directory on the
+            chief, a scratch folder on other workers (Keras' callbacks
+            write on every worker).
+        chief: whether this process writes the run directory.
+        action: ``"new"`` or ``"resume"`` (``open_run``).
+        model_config: the resolved ``ModelConfig``.
+        fingerprint: the run's fingerprint (``fingerprint``).
+    """
+
+    run_dir: str
+    write_dir: str
+    chief: bool
+    action: str
+    model_config: Any
+    fingerprint: dict
+
+
 def _train(
     config: TrainConfig,
     run_dir: str,
@@ -342,23 +365,66 @@ def _train(
     callbacks: list[tf.keras.callbacks.Callback] | None,
     overwrite: bool,
 ) -> RunResult:
-    chief = is_chief(strategy)
+    """One run, in phases: reuse a finished run of the same settings; load
+    the data (and choose the head); open the run directory; build the
+    model; fit; evaluate; save."""
     # Hashed once: the check before and after loading the data share it.
     files = data_identity(data_files(config))
-    recorded = None if overwrite else read_run_file(run_dir)
-    # `--head auto` is known only once the data is loaded.
-    if recorded is not None and config.model.get("head") != AUTO_HEAD:
-        # Checked before the data is loaded: a refusal or a reuse is quick.
-        num_items = recorded["fingerprint"].get("model", {}).get("num_items")
-        if isinstance(num_items, int):
-            action = open_run(
-                run_dir,
-                fingerprint(config, num_items, files),
-                as_compared=as_trained_fingerprint,
-            )
-            if action == "finished":
-                return _reuse(run_dir, verbose)
+    if _finished_before_loading(config, run_dir, files, overwrite):
+        return _reuse(run_dir, verbose)
+    config, data, head_choice = _load(config, verbose)
+    opened = _open(config, run_dir, data, files, strategy, overwrite)
+    if opened.action == "finished":
+        return _reuse(run_dir, verbose)
+    _start(config, opened, data, head_choice)
+    model, inputs = _build(config, opened.model_config, data, strategy)
+    monitor = f"val_ndcg@{opened.model_config.metric_ks[0]}"
+    done, timer, fit_callbacks = _fit_callbacks(
+        config, opened, monitor, verbose
+    )
+    history = model.fit(
+        inputs.train,
+        steps_per_epoch=inputs.steps_per_epoch,
+        validation_data=inputs.validation,
+        validation_steps=inputs.validation_steps,
+        epochs=config.epochs,
+        callbacks=[*fit_callbacks, *(callbacks or [])],
+        verbose=verbose,
+    )
+    results = _results(model, inputs, data, config, opened, verbose)
+    results.update(_run_facts(model, data, done, timer, strategy))
+    _save(model, results, opened, verbose)
+    return RunResult(run_dir, results, history.history, model)
 
+
+def _finished_before_loading(
+    config: TrainConfig, run_dir: str, files: list, overwrite: bool
+) -> bool:
+    """Whether the run directory holds this run, finished, by what it
+    recorded: a refusal (another run) or a reuse is then quick, before
+    the data is loaded. ``--head auto`` is known only after loading."""
+    recorded = None if overwrite else read_run_file(run_dir)
+    if recorded is None or config.model.get("head") == AUTO_HEAD:
+        return False
+    num_items = recorded["fingerprint"].get("model", {}).get("num_items")
+    if not isinstance(num_items, int):
+        return False
+    action = open_run(
+        run_dir,
+        fingerprint(config, num_items, files),
+        as_compared=as_trained_fingerprint,
+    )
+    return action == "finished"
+
+
+def _load(config: TrainConfig, verbose: int) -> tuple:
+    """Seeds, loads the data and resolves ``--head auto``.
+
+    Returns:
+        ``(config, data, head_choice)``: the config with its head chosen,
+        the ``TrainingData`` and the ``HeadChoice`` (None for a named
+        head).
+    """
     tf.keras.utils.set_random_seed(config.seed)
     data = load_training_data(config)
     for line in data.description:
@@ -368,6 +434,20 @@ def _train(
     )
     if head_choice is not None:
         _log(verbose, f"Head: {head_choice.head} ({head_choice.reason})")
+    return config, data, head_choice
+
+
+def _open(
+    config: TrainConfig,
+    run_dir: str,
+    data: TrainingData,
+    files: list,
+    strategy: tf.distribute.Strategy | None,
+    overwrite: bool,
+) -> _OpenedRun:
+    """Checks the model against the catalogue and the memory, then opens
+    the run directory (``open_run``): new, resumed or finished."""
+    chief = is_chief(strategy)
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
     model_config = config.model_config(data.num_items)
@@ -387,35 +467,56 @@ def _train(
         )
     else:
         action = "resume" if read_run_file(run_dir) else "new"
-    if action == "finished":
-        return _reuse(run_dir, verbose)
+    # Workers other than the chief write their files (Keras' callbacks
+    # write on every worker) to a scratch folder.
+    write_dir = run_dir if chief else tempfile.mkdtemp(prefix="tfrec-worker-")
+    return _OpenedRun(
+        run_dir, write_dir, chief, action, model_config, run_fingerprint
+    )
+
+
+def _start(
+    config: TrainConfig,
+    opened: _OpenedRun,
+    data: TrainingData,
+    head_choice: Any,
+) -> None:
+    """Writes the run's claim (``start_run``: run.json, config.json,
+    vocabulary.json) and, for a new run, its TensorBoard hparams."""
+    if not opened.chief:
+        return
     settings = {
         "train": dataclasses.asdict(config),
-        "model": model_config.to_dict(),
+        "model": opened.model_config.to_dict(),
     }
     if head_choice is not None:
         settings["head_choice"] = {
             "requested": AUTO_HEAD,
             **dataclasses.asdict(head_choice),
         }
-    if chief:
-        start_run(
-            run_dir,
-            run_fingerprint,
-            {
-                "config.json": json.dumps(settings, indent=2),
-                "vocabulary.json": data.vocabulary.to_json(),
-            },
+    start_run(
+        opened.run_dir,
+        opened.fingerprint,
+        {
+            "config.json": json.dumps(settings, indent=2),
+            "vocabulary.json": data.vocabulary.to_json(),
+        },
+    )
+    if opened.action == "new":
+        write_hparams(
+            os.path.join(opened.run_dir, TENSORBOARD_DIR),
+            config.run_name,
+            settings,
         )
-        if action == "new":
-            write_hparams(
-                os.path.join(run_dir, TENSORBOARD_DIR),
-                config.run_name,
-                settings,
-            )
-    # Workers other than the chief write their files (Keras' callbacks
-    # write on every worker) to a scratch folder.
-    write_dir = run_dir if chief else tempfile.mkdtemp(prefix="tfrec-worker-")
+
+
+def _build(
+    config: TrainConfig,
+    model_config: Any,
+    data: TrainingData,
+    strategy: tf.distribute.Strategy | None,
+) -> tuple:
+    """The compiled model, built on a first batch, and the fit inputs."""
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = SequentialRetrievalModel.from_data(
             model_config, data.prepared, item_graph=data.item_graph
@@ -433,11 +534,22 @@ def _train(
         inputs = fit_inputs(data, config, strategy)
         first = inputs.train if strategy is None else inputs.local_train
         model(next(iter(first)))
-    monitor = f"val_ndcg@{model_config.metric_ks[0]}"
-    backup_dir = os.path.join(run_dir, "backup")
-    history_path = os.path.join(run_dir, "history.csv")
+    return model, inputs
+
+
+def _fit_callbacks(
+    config: TrainConfig, opened: _OpenedRun, monitor: str, verbose: int
+) -> tuple:
+    """The run's Keras callbacks, continuing an interrupted run's epochs.
+
+    Returns:
+        ``(done, timer, callbacks)``: the monitored values of the epochs
+        run before an interruption, the ``EpochTimer`` and the callbacks.
+    """
+    backup_dir = os.path.join(opened.run_dir, "backup")
+    history_path = os.path.join(opened.run_dir, "history.csv")
     resuming = (
-        action == "resume"
+        opened.action == "resume"
         and os.path.isdir(backup_dir)
         and bool(os.listdir(backup_dir))
     )
@@ -450,7 +562,7 @@ def _train(
             f"Resuming the interrupted run from {backup_dir} after "
             f"{len(done)} epochs",
         )
-    best_checkpoint = os.path.join(write_dir, "checkpoints", "best")
+    best_checkpoint = os.path.join(opened.write_dir, "checkpoints", "best")
     timer = EpochTimer()
     callbacks = [
         # First: a NaN or inf loss raises before the others save the epoch.
@@ -478,26 +590,30 @@ def _train(
         ),
         # A resumed run continues its history; a new one starts it afresh.
         tf.keras.callbacks.CSVLogger(
-            os.path.join(write_dir, "history.csv"), append=resuming
+            os.path.join(opened.write_dir, "history.csv"), append=resuming
         ),
         # Per-epoch scalars; `tensorboard --logdir <run_dir>/tensorboard`.
         tf.keras.callbacks.TensorBoard(
-            os.path.join(write_dir, TENSORBOARD_DIR),
+            os.path.join(opened.write_dir, TENSORBOARD_DIR),
             write_graph=False,
             profile_batch=0,
         ),
         timer,
-        *(callbacks or []),
     ]
-    history = model.fit(
-        inputs.train,
-        steps_per_epoch=inputs.steps_per_epoch,
-        validation_data=inputs.validation,
-        validation_steps=inputs.validation_steps,
-        epochs=config.epochs,
-        callbacks=callbacks,
-        verbose=verbose,
-    )
+    return done, timer, callbacks
+
+
+def _results(
+    model: tf.keras.Model,
+    inputs: Any,
+    data: TrainingData,
+    config: TrainConfig,
+    opened: _OpenedRun,
+    verbose: int,
+) -> dict:
+    """Validation and test metrics of the trained model (full ranking, by
+    target kind, and the sampled or seen-excluded protocols if asked)."""
+    metric_ks = opened.model_config.metric_ks
     results = {
         "validation": _evaluate(
             model, inputs.validation, inputs.validation_steps
@@ -510,36 +626,50 @@ def _train(
             eval_batch_size(data.num_items),
             bucket_by_length=config.bucket_by_length,
         ),
-        model_config.metric_ks,
+        metric_ks,
     )
     if config.eval_negatives or config.eval_seen_excluded:
         results.update(
-            _seen_item_results(
-                model, data, config, model_config.metric_ks, verbose
-            )
+            _seen_item_results(model, data, config, metric_ks, verbose)
         )
-    results.update(
-        {
-            # Every epoch of the run, those before an interruption too.
-            "epochs_run": len(done) + len(timer.seconds),
-            "seconds_per_epoch_median": (
-                statistics.median(timer.seconds) if timer.seconds else None
-            ),
-            "num_parameters": count_trainable_parameters(model),
-            "num_train_examples": data.num_examples("train"),
-            "num_replicas": strategy.num_replicas_in_sync if strategy else 1,
-        }
-    )
-    save_model(model, write_dir)
-    if chief:
-        with open(os.path.join(run_dir, "metrics.json"), "w") as handle:
+    return results
+
+
+def _run_facts(
+    model: tf.keras.Model,
+    data: TrainingData,
+    done: list,
+    timer: EpochTimer,
+    strategy: tf.distribute.Strategy | None,
+) -> dict:
+    """Epochs, time per epoch, size and replicas of the run."""
+    return {
+        # Every epoch of the run, those before an interruption too.
+        "epochs_run": len(done) + len(timer.seconds),
+        "seconds_per_epoch_median": (
+            statistics.median(timer.seconds) if timer.seconds else None
+        ),
+        "num_parameters": count_trainable_parameters(model),
+        "num_train_examples": data.num_examples("train"),
+        "num_replicas": strategy.num_replicas_in_sync if strategy else 1,
+    }
+
+
+def _save(
+    model: tf.keras.Model, results: dict, opened: _OpenedRun, verbose: int
+) -> None:
+    """Saves the model and metrics and marks the run finished (chief);
+    other workers remove their scratch folder."""
+    save_model(model, opened.write_dir)
+    if opened.chief:
+        path = os.path.join(opened.run_dir, "metrics.json")
+        with open(path, "w") as handle:
             json.dump(results, handle, indent=2)
-        finish_run(run_dir)
+        finish_run(opened.run_dir)
     else:
-        shutil.rmtree(write_dir, ignore_errors=True)
+        shutil.rmtree(opened.write_dir, ignore_errors=True)
     if verbose:
-        print(format_results(results, run_dir))
-    return RunResult(run_dir, results, history.history, model)
+        print(format_results(results, opened.run_dir))
 
 
 @dataclasses.dataclass
