@@ -28,6 +28,8 @@ from tfrec_tricks.errors import DataError
 class DuplicateRows:
     """The exact duplicate rows of a table, for the user to read.
 
+    Why they are dropped by default: docs/decisions.md#drop-duplicates.
+
     Attributes:
         count: int. Rows that repeat an earlier row exactly.
         first: str. ``file:line`` of the first of them in file order.

@@ -44,9 +44,10 @@ def make_dataset(
     lengths (``length_boundaries``). The model runs its encoder only up to
     the longest history of a batch, so on short-session data (YOOCHOOSE:
     4.9 items on average in a 50-slot window) most padding columns are
-    never computed. When shuffling, the examples are shuffled within each
-    band and the batches' order is shuffled, anew every epoch; each example
-    appears once per epoch. Without shuffling the batches come band by
+    never computed (speed only: docs/decisions.md#speed-defaults). When
+    shuffling, the examples are shuffled within each band and the batches'
+    order is shuffled, anew every epoch; each example appears once per
+    epoch. Without shuffling the batches come band by
     band, examples in their original order within a band.
 
     With ``every_position`` (training) a session's prefix examples are
@@ -171,7 +172,8 @@ def batch_arrays(
 
     def index_batches():
         # One epoch of batches. Computed here rather than with tf.data's
-        # group_by_window, which costs about 2 s per YOOCHOOSE epoch.
+        # group_by_window, which costs about 2 s per YOOCHOOSE epoch
+        # (docs/decisions.md#input-pipeline).
         order = rng.permutation(len(band)) if shuffle else np.arange(len(band))
         order = order[np.argsort(band[order], kind="stable")]
         batches = [order[a:b] for a, b in bounds]
@@ -207,7 +209,8 @@ def without_autotune(dataset: tf.data.Dataset) -> tf.data.Dataset:
     validation passes, so the waits grow to 5.12 s (then 10.24 s) per
     pass: a 2.5 s YOOCHOOSE epoch took 5.1 s of wall time, measured. The
     pipelines here are light (a gather per batch), so the legacy
-    prefetch buffer without the thread keeps up.
+    prefetch buffer without the thread keeps up
+    (docs/decisions.md#input-pipeline).
     """
     options = tf.data.Options()
     options.autotune.enabled = False

@@ -189,7 +189,8 @@ def prepare(
             two- and three-item sessions train too. ``"every-user"``: users
             with fewer than 3 interactions are dropped and each kept user
             gives one validation and one test example (a three-item user no
-            training example). Defaults to ``"recbole"``.
+            training example). Defaults to ``"recbole"``
+            (docs/decisions.md#split).
 
     Returns:
         A ``PreparedData``.

@@ -27,7 +27,8 @@ target the ``max_len`` items before it. A smaller stride overlaps the
 windows and lengthens those histories (each trained target then sees at
 least ``max_len - stride + 1`` items), at ``max_len / stride`` times the
 rows; ``stride = 1`` gives exactly the prefix protocol's (history, target)
-pairs, as ``merge_prefixes`` does.
+pairs, as ``merge_prefixes`` does. Why the default stays ``max_len``:
+docs/decisions.md#window-stride.
 
 Each window is a row of the merged format: the prefix example of its last
 target, with ``position_targets`` [max_len] (0 at the positions it does

@@ -94,7 +94,7 @@ class ServingModule(tf.Module):
       served top-K equals the full-catalogue top-K.
     - ``"full"``: the model's logits over the whole catalogue, then top-K.
     - ``"auto"``: ``"index"`` when the head supports it (all but
-      ``"mos"``), else ``"full"``.
+      ``"mos"``), else ``"full"`` (why: docs/decisions.md#serving-index).
 
     Args:
         model: a trained ``SequentialRetrievalModel`` (built).

@@ -208,7 +208,7 @@ def as_item_table(
     A variable is read whole, as a tensor: gathering rows from the
     variable itself (``ResourceGather``) would switch it to copy-on-read,
     after which every dense read copies the table (see
-    ``TiedItemEmbedding.lookup``).
+    ``TiedItemEmbedding.lookup`` and docs/decisions.md#dense-table-reads).
 
     Args:
         item_embeddings: float ``[N, d]``.

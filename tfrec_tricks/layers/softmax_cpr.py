@@ -215,7 +215,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             from the softmax's inductive bias (its state already points at
             the items just seen) instead of random projections of ``h``.
             The Mi and key projections keep ``kernel_initializer``.
-            Defaults to ``False``.
+            ``ModelConfig`` turns it on (why:
+            docs/decisions.md#cpr-start-as-softmax). Defaults to ``False``.
         kernel_initializer: str or initializer. Kernels of the
             projections (see ``start_as_softmax``). Defaults to
             ``"glorot_uniform"``.
@@ -262,7 +263,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             them on history items or inside the reranker sets, so they
             drift away from ranking new items well; a plain softmax loss
             on them beside the CPR loss keeps that skill
-            (``ModelConfig.cpr_base_loss``). Defaults to ``False``.
+            (``ModelConfig.cpr_base_loss``, docs/decisions.md#cpr-base-loss).
+            Defaults to ``False``.
 
     Returns:
         float32 logits ``[B, N]``, or ``[B, M]`` with ``candidate_ids``;

@@ -25,7 +25,8 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
     both directions, which saves ``num_items * output_dim`` parameters and
     lets rare items learn from the output layer too; ``tie=False`` adds a
     separate output table ``V`` (logits ``hidden V^T + b``) so the saving
-    can be measured with the same model code.
+    can be measured with the same model code (what it measured:
+    docs/decisions.md#tied-embeddings).
 
     Item id 0 is padding: with ``mask_padding`` its logit is set to
     ``-1e9`` so it can never be predicted (it still has a row in ``U``).
@@ -205,7 +206,8 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
         catalogue) copies the whole table, 256 MB at a million items of
         64 floats. In training, sparse optimizer updates of the table
         (untied, or the sampled objective) make that switch anyway, so the
-        sparse read stays, which reads only the rows.
+        sparse read stays, which reads only the rows. Measured:
+        docs/decisions.md#dense-table-reads.
 
         Args:
             ids: int tensor of item ids, any shape.

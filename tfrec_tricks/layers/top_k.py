@@ -31,7 +31,8 @@ def top_k_ids(logits: tf.Tensor, k: int) -> tf.Tensor:
     only: ``O(n)`` cheap work plus two small ``top_k`` calls instead of one
     ``top_k`` over ``n``. Shorter rows use ``top_k`` directly: below that
     ratio the two small calls cost more than the one (measured on CPU at
-    batch 256: 1.5x slower at n=2,917, k=101; 0.87x at n=20,000, k=101).
+    batch 256: 1.5x slower at n=2,917, k=101; 0.87x at n=20,000, k=101;
+    docs/decisions.md#two-stage-top-k).
 
     Args:
         logits: float ``[B, n]``; column ``j`` is item ``j``.

@@ -18,17 +18,16 @@ AUTO_HEAD = "auto"
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
 SASREC_NORMS = ("post", "pre")
-#: ``head_dropout`` of the cpr head when none is given. Measured with the
-#: base loss over three seeds (benchmarks/README.md, "Softmax-CPR with its
-#: base loss"): at 0.3 rather than 0, validation NDCG@10 +2.2% with GRU4Rec
-#: and with SASRec on retailrocket-20k, level on yoochoose-100k.
+#: ``head_dropout`` of the cpr head when none is given: +2.2% validation
+#: NDCG@10 over 0 on retailrocket-20k, level on yoochoose-100k
+#: (docs/decisions.md#cpr-head-dropout).
 CPR_HEAD_DROPOUT = 0.3
 
 
 def default_head_dropout(head: str) -> float:
     """The head dropout ``head`` trains with when none is given: 0.3 for
     cpr (``CPR_HEAD_DROPOUT``, measured), 0 for the others (mos: not
-    measured)."""
+    measured; docs/decisions.md#cpr-head-dropout)."""
     return CPR_HEAD_DROPOUT if head == "cpr" else 0.0
 
 
@@ -121,6 +120,7 @@ class ModelConfig:
         metavar="N",
         default_text="the hidden size",
     )
+    # post is the default, pre not measured: docs/decisions.md#sasrec-norm.
     sasrec_norm: str = option(
         "post",
         "SASRec block layout: post (RecBole's: layer norm after each "
@@ -136,6 +136,8 @@ class ModelConfig:
         check="probability",
         default_text="0.3 with --head cpr (measured), 0 with mos",
     )
+    # Tied: +11% over untied on yoochoose-100k (untied wins on ml-1m):
+    # docs/decisions.md#tied-embeddings.
     tie_embeddings: bool = option(
         True,
         "one item table for inputs and outputs; False adds a separate "
@@ -187,6 +189,7 @@ class ModelConfig:
         check="positive",
         metavar="P",
     )
+    # auto's thresholds: docs/decisions.md#head-auto.
     head: str = option(
         "softmax",
         "output head: softmax (tied logits), cpr (Softmax-CPR), mos "
@@ -232,6 +235,8 @@ class ModelConfig:
         "logit.",
         choices=CPR_MERGES,
     )
+    # Started as the softmax, SASRec + CPR trains where random projections
+    # stall: docs/decisions.md#cpr-start-as-softmax.
     cpr_start_as_softmax: bool = option(
         True,
         "start the CPR head as the tied softmax it extends (identity base "
@@ -242,6 +247,8 @@ class ModelConfig:
         "reference does",
         const=False,
     )
+    # 1 keeps the base ranking new items (the paper's 0 loses most of them
+    # on retailrocket-20k): docs/decisions.md#cpr-base-loss.
     cpr_base_loss: float = option(
         1.0,
         "CPR: weight of a plain softmax loss on the head's base logits "
@@ -256,6 +263,8 @@ class ModelConfig:
         check="positive",
         metavar="K",
     )
+    # sampled (with adagrad) for million-item catalogues:
+    # docs/decisions.md#large-catalogues.
     objective: str = option(
         "full",
         "full: softmax cross-entropy over the whole catalogue; sampled: "

@@ -24,6 +24,9 @@ class SASRecEncoder(tf.keras.layers.Layer):
       ``y = LN(x)`` and adds to ``y``, ReLU with dropout inside; a final
       layer norm after the last block.
 
+    ``post`` is the default; the two are not compared yet
+    (docs/decisions.md#sasrec-norm).
+
     The encoder is causal: the state at position t depends on positions
     <= t only. With right-padded histories (real items first, padding
     after) the causal mask alone keeps real positions from attending to

@@ -3,24 +3,20 @@
 Whether the next item repeats one the user had before decides which head
 pays, and the training data says how often it does: the share of training
 targets whose item is earlier in the user's sequence
-(``TrainingStatistics.repeat_share``). Measured:
+(``TrainingStatistics.repeat_share``). The thresholds and the measurements
+behind them: docs/decisions.md#head-auto.
 
-- ml-1m has none (0.0%): every rating is of a new film. Ranking the
-  history last (``softmax_no_dup``) cannot lose a hit there, and it lifted
-  SASRec's test NDCG@10 from 0.0948 to 0.1399 and GRU4Rec's to 0.1449.
-  Below ``FEW_REPEATS`` it costs at most that share of the hits. (The
-  paper's CPR:100 + Mi scored 0.1518 with GRU4Rec there, 3 seeds, 4.8%
-  above the history-last softmax but at 4.4 times its epoch time: the
-  rule takes the cheap head until CPR's step costs about a softmax's.)
-- yoochoose-100k (34.0%) and retailrocket-sessions (31.9%) are session
-  data where a third of the clicks go back. With GRU4Rec, Softmax-CPR with
-  its base loss beats the softmax (test NDCG@10, 3 seeds: 0.4304 against
-  0.4089 on yoochoose-100k, 0.4370 against 0.3636 on 20k retailrocket
-  sessions); with SASRec the softmax is as good or better (0.4356 against
-  0.4243 on yoochoose-100k), since its attention copies by itself.
+- Below ``FEW_REPEATS`` (ml-1m: none) the history is ranked last
+  (``softmax_no_dup``): it cannot lose more than that share of the hits,
+  and on ml-1m it lifted GRU4Rec's test NDCG@10 from 0.0999 to 0.1449.
+  The paper's CPR scored 4.8% more there at 4.4 times the epoch time: the
+  rule takes the cheap head until CPR's step costs about a softmax's.
+- From ``MANY_REPEATS`` on (yoochoose-100k and retailrocket sessions,
+  about a third of the clicks go back), Softmax-CPR with its base loss
+  beats the softmax with GRU4Rec; with SASRec the softmax is as good or
+  better, since its attention copies by itself.
 - Between, the plain softmax: no dataset measured there. CPR's repeat gain
-  and its loss on new items (yoochoose-100k, GRU4Rec: +0.055 on repeat
-  targets, -0.002 on new ones) break even near 4% repeats, so it takes
+  and its loss on new items break even near 4% repeats, so it takes
   ``MANY_REPEATS`` to choose it.
 """
 

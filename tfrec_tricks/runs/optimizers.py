@@ -5,7 +5,7 @@ table at every step, also when the gradient holds only the batch's rows
 (``tf.IndexedSlices``): a step costs O(items x d), 3.4 s at 1M items on
 this project's 2-core machine. Adagrad (the choice of TFRS's examples)
 updates only the rows in the gradient: 20 ms per step at 1M items with the
-sampled objective (``benchmarks/large_catalogue.py``).
+sampled objective (docs/decisions.md#large-catalogues).
 """
 
 import tensorflow as tf

@@ -15,11 +15,9 @@ from tfrec_tricks.runs.run_directory import check_run_name
 # ModelConfig fields that come from the data or the training options.
 DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
 #: The learning rate of a run that gives none: Adam's usual 1e-3 for prefix
-#: rows, 5e-3 for training windows. An epoch of windows has about 40x
-#: fewer optimizer steps (ml-1m: 182 instead of 7,682), and at 1e-3 it
-#: learns so slowly that early stopping ends it on a plateau
-#: (benchmarks/README.md, "Converged ml-1m with training windows" and
-#: "The learning rate of training windows").
+#: rows, 5e-3 for training windows, whose epochs have about 40x fewer
+#: optimizer steps: at 1e-3 early stopping ends them on a plateau
+#: (docs/decisions.md#learning-rate).
 LEARNING_RATE = 1e-3
 WINDOWS_LEARNING_RATE = 5e-3
 
@@ -69,6 +67,8 @@ class TrainConfig:
         flag="--format",
         choices=("auto", *FORMATS),
     )
+    # Dropped: a row logged twice adds a repeat that never happened
+    # (docs/decisions.md#drop-duplicates).
     drop_duplicates: bool = option(
         True,
         "drop the rows of interaction files with timestamps that repeat an "
@@ -119,6 +119,7 @@ class TrainConfig:
         group="data",
         metavar="N",
     )
+    # RecBole's, to compare with RecBole (docs/decisions.md#split).
     split: str = option(
         "recbole",
         "leave-one-out split. recbole: each user's last example is the "
@@ -129,6 +130,8 @@ class TrainConfig:
         group="data",
         choices=tuple(SPLITS),
     )
+    # RecBole's protocol; no other length measured
+    # (docs/decisions.md#max-len).
     max_len: int = option(
         50, "history length.", check="positive", group="data", metavar="L"
     )
@@ -149,6 +152,8 @@ class TrainConfig:
         default_text="0.001; 0.005 with --train-windows (measured: its "
         "epochs have ~40x fewer steps)",
     )
+    # adagrad (with the sampled objective) for million-item catalogues:
+    # docs/decisions.md#large-catalogues.
     optimizer: str = option(
         "adam",
         "adam: Keras' Adam, the papers' choice; its update decays the "
@@ -166,6 +171,7 @@ class TrainConfig:
         check="positive",
         group="training",
     )
+    # Speed only (docs/decisions.md#speed-defaults).
     bucket_by_length: bool = option(
         True,
         "batch histories of similar length together, so that short "
@@ -195,6 +201,8 @@ class TrainConfig:
         "counts windows. Validation and test are unchanged.",
         group="training",
     )
+    # Non-overlapping, the papers' protocol, though stride 25 scores higher
+    # on ml-1m: docs/decisions.md#window-stride.
     window_stride: int = option(
         0,
         "with --train-windows, targets between the ends of consecutive "
@@ -205,6 +213,7 @@ class TrainConfig:
         group="training",
         metavar="S",
     )
+    # Speed only (docs/decisions.md#speed-defaults).
     steps_per_execution: int = option(
         16,
         "training steps per compiled call (Keras' compile option; the "

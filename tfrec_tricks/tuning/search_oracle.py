@@ -35,7 +35,8 @@ class SearchOracle:
     - **The defaults are the first trial.** The first configuration the
       oracle draws is every hyperparameter's default, which the search
       space sets to what ``tfrec-tricks train`` trains. Later draws are the
-      oracle's own (random, or the Gaussian process's).
+      oracle's own (random, or the Gaussian process's). Why:
+      docs/decisions.md#defaults-first.
     - **A time budget.** With ``max_seconds`` set, no trial starts once the
       search has run that long. The time spent survives a resume: it is
       part of the oracle's saved state (``oracle.json``), so an

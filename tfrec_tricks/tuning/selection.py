@@ -8,7 +8,7 @@ search's ``--epochs`` and ``--patience``, for each seed): ``candidates``,
 ``retrain``; ``pick`` chooses the one with the best mean validation
 NDCG@10. A configuration replaces the
 defaults only when it beats them there: the search can report "keep your
-defaults".
+defaults" (on yoochoose-100k it did: docs/decisions.md#defaults-first).
 
 The runs are ordinary run directories under ``<search>/selection/``: an
 interrupted selection resumes, and finished runs are reused.

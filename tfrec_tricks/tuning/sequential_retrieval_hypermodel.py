@@ -106,9 +106,8 @@ def _default_space(
             "learning_rate",
             "Float",
             {
-                # Not 1e-4: five of the eight trials that had learned
-                # nothing after Hyperband's first 3 epochs (yoochoose-100k,
-                # benchmarks/README "KerasTuner search") were below 3e-4.
+                # Not 1e-4: trials below 3e-4 learned nothing in
+                # Hyperband's first round (docs/decisions.md#search-budget).
                 "min_value": 3e-4,
                 "max_value": 1e-2,
                 "sampling": "log",
