@@ -22,6 +22,7 @@ behind them: docs/decisions.md#head-auto.
 
 import dataclasses
 
+from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig
@@ -80,33 +81,35 @@ def choose_head(repeat_share: float, encoder: str) -> HeadChoice:
             "The repeat share is a fraction of the training targets, in "
             f"[0, 1]. Received: repeat_share={repeat_share!r}"
         )
-    share = f"{repeat_share:.1%} of the training targets repeat an item"
+    share = (
+        f"{repeat_share:.1%} of the training targets repeat an item of "
+        "their history"
+    )
     if repeat_share < FEW_REPEATS:
         return HeadChoice(
             "softmax_no_dup",
             repeat_share,
-            f"{share} of their history (below {FEW_REPEATS:.0%}): the "
-            "history is ranked last",
+            f"{share} (below {FEW_REPEATS:.0%}): the history is ranked last",
         )
     if repeat_share < MANY_REPEATS:
         return HeadChoice(
             "softmax",
             repeat_share,
-            f"{share} of their history ({FEW_REPEATS:.0%} to "
-            f"{MANY_REPEATS:.0%}): the plain softmax",
+            f"{share} ({FEW_REPEATS:.0%} to {MANY_REPEATS:.0%}): the plain "
+            "softmax",
         )
     if encoder in COPYING_ENCODERS:
         return HeadChoice(
             "softmax",
             repeat_share,
-            f"{share} of their history; {encoder}'s softmax copies from "
-            "the history as well as Softmax-CPR does",
+            f"{share}; {encoder}'s softmax copies from the history as well "
+            "as Softmax-CPR does",
         )
     return HeadChoice(
         "cpr",
         repeat_share,
-        f"{share} of their history (at least {MANY_REPEATS:.0%}): "
-        "Softmax-CPR, which learns when to repeat",
+        f"{share} (at least {MANY_REPEATS:.0%}): Softmax-CPR, which "
+        "learns when to repeat",
     )
 
 
@@ -139,9 +142,12 @@ def with_chosen_head(
             "prepared dataset (written by an earlier version) does not "
             "record: run `tfrec-tricks prepare` again, or pass --head."
         )
-    encoder = model.get("encoder", ModelConfig.encoder)
+    encoder = model.get("encoder", field_default(ModelConfig, "encoder"))
     choice = choose_head(share, encoder)
-    ks = model.get("cpr_reranker_ks", ModelConfig.cpr_reranker_ks) or ()
+    ks = model.get(
+        "cpr_reranker_ks", field_default(ModelConfig, "cpr_reranker_ks")
+    )
+    ks = ks or ()
     if choice.head == "cpr" and max(ks, default=0) > num_items - 1:
         choice = HeadChoice(
             "softmax",
