@@ -38,7 +38,7 @@ use_legacy_keras()
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.runs.training import TrainConfig  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
-from tfrec_tricks.tuning.search import run_search  # noqa: E402
+from tfrec_tricks.tuning.search import SearchOptions, run_search  # noqa: E402
 from tfrec_tricks.tuning.search_budget import (  # noqa: E402
     DEFAULT_RETRAIN_TOP,
     DEFAULT_TUNER,
@@ -126,13 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     search = run_search(
         config,
-        tuner=args.tuner,
-        max_trials=args.max_trials,
-        max_minutes=args.max_minutes,
-        retrain_top=args.retrain_top,
-        seeds=args.seeds,
-        output_dir=os.path.join(args.output_dir, "tuning"),
-        verbose=2,
+        SearchOptions(
+            tuner=args.tuner,
+            max_trials=args.max_trials,
+            max_minutes=args.max_minutes,
+            retrain_top=args.retrain_top,
+            seeds=args.seeds,
+            output_dir=os.path.join(args.output_dir, "tuning"),
+            verbose=2,
+        ),
     )
     if not search.selection:
         print("No trial completed; see the search folder.", file=sys.stderr)

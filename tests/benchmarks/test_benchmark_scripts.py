@@ -241,11 +241,11 @@ def test_tuning_search_writes_its_report_and_a_copy_of_the_chart(
             "search_score": 0.3, "config": object(),
         }  # fmt: skip
 
-    def fake_search(config, **options):
+    def fake_search(config, options):
         assert config.model == {"encoder": "sasrec", "num_layers": 2}
         assert (config.train_windows, config.window_stride) == (True, 10)
         assert config.name == "tuning-yoochoose-100k-sasrec-windows"
-        assert (options["max_minutes"], options["seeds"]) == (5.0, 2)
+        assert (options.max_minutes, options.seeds) == (5.0, 2)
         return types.SimpleNamespace(
             selection=[
                 row("defaults", [0.30, 0.32], [0.40, 0.42]),

@@ -15,7 +15,7 @@ from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
 )
-from tfrec_tricks.tuning.search import run_search
+from tfrec_tricks.tuning.search import SearchOptions, run_search
 from tfrec_tricks.tuning.tuners import build_tuner
 
 keras_tuner = import_keras_tuner()
@@ -112,12 +112,14 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_search(
         _tiny_config(),
-        tuner="random",
-        max_trials=3,
-        output_dir="tuning",
-        verbose=0,
-        compile_options=COMPILE,
-        retrain_top=1,
+        SearchOptions(
+            tuner="random",
+            max_trials=3,
+            output_dir="tuning",
+            verbose=0,
+            compile_options=COMPILE,
+            retrain_top=1,
+        ),
     )
     assert result.role == "local"
     assert [row["status"] for row in result.trials] == ["COMPLETED"] * 3
@@ -213,10 +215,12 @@ def test_bad_budgets_are_refused_before_any_trial(
     with pytest.raises(ValueError, match=message):
         run_search(
             _tiny_config(),
-            output_dir=str(tmp_path),
-            verbose=0,
-            compile_options=COMPILE,
-            **options,
+            SearchOptions(
+                output_dir=str(tmp_path),
+                verbose=0,
+                compile_options=COMPILE,
+                **options,
+            ),
         )
     assert not list(tmp_path.glob("*/search/trial_*"))
 

@@ -150,7 +150,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.tuning import selection
-    from tfrec_tricks.tuning.search import parse_choices, run_search
+    from tfrec_tricks.tuning.search import (
+        SearchOptions,
+        parse_choices,
+        run_search,
+    )
 
     fixed = {
         name: getattr(args, name)
@@ -166,8 +170,7 @@ def run(args: argparse.Namespace) -> int:
             values[name] = field_default(TrainConfig, name)
     values["output_dir"] = field_default(TrainConfig, "output_dir")
     config = train_config(argparse.Namespace(**values))
-    result = run_search(
-        config,
+    options = SearchOptions(
         tuner=args.tuner,
         max_trials=args.max_trials,
         output_dir=args.output_dir,
@@ -179,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         retrain_top=args.retrain_top,
         seeds=args.seeds,
     )
+    result = run_search(config, options)
     if result.role == "worker":
         print(
             f"Worker finished; the chief writes the reports to "

@@ -4,13 +4,14 @@
 it through this, not with ``import keras_tuner``, before anything else
 imports KerasTuner); ``SequentialRetrievalHyperModel`` is the search space;
 ``tfrec_tricks.tuning.search`` runs a whole search as ``tfrec-tricks tune``
-does.
+does (``run_search(config, SearchOptions(...))``).
 
 Importing the package itself loads nothing: the first of the three names
 above that is used imports the search space, which binds KerasTuner to
 tf-keras (and raises ``KerasTunerBindingError`` if it cannot). Light
 modules such as ``tfrec_tricks.tuning.search_budget`` (the defaults the
-command line's parser shows) are thus read without importing KerasTuner.
+command line's parser shows) and ``tfrec_tricks.tuning.search_options``
+(``SearchOptions``) are thus read without importing KerasTuner.
 """
 
 import importlib

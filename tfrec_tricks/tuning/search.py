@@ -5,12 +5,20 @@
 tuners``: Hyperband, Bayesian or random, the defaults as the first trial),
 checks the budget, searches, retrains the best few configurations and the
 defaults (``tfrec_tricks.tuning.selection``), and writes into
-``<output_dir>/<name>/``:
+``<output_dir>/<name>/``. Its ``SearchOptions`` (``tfrec_tricks.tuning.
+search_options``, also importable from here) choose the tuner, budget,
+space and folder:
+
+>>> from tfrec_tricks.tuning.search import SearchOptions, run_search
+>>> options = SearchOptions(tuner="random", max_trials=20, max_minutes=60)
+>>> result = run_search(TrainConfig(data="ml-100k"), options)  # doctest: +SKIP
+
 
 * ``search/``: KerasTuner's project (``oracle.json``, one ``trial_*``
   folder per trial with its best checkpoint and ``timing.json``). Running
   the same search again resumes it: completed trials are kept, the
-  interrupted one is redone. ``overwrite=True`` starts afresh.
+  interrupted one is redone. ``SearchOptions(overwrite=True)`` starts
+  afresh.
 * ``search.json``: the search's fingerprint (``tfrec_tricks.tuning.
   search_directory``), written before the first trial: a search with
   another space, data or budget is refused in this folder, naming the
@@ -55,10 +63,6 @@ from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.runs.training import load_data  # noqa: E402
 from tfrec_tricks.runs.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
-from tfrec_tricks.tuning.search_budget import (  # noqa: E402
-    DEFAULT_RETRAIN_TOP,
-    DEFAULT_TUNER,
-)
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     SEARCH_FOLDER,
     open_search,
@@ -67,6 +71,7 @@ from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     wait_for_search_file,
     write_best_config,
 )
+from tfrec_tricks.tuning.search_options import SearchOptions  # noqa: E402
 from tfrec_tricks.tuning.search_reports import (  # noqa: E402
     format_summary,
     plot_trials,
@@ -158,61 +163,37 @@ def check_time_budget(
 
 
 def run_search(
-    config: TrainConfig,
-    tuner: str = DEFAULT_TUNER,
-    max_trials: int | None = None,
-    output_dir: str = "tuning",
-    fixed: dict | None = None,
-    hyperparameters=None,
-    overwrite: bool = False,
-    verbose: int | None = None,
-    compile_options: dict | None = None,
-    callbacks: list | None = None,
-    tuner_options: dict | None = None,
-    max_minutes: float | None = None,
-    retrain_top: int = DEFAULT_RETRAIN_TOP,
-    seeds: int = 1,
+    config: TrainConfig, options: SearchOptions | None = None
 ) -> SearchResult:
     """Runs a search, retrains its best, and writes the reports.
 
     Each trial trains for ``config.epochs`` epochs at most (Hyperband: its
     largest budget), with early stopping after ``config.patience`` epochs
     without a better validation NDCG@10. ``config.batch_size`` and
-    ``config.learning_rate`` are tuned unless ``fixed`` names them. The
-    first trial is the defaults: ``config`` as ``train`` would train it.
+    ``config.learning_rate`` are tuned unless ``options.fixed`` names them.
+    The first trial is the defaults: ``config`` as ``train`` would train it.
+
+    The steps, in order:
+
+    1. Check the request: a prepared dataset or a tuner that cannot use its
+       budget is refused before anything is read or written.
+    2. Fill in the options' run-time defaults (``verbose``,
+       ``compile_options``) and fingerprint the search.
+    3. Lock the search folder (the chief or a local search only) and open
+       it: resume, start afresh, or refuse another search's folder.
+    4. Load the data and build the search space; refuse a space with
+       nothing to search or a time budget shorter than one epoch.
+    5. Start the search folder and build the tuner.
+    6. Run the trials, within the time budget. A worker stops here.
+    7. Write the trial table and chart; retrain the best trials and the
+       defaults and write the chosen configuration; print the summary.
 
     Args:
         config: ``TrainConfig`` with the data options, the epochs, the
             patience and the seed (its ``model`` entries are fixed values).
             It is also the defaults that the selection compares against.
-        tuner: str. "hyperband", "bayesian" or "random". Defaults to
-            "hyperband".
-        max_trials: int or None. None: one whole Hyperband iteration, or
-            10 trials. Defaults to None.
-        output_dir: str. Parent folder; the search is in
-            ``<output_dir>/<config.run_name>``. Defaults to "tuning".
-        fixed: dict or None. Fixed values (see
-            ``SequentialRetrievalHyperModel``). Defaults to None.
-        hyperparameters: ``keras_tuner.HyperParameters`` or None. Custom
-            definitions. Defaults to None.
-        overwrite: bool. Start afresh instead of resuming. Defaults to
-            False.
-        verbose: int or None. 0 silent; 1 progress bars; 2 one line per
-            epoch. Above 0, a line per trial with its score and the best so
-            far. Defaults to 1 on a terminal, else 2.
-        compile_options: dict or None. See
-            ``SequentialRetrievalHyperModel``. Defaults to None:
-            ``{"steps_per_execution": config.steps_per_execution}``.
-        callbacks: list or None. More Keras callbacks for every trial.
-        tuner_options: dict or None. More tuner arguments.
-        max_minutes: float or None. Start no trial after this many minutes
-            of search (resumed searches continue their clock). Defaults to
-            None: no limit.
-        retrain_top: int. Retrain this many of the best distinct trials and
-            the defaults with the final protocol and choose on validation;
-            0 takes the best trial as it is. Defaults to 3.
-        seeds: int. Seeds per retrained candidate (``config.seed``,
-            ``config.seed + 1``, ...). Defaults to 1.
+        options: ``SearchOptions`` or None. The tuner, budget, space and
+            output folder. Defaults to None: ``SearchOptions()``.
 
     Returns:
         A ``SearchResult``.
@@ -224,197 +205,334 @@ def run_search(
         RunDirectoryError: (a ValueError) before any trial and before the
             data is loaded: the folder holds a search with another
             fingerprint (space, fixed settings, data, budget), named
-            difference by difference, unless ``overwrite``.
+            difference by difference, unless ``options.overwrite``.
+    """
+    if options is None:
+        options = SearchOptions()
+    _check_request(config, options)
+    options = _with_run_defaults(config, options)
+    part = role()
+    search_dir = os.path.join(options.output_dir, config.run_name)
+    fingerprint = _fingerprint(config, options)
+    with _search_lock(config, search_dir, part):
+        action = _open_search_folder(
+            search_dir, fingerprint, part, options.overwrite
+        )
+        hypermodel = _build_search_space(config, options, part)
+        tuner = _start_tuner(
+            config, options, hypermodel, part, search_dir, fingerprint, action
+        )
+        seconds = _run_trials(config, options, tuner, hypermodel, search_dir)
+        # A worker only runs trials: the chief reports on the whole search.
+        best, trials, rows = None, [], []
+        if part != "worker":
+            best, trials, rows = _write_reports(
+                config, options, tuner, hypermodel, search_dir, seconds
+            )
+        return SearchResult(
+            search_dir, part, best, trials, rows, seconds, tuner, hypermodel
+        )
+
+
+def _check_request(config: TrainConfig, options: SearchOptions) -> None:
+    """Refuses, before anything is read, what no search of ``config`` runs.
+
+    The options' own values are checked by ``SearchOptions``; here, those
+    that depend on ``config``.
+
+    Raises:
+        ValueError: a prepared dataset, or a tuner that cannot use its
+            budget at ``config.epochs`` (see ``check_tuner_budget``).
     """
     if config.prepared:
         raise ValueError(
             "search loads its data in memory; a prepared dataset on disk is "
             "for train. Received: config.prepared=" + repr(config.prepared)
         )
-    if retrain_top < 0 or seeds < 1:
-        raise ValueError(
-            "retrain_top must be at least 0 and seeds at least 1. "
-            f"Received: retrain_top={retrain_top}, seeds={seeds}"
-        )
-    if max_minutes is not None and max_minutes <= 0:
-        raise ValueError(
-            f"max_minutes must be positive. Received: max_minutes={max_minutes}"
-        )
     check_tuner_budget(
-        tuner,
-        max_trials,
+        options.tuner,
+        options.max_trials,
         config.epochs,
-        num_initial_points=(tuner_options or {}).get("num_initial_points"),
+        num_initial_points=(options.tuner_options or {}).get(
+            "num_initial_points"
+        ),
     )
+
+
+def _with_run_defaults(
+    config: TrainConfig, options: SearchOptions
+) -> SearchOptions:
+    """``options`` with ``verbose`` and ``compile_options`` filled in.
+
+    They depend on the terminal and on ``config``, so they are filled in
+    when the search runs, not when the options are built.
+    """
+    verbose = options.verbose
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
+    compile_options = options.compile_options
     if compile_options is None:
         compile_options = {"steps_per_execution": config.steps_per_execution}
-    part = role()
-    search_dir = os.path.join(output_dir, config.run_name)
-    fingerprint = search_fingerprint(
+    return dataclasses.replace(
+        options, verbose=verbose, compile_options=compile_options
+    )
+
+
+def _fingerprint(config: TrainConfig, options: SearchOptions) -> dict:
+    """The search's fingerprint (``search.json``): space, data, budget."""
+    return search_fingerprint(
         config,
-        fixed,
-        hyperparameters,
+        options.fixed,
+        options.hyperparameters,
         {
-            "tuner": tuner,
-            "max_trials": max_trials,
-            "max_minutes": max_minutes,
-            "retrain_top": retrain_top,
-            "seeds": seeds,
-            "tuner_options": tuner_options or {},
-            "compile_options": compile_options,
+            "tuner": options.tuner,
+            "max_trials": options.max_trials,
+            "max_minutes": options.max_minutes,
+            "retrain_top": options.retrain_top,
+            "seeds": options.seeds,
+            "tuner_options": options.tuner_options or {},
+            "compile_options": options.compile_options,
         },
         data_identity(data_files(config)),
     )
+
+
+def _search_lock(
+    config: TrainConfig, search_dir: str, part: str
+) -> contextlib.AbstractContextManager:
+    """The lock the search holds on its folder while it runs.
+
+    Raises:
+        ValueError: (chief or local) ``search_dir`` is a folder of another
+            kind or one of the search's inputs (see ``check_target``).
+    """
     # Only the chief (or a local search) writes the folder and holds its
     # lock: not a folder of another kind or an input, one writer at a time.
     if part == "worker":
-        lock = contextlib.nullcontext()
-    else:
-        check_target(search_dir, SEARCH_FOLDER, inputs=data_files(config))
-        lock = target_lock(search_dir, SEARCH_FOLDER)
-    with lock:
-        # Checked before the data is loaded: a refusal is quick and writes
-        # nothing. Only the chief (or a local search) discards an old search
-        # or starts one; workers wait for it, then check it is theirs.
-        if part == "worker" and overwrite:
-            action = "resume"
-        elif part == "worker":
-            wait_for_search_file(search_dir)
-            action = open_search(search_dir, fingerprint)
-        else:
-            action = open_search(search_dir, fingerprint, overwrite)
-        tf.keras.utils.set_random_seed(config.seed)
-        source, data = load_data(config)
-        if verbose:
-            print(f"Prepared: {data.summary()}", flush=True)
-        fixed_values = {**config.model, **(fixed or {})}
-        hypermodel = SequentialRetrievalHyperModel(
-            data,
-            item_graph=source.item_graph,
-            fixed=fixed_values,
-            hyperparameters=hyperparameters,
-            seed=config.seed,
-            compile_options=compile_options,
-            bucket_by_length=config.bucket_by_length,
-            every_position=config.every_position,
-            window_stride=config.training_window_stride(),
-            optimizer=config.optimizer,
-        )
-        check_search_space(hypermodel)
-        if max_minutes is not None and part != "worker":
-            epoch_seconds = check_time_budget(hypermodel, max_minutes)
-            if verbose:
-                print(
-                    f"One epoch of the defaults: about {epoch_seconds:.0f} s; "
-                    f"budget {max_minutes:g} min.",
-                    flush=True,
-                )
-        if part == "worker":
-            os.makedirs(search_dir, exist_ok=True)
-        else:
-            start_search(search_dir, fingerprint, action)
-        search_tuner = build_tuner(
-            hypermodel,
-            tuner,
-            max_trials=max_trials,
-            max_epochs=config.epochs,
-            directory=search_dir,
-            project_name=PROJECT,
-            overwrite=overwrite,
-            seed=config.seed,
-            max_seconds=None if max_minutes is None else max_minutes * 60,
-            log_trials=bool(verbose),
-            **(tuner_options or {}),
-        )
-        monitor = hypermodel.objective.name
-        trial_callbacks = [
-            tf.keras.callbacks.EarlyStopping(
-                monitor=monitor, mode="max", patience=config.patience
-            ),
-            # KerasTuner gives each trial its own folder and adds the hparams.
-            tf.keras.callbacks.TensorBoard(
-                os.path.join(search_dir, "tensorboard"), profile_batch=0
-            ),
-            *(callbacks or []),
-        ]
-        start = time.perf_counter()
-        search_tuner.search(
-            **hypermodel.search_data(),
-            epochs=config.epochs,
-            callbacks=trial_callbacks,
-            verbose=verbose,
-        )
-        seconds = time.perf_counter() - start
-        if hasattr(search_tuner.oracle, "search_seconds"):
-            # Every session of a resumed search, as its time budget counts.
-            seconds = search_tuner.oracle.search_seconds()
-        if part == "worker":
-            return SearchResult(
-                search_dir,
-                part,
-                None,
-                [],
-                [],
-                seconds,
-                search_tuner,
-                hypermodel,
-            )
-        trials = trial_rows(search_tuner)
-        write_table(
-            trials,
-            os.path.join(search_dir, "trials.md"),
-            monitor,
-            config.epochs,
-        )
-        plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
-        best, rows, chosen = None, [], None
-        if any(row["status"] == "COMPLETED" for row in trials):
-            if retrain_top:
-                rows, chosen = _select(
-                    search_tuner,
-                    hypermodel,
-                    config,
-                    retrain_top,
-                    seeds,
-                    verbose,
-                )
-                winner = chosen["config"]
-                selection.write_report(
-                    rows, chosen, os.path.join(search_dir, "selection.md")
-                )
-            else:
-                winner = selection.trial_config(
-                    search_tuner.get_best_hyperparameters(1)[0],
-                    hypermodel,
-                    config,
-                )
-            best = config_file(winner, config, data.num_items)
-            write_best_config(search_dir, best)
-        if verbose:
+        return contextlib.nullcontext()
+    check_target(search_dir, SEARCH_FOLDER, inputs=data_files(config))
+    return target_lock(search_dir, SEARCH_FOLDER)
+
+
+def _open_search_folder(
+    search_dir: str, fingerprint: dict, part: str, overwrite: bool
+) -> str:
+    """How the search takes its folder (``open_search``'s action).
+
+    Raises:
+        RunDirectoryError: the folder holds a search with another
+            fingerprint (unless ``overwrite``, on the chief or locally).
+    """
+    # Checked before the data is loaded: a refusal is quick and writes
+    # nothing. Only the chief (or a local search) discards an old search
+    # or starts one; workers wait for it, then check it is theirs.
+    if part == "worker" and overwrite:
+        return "resume"
+    if part == "worker":
+        wait_for_search_file(search_dir)
+        return open_search(search_dir, fingerprint)
+    return open_search(search_dir, fingerprint, overwrite)
+
+
+def _build_search_space(
+    config: TrainConfig, options: SearchOptions, part: str
+) -> SequentialRetrievalHyperModel:
+    """Loads the data and builds the space; checks it and the time budget.
+
+    Raises:
+        ValueError: nothing to search, or (chief or local) a time budget
+            shorter than one epoch of the defaults.
+    """
+    tf.keras.utils.set_random_seed(config.seed)
+    source, data = load_data(config)
+    if options.verbose:
+        print(f"Prepared: {data.summary()}", flush=True)
+    fixed_values = {**config.model, **(options.fixed or {})}
+    hypermodel = SequentialRetrievalHyperModel(
+        data,
+        item_graph=source.item_graph,
+        fixed=fixed_values,
+        hyperparameters=options.hyperparameters,
+        seed=config.seed,
+        compile_options=options.compile_options,
+        bucket_by_length=config.bucket_by_length,
+        every_position=config.every_position,
+        window_stride=config.training_window_stride(),
+        optimizer=config.optimizer,
+    )
+    check_search_space(hypermodel)
+    max_minutes = options.max_minutes
+    if max_minutes is not None and part != "worker":
+        epoch_seconds = check_time_budget(hypermodel, max_minutes)
+        if options.verbose:
             print(
-                format_summary(
-                    trials,
-                    best,
-                    search_dir,
-                    monitor,
-                    seconds,
-                    chosen,
-                    rows[0] if rows else None,
-                    config.epochs,
-                )
+                f"One epoch of the defaults: about {epoch_seconds:.0f} s; "
+                f"budget {max_minutes:g} min.",
+                flush=True,
             )
-        return SearchResult(
-            search_dir,
-            part,
-            best,
-            trials,
-            rows,
-            seconds,
+    return hypermodel
+
+
+def _start_tuner(
+    config: TrainConfig,
+    options: SearchOptions,
+    hypermodel: SequentialRetrievalHyperModel,
+    part: str,
+    search_dir: str,
+    fingerprint: dict,
+    action: str,
+):
+    """Starts the search folder and builds the tuner over ``hypermodel``."""
+    if part == "worker":
+        os.makedirs(search_dir, exist_ok=True)
+    else:
+        start_search(search_dir, fingerprint, action)
+    max_minutes = options.max_minutes
+    return build_tuner(
+        hypermodel,
+        options.tuner,
+        max_trials=options.max_trials,
+        max_epochs=config.epochs,
+        directory=search_dir,
+        project_name=PROJECT,
+        overwrite=options.overwrite,
+        seed=config.seed,
+        max_seconds=None if max_minutes is None else max_minutes * 60,
+        log_trials=bool(options.verbose),
+        **(options.tuner_options or {}),
+    )
+
+
+def _run_trials(
+    config: TrainConfig,
+    options: SearchOptions,
+    search_tuner,
+    hypermodel: SequentialRetrievalHyperModel,
+    search_dir: str,
+) -> float:
+    """Runs the trials with early stopping and TensorBoard logs.
+
+    Returns:
+        float. The search's seconds: over every session of a resumed search
+        when the oracle keeps them, else this session's.
+    """
+    trial_callbacks = [
+        tf.keras.callbacks.EarlyStopping(
+            monitor=hypermodel.objective.name,
+            mode="max",
+            patience=config.patience,
+        ),
+        # KerasTuner gives each trial its own folder and adds the hparams.
+        tf.keras.callbacks.TensorBoard(
+            os.path.join(search_dir, "tensorboard"),
+            profile_batch=0,
+        ),
+        *(options.callbacks or []),
+    ]
+    start = time.perf_counter()
+    search_tuner.search(
+        **hypermodel.search_data(),
+        epochs=config.epochs,
+        callbacks=trial_callbacks,
+        verbose=options.verbose,
+    )
+    seconds = time.perf_counter() - start
+    if hasattr(search_tuner.oracle, "search_seconds"):
+        # Every session of a resumed search, as its time budget counts.
+        seconds = search_tuner.oracle.search_seconds()
+    return seconds
+
+
+def _write_reports(
+    config: TrainConfig,
+    options: SearchOptions,
+    search_tuner,
+    hypermodel: SequentialRetrievalHyperModel,
+    search_dir: str,
+    seconds: float,
+) -> tuple[dict | None, list, list]:
+    """Reports on a finished search (chief or local search).
+
+    Writes ``trials.md`` and ``trials.png``, chooses the configuration
+    (``_choose_best``) and, when verbose, prints the summary.
+
+    Returns:
+        ``(best, trials, rows)``: ``best_config.json``'s content (None when
+        no trial completed), a row per trial, and the retrained candidates'
+        rows (empty without retraining).
+    """
+    monitor = hypermodel.objective.name
+    trials = trial_rows(search_tuner)
+    write_table(
+        trials,
+        os.path.join(search_dir, "trials.md"),
+        monitor,
+        config.epochs,
+    )
+    plot_trials(trials, os.path.join(search_dir, "trials.png"), monitor)
+    best, rows, chosen = _choose_best(
+        config, options, search_tuner, hypermodel, trials, search_dir
+    )
+    if options.verbose:
+        print(
+            format_summary(
+                trials,
+                best,
+                search_dir,
+                monitor,
+                seconds,
+                chosen,
+                rows[0] if rows else None,
+                config.epochs,
+            )
+        )
+    return best, trials, rows
+
+
+def _choose_best(
+    config: TrainConfig,
+    options: SearchOptions,
+    search_tuner,
+    hypermodel: SequentialRetrievalHyperModel,
+    trials: list,
+    search_dir: str,
+) -> tuple[dict | None, list, dict | None]:
+    """Chooses the configuration and writes ``best_config.json``.
+
+    With ``options.retrain_top``, retrains the best trials and the defaults
+    and writes ``selection.md``; else takes the best trial as scored.
+
+    Returns:
+        ``(best, rows, chosen)``: ``best_config.json``'s content, the
+        retrained rows and the chosen one; ``(None, [], None)`` when no
+        trial completed, ``rows`` empty and ``chosen`` None without
+        retraining.
+    """
+    if not any(row["status"] == "COMPLETED" for row in trials):
+        return None, [], None
+    rows, chosen = [], None
+    if options.retrain_top:
+        rows, chosen = _select(
             search_tuner,
             hypermodel,
+            config,
+            options.retrain_top,
+            options.seeds,
+            options.verbose,
         )
+        winner = chosen["config"]
+        selection.write_report(
+            rows, chosen, os.path.join(search_dir, "selection.md")
+        )
+    else:
+        winner = selection.trial_config(
+            search_tuner.get_best_hyperparameters(1)[0],
+            hypermodel,
+            config,
+        )
+    best = config_file(winner, config, hypermodel.data.num_items)
+    write_best_config(search_dir, best)
+    return best, rows, chosen
 
 
 def _select(tuner, hypermodel, config, top, seeds, verbose):

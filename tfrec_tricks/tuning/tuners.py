@@ -15,7 +15,7 @@ from tfrec_tricks.tuning.search_budget import (  # noqa: E402
     DEFAULT_MAX_TRIALS,
     DEFAULT_TUNER,
     HYPERBAND_FACTOR,
-    TUNERS,
+    check_tuner_choice,
 )
 from tfrec_tricks.tuning.search_oracle import SearchOracle  # noqa: E402
 from tfrec_tricks.tuning.trial_log import TrialLog  # noqa: E402
@@ -89,14 +89,7 @@ def check_tuner_budget(
             ``max_epochs``; Bayesian optimisation with no trial left after
             its random ones. The message names the option and the value.
     """
-    if tuner not in TUNERS:
-        raise ValueError(
-            f"tuner must be one of {TUNERS}. Received: tuner={tuner!r}"
-        )
-    if max_trials is not None and max_trials <= 0:
-        raise ValueError(
-            f"max_trials must be positive. Received: max_trials={max_trials}"
-        )
+    check_tuner_choice(tuner, max_trials)
     if tuner == "hyperband":
         if max_epochs < factor:
             raise ValueError(
