@@ -85,6 +85,7 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
         SoftmaxCPR,
         TiedItemEmbedding,
     )
+    from tfrec_tricks.metrics import tf_target_ranks
 
     rng = np.random.default_rng(seed)
     # Left-padded histories of random length 5..L; ids may repeat.
@@ -99,44 +100,74 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
     items.build(None)
     table, bias = items.output_embeddings, items.output_bias
 
-    def cpr(ks, mi, merge="replace", base=False):
+    def cpr(ks, mi, merge="replace", base=False, written=False):
         layer = SoftmaxCPR(
             reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3, merge=merge
         )
 
-        def logits(h_states, layer0, ids):
+        def head_inputs(h_states, layer0, ids):
             inputs = {"hidden_states": h_states, "history_ids": ids}
             if mi:
                 inputs["layer_hidden_states"] = [layer0, h_states]
+            return inputs
+
+        def logits(h_states, layer0, ids):
             return layer(
-                inputs,
+                head_inputs(h_states, layer0, ids),
                 table,
                 item_bias=bias,
                 training=True,
                 return_base_logits=base,
             )
 
-        return layer, logits
+        def loss(h_states, layer0, ids):
+            # What the model's train step runs (SoftmaxCPR.cross_entropy).
+            cross_entropy, base_cross_entropy, ranks = layer.cross_entropy(
+                head_inputs(h_states, layer0, ids),
+                table,
+                targets,
+                item_bias=bias,
+                training=True,
+            )
+            if base:
+                cross_entropy += base_cross_entropy
+            return tf.reduce_mean(cross_entropy), ranks
+
+        if written:
+            return layer, logits, None
+        return layer, logits, loss
 
     def make(name):
         if name == "plain":
             dense = tf.keras.layers.Dense(num_items)
-            return dense, lambda h_states, _, ids: dense(h_states[:, -1])
+            return (
+                dense,
+                lambda h_states, _, ids: dense(h_states[:, -1]),
+                None,
+            )
         if name == "tied":
-            return None, lambda h_states, _, ids: items(
-                h_states[:, -1], reverse=True
+            return (
+                None,
+                lambda h_states, _, ids: items(h_states[:, -1], reverse=True),
+                None,
             )
         if name == "CP":
             return cpr((), False)
         if name.startswith("CPR:"):
-            # CPR:K[,K...][+Mi][+add][+base]
+            # CPR:K[,K...][+Mi][+add][+base][+written]
             sizes, *options = name[4:].split("+")
-            unknown = set(options) - {"Mi", "add", "base"}
+            unknown = set(options) - {"Mi", "add", "base", "written"}
             if unknown:
                 raise ValueError(f"unknown CPR options. Received: {name!r}")
             ks = tuple(int(k) for k in sizes.split(","))
             merge = "add" if "add" in options else "replace"
-            return cpr(ks, "Mi" in options, merge, "base" in options)
+            return cpr(
+                ks,
+                "Mi" in options,
+                merge,
+                "base" in options,
+                "written" in options,
+            )
         if name.startswith("MoS"):
             mos = MixtureOfSoftmax(num_components=4)
 
@@ -144,39 +175,50 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
                 inputs = {"hidden_states": h_states, "history_ids": ids}
                 return mos(inputs, table, item_bias=bias, training=True)
 
-            return mos, logits
+            return mos, logits, None
         raise ValueError(f"unknown head. Received: head={name!r}")
 
     steps = {}
     for name in heads:
-        layer, logits_fn = make(name)
+        layer, logits_fn, loss_fn = make(name)
         # Build on one row, so the peak RSS is not set here.
         logits_fn(hidden[:1], first_layer[:1], ids[:1])
         weights = [table, bias] if name != "plain" else []
         if layer is not None:
             weights += list(layer.trainable_weights)
 
+        def written_loss(h_states, layer0, ids, logits_fn=logits_fn):
+            logits = logits_fn(h_states, layer0, ids)
+            # "+base": the CPR loss plus that of its base logits
+            # (``--cpr-base-loss 1``).
+            parts = logits if isinstance(logits, tuple) else (logits,)
+            loss = tf.add_n(
+                [
+                    tf.reduce_mean(
+                        tf.nn.sparse_softmax_cross_entropy_with_logits(
+                            labels=targets, logits=part
+                        )
+                    )
+                    for part in parts
+                ]
+            )
+            # The training metrics' rank pass, as the model's train step.
+            return loss, tf_target_ranks(parts[0], targets)
+
         @tf.function
-        def step(h_states, layer0, ids, logits_fn=logits_fn, weights=weights):
+        def step(
+            h_states,
+            layer0,
+            ids,
+            loss_fn=loss_fn or written_loss,
+            weights=weights,
+        ):
             with tf.GradientTape() as tape:
                 tape.watch([h_states, layer0])
-                logits = logits_fn(h_states, layer0, ids)
-                # "+base": the CPR loss plus that of its base logits
-                # (``--cpr-base-loss 1``).
-                parts = logits if isinstance(logits, tuple) else (logits,)
-                loss = tf.add_n(
-                    [
-                        tf.reduce_mean(
-                            tf.nn.sparse_softmax_cross_entropy_with_logits(
-                                labels=targets, logits=part
-                            )
-                        )
-                        for part in parts
-                    ]
-                )
+                loss, ranks = loss_fn(h_states, layer0, ids)
             grads = tape.gradient(loss, weights + [h_states, layer0])
             # Reduce every gradient so the step's work cannot be pruned.
-            total = loss
+            total = loss + tf.reduce_sum(ranks) * 0.0
             for grad in grads:
                 if grad is not None:
                     total += tf.reduce_sum(tf.convert_to_tensor(grad)) * 0.0

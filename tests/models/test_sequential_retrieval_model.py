@@ -663,3 +663,36 @@ def test_cpr_base_loss_adds_the_weighted_loss_of_the_base_logits(
         float(tf.reduce_mean(cpr)), rel=1e-5
     )
     assert float(tf.reduce_mean(base_loss)) > 0.1
+
+
+@pytest.mark.parametrize("base_loss", [0.0, 1.0])
+@pytest.mark.parametrize("every_position", [False, True])
+def test_cpr_training_loss_is_the_cross_entropy_of_its_logits(
+    data, base_loss, every_position
+):
+    # Training reads SoftmaxCPR.cross_entropy, which never writes the
+    # logits: its loss and metrics are those of the written-out logits.
+    model = make_model(
+        data,
+        head="cpr",
+        cpr_reranker_ks=(4,),
+        cpr_mi=True,
+        cpr_base_loss=base_loss,
+        dropout=0.0,
+        head_dropout=0.0,
+    )
+    history = tf.constant([[1, 2, 3, 2], [4, 5, 0, 0], [6, 5, 7, 8]])
+    batch = {"history": history, "target": tf.constant([5, 9, 2])}
+    if every_position:
+        batch["position_targets"] = tf.constant(
+            [[2, 3, 2, 5], [5, 9, 0, 0], [5, 7, 8, 2]]
+        )
+        batch["target"] = tf.constant([5, 9, 2])
+    loss = model.compute_loss(batch, training=True)
+    ranks = {m.name: float(m.result()) for m in model.ranking_metrics}
+    for metric in model.metrics:
+        metric.reset_state()
+    # The written-out path: what evaluation runs, on the same weights.
+    expected = model.compute_loss(batch, training=False)
+    np.testing.assert_allclose(float(loss), float(expected), rtol=1e-5)
+    assert ranks == {m.name: float(m.result()) for m in model.ranking_metrics}

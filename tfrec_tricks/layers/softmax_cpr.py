@@ -20,6 +20,9 @@ from tfrec_tricks.layers.common import (
     num_rows,
     unpack_head_inputs,
 )
+from tfrec_tricks.layers.partitioned_cross_entropy import (
+    partitioned_cross_entropy,
+)
 from tfrec_tricks.layers.top_k import (
     TWO_STAGE_MIN_RATIO,
     brute_force_top_k,
@@ -670,6 +673,42 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             key=lambda pair: -pair[0],
         )
 
+    def _select_stages(
+        self,
+        query: tf.Tensor,
+        f_base: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        training: Any,
+    ) -> tuple:
+        """The gradient-free base product and the rerankers' sets.
+
+        Returns:
+            ``(product, selected)``: float32 ``[B, N]``, ``f_V E^T``
+            without gradient (no bias), and ``(top, f_rerank)`` per stage
+            in cascade order (largest ``k`` first), each ``top`` a
+            ``[B, k]`` set chosen on the gradient-free running logits
+            (padding skipped when masked).
+        """
+        frozen_table = tf.stop_gradient(table)
+        frozen_bias = None if bias is None else tf.stop_gradient(bias)
+        product = tf.matmul(
+            tf.stop_gradient(f_base), frozen_table, transpose_b=True
+        )  # [B, N]
+        running = product if bias is None else product + frozen_bias
+        stages = self._stages()
+        selected = []
+        for j, (k, projection) in enumerate(stages):
+            top = self._select(running, k, self.mask_padding, training)
+            f_rerank = self._project(projection, query, training)
+            selected.append((top, f_rerank))
+            if j + 1 < len(stages):
+                scores = self._rerank_scores(
+                    tf.stop_gradient(f_rerank), frozen_table, frozen_bias, top
+                )
+                running = self._merge_scores(running, top, scores)
+        return product, selected
+
     def _read_inputs(
         self,
         inputs: Any,
@@ -738,29 +777,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         # (one [B, N] pass fewer).
         pad_in_scatter = self.mask_padding and uses_history
         # The product f_V E^T is computed once, without gradient; the
-        # selections below read it, and `_product_and_rows` gives it back
+        # selections read it, and `_product_and_rows` gives it back
         # with the matmul's gradient plus that of the gathered table rows,
         # added in place (no separate sparse-to-dense table gradient).
-        frozen_table = tf.stop_gradient(table)
-        frozen_bias = None if bias is None else tf.stop_gradient(bias)
-        product = tf.matmul(
-            tf.stop_gradient(f_base), frozen_table, transpose_b=True
-        )  # [B, N]
-        running = product if bias is None else product + frozen_bias
-
-        # Rerankers: a cascade from the largest k to the smallest, selected
-        # on gradient-free logits (padding skipped when masked).
-        stages = self._stages()
-        selected = []
-        for j, (k, projection) in enumerate(stages):
-            top = self._select(running, k, self.mask_padding, training)
-            f_rerank = self._project(projection, query, training)
-            selected.append((top, f_rerank))
-            if j + 1 < len(stages):
-                scores = self._rerank_scores(
-                    tf.stop_gradient(f_rerank), frozen_table, frozen_bias, top
-                )
-                running = self._merge_scores(running, top, scores)
+        product, selected = self._select_stages(
+            query, f_base, table, bias, training
+        )
         if candidate_ids is not None:
             # The sets are chosen: score only the candidates, from their
             # gathered rows. The gradient then reaches the table as
@@ -843,6 +865,132 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         if return_base_logits:
             return logits, base_logits
         return logits
+
+    def cross_entropy(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        labels: Any,
+        item_bias: Any = None,
+        training: Any = None,
+        rank_labels: Any = None,
+    ) -> tuple:
+        """The training loss of ``call``'s logits, without writing them.
+
+        What ``tf.nn.sparse_softmax_cross_entropy_with_logits`` gives on
+        ``call``'s logits and on its base logits (``return_base_logits``),
+        and ``tfrec_tricks.metrics.tf_target_ranks`` of the logits, from
+        the same inputs, with the partitions' logits never written into a
+        ``[B, N]`` tensor (`partitioned_cross_entropy`): one pass over
+        ``[B, N]`` for both normalisers instead of two scatters forward,
+        two backward and two cross-entropies.
+
+        Args:
+            inputs, item_embeddings, item_bias, training: as ``call``'s.
+            labels: int ``[B]``, the items whose cross-entropy is taken.
+            rank_labels: int ``[B]`` or None. The items to rank (for
+                example the true targets when ``labels`` are perturbed);
+                None ranks ``labels``.
+
+        Returns:
+            ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
+            each.
+        """
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias
+        )
+        labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+        query = self._query(hidden, ids, layers, last)
+        f_base = self._project(self.base_projection, query, training)
+        product, selected = self._select_stages(
+            query, f_base, table, bias, training
+        )
+        uses_history = self._uses_history(training)
+        # Rows to gather, in the entries' priority order (the history wins,
+        # then the smallest k's reranker), then the labels and padding.
+        stages = selected[::-1]
+        columns = [ids] if uses_history else []
+        columns += [top for top, _ in stages]
+        columns.append(labels[:, None])
+        if rank_labels is not None:
+            rank_labels = tf.cast(tf.reshape(rank_labels, [-1]), tf.int32)
+            columns.append(rank_labels[:, None])
+        if self.mask_padding:
+            columns.append(tf.zeros_like(labels)[:, None])
+        row_ids = tf.concat(columns, axis=1)
+        product, rows = _product_and_rows(f_base, table, row_ids, product)
+        base_logits = product if bias is None else product + bias
+        # The base logit at each gathered id: the gather of base_logits
+        # forward (so that sums over both agree to the bit), the gathered
+        # rows' product backward (a sparse gradient, no [B, N] scatter).
+        recomputed = tf.einsum("bd,bmd->bm", f_base, rows)
+        if bias is not None:
+            recomputed += tf.gather(bias, row_ids)
+        at_ids = tf.stop_gradient(
+            tf.gather(base_logits, row_ids, batch_dims=1)
+        ) + (recomputed - tf.stop_gradient(recomputed))
+        sizes = [x.shape[1] or tf.shape(x)[1] for x in columns]
+        row_parts = tf.split(rows, sizes, axis=1)
+        base_parts = tf.split(at_ids, sizes, axis=1)
+
+        entry_ids, values, replaces = [], [], []
+        if uses_history:
+            valid = tf.not_equal(ids, 0)
+            if self.exclude_history and not is_training(training):
+                history = tf.fill(tf.shape(ids), PADDING_LOGIT)
+            else:
+                equal = None
+                if self.use_pointer:
+                    equal = tf.equal(ids[:, :, None], ids[:, None, :])
+                history = self._history_logits(
+                    query,
+                    f_base,
+                    hidden,
+                    ids,
+                    valid,
+                    equal,
+                    table,
+                    bias,
+                    training,
+                    vectors=row_parts[0],
+                )
+            entry_ids.append(tf.where(valid, ids, -1))
+            values.append(history)
+            replaces.append(tf.ones_like(valid))
+        offset = len(entry_ids)
+        for j, (top, f_rerank) in enumerate(stages):
+            values.append(
+                self._rerank_scores(
+                    f_rerank, table, bias, top, vectors=row_parts[offset + j]
+                )
+            )
+            entry_ids.append(top)
+            replaces.append(tf.fill(tf.shape(top), self.merge == "replace"))
+        count = offset + len(stages)
+        if not count:  # no partition: one entry that names no item
+            none = tf.fill(tf.shape(labels[:, None]), -1)
+            entry_ids, replaces = [none], [tf.equal(none, -1)]
+            values = [tf.zeros(tf.shape(none), tf.float32)]
+            base_parts = [values[0], *base_parts]
+            count = 1
+        rank_base = base_parts[count + 1] if rank_labels is not None else None
+        return partitioned_cross_entropy(
+            base_logits,
+            tf.concat(entry_ids, axis=1),
+            tf.concat(values, axis=1),
+            tf.concat(replaces, axis=1),
+            tf.concat(base_parts[:count], axis=1),
+            labels,
+            base_parts[count][:, 0],
+            mask_padding=self.mask_padding,
+            padding_base_logit=(
+                base_parts[-1][:, 0] if self.mask_padding else None
+            ),
+            rank_labels=rank_labels,
+            rank_label_base_logits=(
+                None if rank_base is None else rank_base[:, 0]
+            ),
+        )
 
     # ------------------------------------------------------ candidate sets
 

@@ -712,6 +712,11 @@ class SequentialRetrievalModel(tfrs.Model):
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
         sampled = self.config.objective == "sampled"
+        if training and self.config.head == "cpr" and not sampled:
+            per_example, ranks = self._partitioned_loss(
+                history, states, training, loss_targets, targets
+            )
+            return self._record_loss(per_example, ranks, every_position)
         # CPR's base logits, trained besides by a plain softmax loss.
         with_base = self.config.head == "cpr" and self.config.cpr_base_loss > 0
         logits = base_logits = None
@@ -745,13 +750,7 @@ class SequentialRetrievalModel(tfrs.Model):
             per_example += self.config.cpr_base_loss * self._per_example_loss(
                 base_logits, loss_targets
             )
-        if every_position:
-            loss = self._mean_over_replicas(per_example)
-        else:
-            loss = tf.nn.compute_average_loss(per_example)
-        # Per example, so the epoch's mean weighs a short last batch (and,
-        # under tf.distribute, each replica's share) by its examples.
-        self.loss_tracker.update_state(per_example)
+        ranks = None
         if logits is not None:
             if self._exclude_history(training):
                 logits = self._scores(
@@ -760,6 +759,41 @@ class SequentialRetrievalModel(tfrs.Model):
             # One comparison pass over [B, N] for every metric: over a
             # large catalogue it costs as much as the logits themselves.
             ranks = tf_target_ranks(logits, targets)
+        return self._record_loss(per_example, ranks, every_position)
+
+    def _partitioned_loss(self, history, states, training, labels, targets):
+        """CPR's training loss and target ranks, its logits never written.
+
+        ``SoftmaxCPR.cross_entropy``: the values and gradients of the
+        cross-entropy of the head's logits (plus ``cpr_base_loss`` times
+        that of its base logits) without the ``[B, N]`` scatters.
+
+        Returns:
+            ``(per_example, ranks)``, float32 ``[B]`` each: the loss at
+            ``labels`` and the ranks of ``targets``.
+        """
+        cross_entropy, base_cross_entropy, ranks = self.head.cross_entropy(
+            self._head_inputs(history, states, training),
+            self.item_embedding.output_embeddings,
+            labels,
+            item_bias=self.item_embedding.output_bias,
+            training=training,
+            rank_labels=None if labels is targets else targets,
+        )
+        if self.config.cpr_base_loss > 0:
+            cross_entropy += self.config.cpr_base_loss * base_cross_entropy
+        return cross_entropy, ranks
+
+    def _record_loss(self, per_example, ranks, every_position):
+        """The batch's loss; updates the loss tracker and the metrics."""
+        if every_position:
+            loss = self._mean_over_replicas(per_example)
+        else:
+            loss = tf.nn.compute_average_loss(per_example)
+        # Per example, so the epoch's mean weighs a short last batch (and,
+        # under tf.distribute, each replica's share) by its examples.
+        self.loss_tracker.update_state(per_example)
+        if ranks is not None:
             for metric in self.ranking_metrics:
                 metric.update_from_ranks(ranks)
         return loss
