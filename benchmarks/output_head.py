@@ -1,11 +1,17 @@
 """Speed and memory of the output heads: plain, tied, Softmax-CPR, MoS.
 
 Times one training step of the output head alone (forward and backward
-under ``tf.function`` and ``tf.GradientTape``; loss = sparse softmax
-cross-entropy on the logits; gradients to the head's weights, the item
-table and bias, and the hidden states, which the encoder would receive)
-for a batch of ``B`` histories of length ``L`` with hidden size ``d``, for
-each catalogue size ``N``.
+under ``tf.function`` and ``tf.GradientTape``; gradients to the head's
+weights, the item table and bias, and the hidden states, which the
+encoder would receive) for a batch of ``B`` histories of length ``L``
+with hidden size ``d``, for each catalogue size ``N``. Each step computes
+what the model's train step does: the loss and the target ranks of the
+training metrics. For the softmax and MoS heads that is sparse softmax
+cross-entropy on the logits and ``tf_target_ranks``; for CPR heads it is
+``SoftmaxCPR.cross_entropy``, which never writes the logits, unless the
+head's name ends in ``+written`` (the logits written out, then the same
+cross-entropy and ranks: the training path before the scatter-free
+loss).
 
 How it measures:
 
@@ -24,8 +30,9 @@ Heads: ``plain`` is ``Dense(N)`` on ``h``; ``tied`` is
 masked); the CPR heads and ``MoS`` score with the same tied table and bias.
 ``CPR:k`` means ``SoftmaxCPR(reranker_ks=(k,))`` with C and P on, ``+Mi``
 adds ``use_mi=True`` over 2 layers x 3 positions, ``+add`` sets
-``merge="add"``, and ``+base`` adds the cross-entropy of the head's base
-logits to the loss (``--cpr-base-loss 1``; ``--heads`` takes any of them).
+``merge="add"``, ``+base`` adds the cross-entropy of the head's base
+logits to the loss (``--cpr-base-loss 1``) and ``+written`` is the
+written-out path (``--heads`` takes any of them).
 
 Usage::
 
