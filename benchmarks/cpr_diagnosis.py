@@ -68,7 +68,7 @@ from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.runs.training import (  # noqa: E402
     TrainConfig,
     eval_batch_size,
-    load_data,
+    prepare_in_memory,
     train,
 )
 
@@ -342,7 +342,7 @@ def diagnose(args: argparse.Namespace, verbose: int = 0) -> dict:
             runs[key] = (config, train(config, verbose=verbose))
         if data is None:
             # The same data options for every run: loaded once.
-            data = load_data(runs["softmax"][0])[1]
+            data = prepare_in_memory(runs["softmax"][0])[1]
         found = {
             key: model_diagnostics(run.model, data.test)
             for key, (_, run) in runs.items()

@@ -320,7 +320,7 @@ def train_worker(options: dict) -> int:
     import tensorflow as tf
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
-    from tfrec_tricks.data.prepared_dataset import PreparedDataset
+    from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
     from tfrec_tricks.runs import training
 
     arguments = parse(build_parser(), ["train", *options["argv"]])
@@ -363,7 +363,7 @@ def train_worker(options: dict) -> int:
         config, verbose=0, callbacks=[timer], overwrite=arguments.overwrite
     )
     done = time.perf_counter()
-    data = PreparedDataset(config.prepared)
+    data = OnDiskDataset(config.prepared)
     batch_size = getattr(training, "eval_batch_size", None)
     num_items = data.num_items
     trained = timer.ends[-1][0]

@@ -10,7 +10,7 @@ Two measurements on the same data (YOOCHOOSE-100k by default):
    ``seconds_per_epoch_median`` (``metrics.json``: training and the
    validation pass) is read; the table gives the median over the repeats.
 2. Does the input keep up? In this process, the two pipelines of a run's
-   training batches (``PreparedDataset(DIR).batches("train", 128,
+   training batches (``OnDiskDataset(DIR).batches("train", 128,
    shuffle=True, bucket_by_length=True)`` and ``make_dataset`` over the
    in-memory examples) are iterated alone, an epoch at a time: batches
    per second. The same model then trains an epoch from each pipeline and
@@ -123,10 +123,10 @@ def input_rate(dataset: tf.data.Dataset, epochs: int) -> tuple[float, int]:
 def pipelines(args: argparse.Namespace):
     """The two pipelines of a run's training batches, and the model data."""
     from tfrec_tricks.data import load_source, prepare
+    from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.data.prepared_dataset import PreparedDataset
 
-    prepared = PreparedDataset(os.path.join(args.work_dir, "prepared"))
+    prepared = OnDiskDataset(os.path.join(args.work_dir, "prepared"))
     source = load_source(args.data, data_path=args.data_path)
     data = prepare(source.interactions, max_len=prepared.max_len)
     options = {"shuffle": True, "seed": 0, "bucket_by_length": True}
@@ -232,7 +232,7 @@ def report(
 
 FLAGS = {"prepared": "`--prepared DIR`", "memory": "`--data` (in memory)"}
 LABELS = {
-    "prepared": "on disk (`PreparedDataset.batches`)",
+    "prepared": "on disk (`OnDiskDataset.batches`)",
     "memory": "in memory (`make_dataset`)",
     "cached": "on disk, cached in memory (model alone)",
 }

@@ -45,8 +45,8 @@ from tfrec_tricks.runs.repeat_headroom import (  # noqa: E402
 )
 from tfrec_tricks.runs.training import (  # noqa: E402
     EVAL_BATCH_SIZE,
-    load_data,
     load_model,
+    prepare_in_memory,
 )
 
 SWITCHES = (
@@ -71,7 +71,7 @@ def split_logits(model, examples) -> tuple:
 
 def headroom_of_run(config, folds: int) -> dict:
     """The switches' metrics for one finished run (``config``'s run dir)."""
-    _, data = load_data(config)
+    _, data = prepare_in_memory(config)
     model = load_model(os.path.join(config.output_dir, config.run_name))
     validation = split_logits(model, data.validation)
     test = split_logits(model, data.test)

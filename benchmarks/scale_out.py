@@ -12,7 +12,7 @@ Engines:
 
 - ``memory``: ``tfrec-tricks train --data file`` loads the file as NumPy
   strings and prepares every prefix example in memory. Its preparation
-  alone is timed in a child that runs ``load_data`` (what ``train`` runs
+  alone is timed in a child that runs ``prepare_in_memory`` (what ``train`` runs
   first). Only up to ``--memory-max`` interactions: it needs about 1.2 KB
   of memory per interaction.
 - ``local``: ``tfrec-tricks prepare --output DIR`` (compact int32 columns,
@@ -85,7 +85,7 @@ GB = 1e9
 COMMANDS = (
     "- memory: `tfrec-tricks train --data file --data-path F --format udata "
     "--embedding-dim 32 --objective sampled --epochs 1` (its preparation "
-    "timed alone: `load_data`, what `train` runs first)",
+    "timed alone: `prepare_in_memory`, what `train` runs first)",
     "- local: `tfrec-tricks prepare --data file --data-path F --format udata "
     "--output DIR`, then `tfrec-tricks train --prepared DIR --embedding-dim "
     "32 --objective sampled --epochs 1`",
@@ -522,12 +522,12 @@ def prepare_worker(options: dict) -> int:
 
     load_tensorflow(verbose=False)
     from tfrec_tricks.runs.train_config import TrainConfig
-    from tfrec_tricks.runs.training_data import load_data
+    from tfrec_tricks.runs.training_data import prepare_in_memory
 
     config = TrainConfig(
         data="file", data_path=options["path"], file_format="udata"
     )
-    _, data = load_data(config)
+    _, data = prepare_in_memory(config)
     with open(options["result"], "w") as handle:
         json.dump(
             {

@@ -252,7 +252,7 @@ def test_a_tiny_run_end_to_end(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import load_data, train
+    from tfrec_tricks.runs.training import prepare_in_memory, train
 
     args = fake_args(
         data="synthetic",
@@ -264,7 +264,7 @@ def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     base = diagnosis.base_config(args, "gru4rec")
     config = diagnosis.seed_spread.row_config(base, diagnosis.CPR, 0, 0.2)
     model = train(config, verbose=0).model
-    _, data = load_data(config)
+    _, data = prepare_in_memory(config)
     batch = next(iter(make_dataset(data.test, 64)))
     history, states = model.encode(batch, training=False)
     scores = model.logits(history, states).numpy()

@@ -36,7 +36,7 @@ def test_report_gives_medians_ratio_and_input_headroom():
     assert "| `--data` (in memory) | 2.00, 2.10, 4.00 | 2.10 |" in lines
     assert "On disk / in memory: 1.05x the time per epoch." in lines
     assert (
-        "| on disk (`PreparedDataset.batches`) | 100 | 500 | 2.10 | 48 | "
+        "| on disk (`OnDiskDataset.batches`) | 100 | 500 | 2.10 | 48 | "
         "0.50 |" in lines
     )
     assert (

@@ -6,11 +6,11 @@ import os
 import numpy as np
 import pytest
 
-from tests.data.test_prepared_dataset import SESSIONS, collect, rows_multiset
+from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.beam_preparation import _SummaryFn, prepare_with_beam
 from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.prepared_dataset import PreparedDataset
+from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import split_counts, write_prepared
@@ -128,9 +128,9 @@ def test_vocabulary_is_byte_equal(both_engines):
 )
 def test_same_examples(both_engines, split, every_position):
     local, beam = both_engines
-    expected = PreparedDataset(local).examples(split, every_position)
-    got = PreparedDataset(beam).examples(split, every_position)
-    assert PreparedDataset(beam).num_examples(split) == PreparedDataset(
+    expected = OnDiskDataset(local).examples(split, every_position)
+    got = OnDiskDataset(beam).examples(split, every_position)
+    assert OnDiskDataset(beam).num_examples(split) == OnDiskDataset(
         local
     ).num_examples(split)
     assert rows_multiset(collect(got)) == rows_multiset(collect(expected))
@@ -138,8 +138,8 @@ def test_same_examples(both_engines, split, every_position):
 
 def test_same_statistics(both_engines):
     local, beam = both_engines
-    expected = PreparedDataset(local).statistics
-    got = PreparedDataset(beam).statistics
+    expected = OnDiskDataset(local).statistics
+    got = OnDiskDataset(beam).statistics
     np.testing.assert_array_equal(got.item_counts, expected.item_counts)
     assert sorted(got.moments) == sorted(expected.moments)
     for name, moments in expected.moments.items():

@@ -294,7 +294,7 @@ def _local(paths, options, output, drop):
 @pytest.mark.parametrize("drop", [True, False])
 def test_beam_reads_the_same_interactions(tmp_path, drop):
     from tfrec_tricks.data.beam_preparation import prepare_with_beam
-    from tfrec_tricks.data.prepared_dataset import PreparedDataset
+    from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 
     folder = tmp_path / "logs"
     folder.mkdir()
@@ -325,6 +325,6 @@ def test_beam_reads_the_same_interactions(tmp_path, drop):
         with open(os.path.join(local, "vocabulary.json"), "rb") as want:
             assert got.read() == want.read()
     for split in ("train", "validation", "test"):
-        assert PreparedDataset(beam).num_examples(split) == (
-            PreparedDataset(local).num_examples(split)
+        assert OnDiskDataset(beam).num_examples(split) == (
+            OnDiskDataset(local).num_examples(split)
         )

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from tests.run_helpers import TINY_FLAGS, run_cli, tiny_config
+from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.data.prepared_dataset import PreparedDataset
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.runs.prepare_dataset import prepare_dataset
 from tfrec_tricks.runs.training import train
-from tfrec_tricks.runs.training_data import load_data
+from tfrec_tricks.runs.training_data import prepare_in_memory
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ def prepared(tmp_path_factory):
 @pytest.mark.parametrize("bucket", [False, True])
 def test_evaluation_is_the_same_on_either_path(prepared, bucket):
     config, path = prepared
-    _, data = load_data(config)
-    dataset = PreparedDataset(path)
+    _, data = prepare_in_memory(config)
+    dataset = OnDiskDataset(path)
     model = SequentialRetrievalModel.from_data(
         config.model_config(data.num_items), data
     )

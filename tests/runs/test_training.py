@@ -83,9 +83,9 @@ def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
     # The test metrics (from the per-example ranks) are what the model's
     # own metrics give.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import load_data
+    from tfrec_tricks.runs.training import prepare_in_memory
 
-    _, data = load_data(tiny_config(tmp_path, epochs=1))
+    _, data = prepare_in_memory(tiny_config(tmp_path, epochs=1))
     evaluated = result.model.evaluate(
         make_dataset(data.test, 7), return_dict=True, verbose=0
     )
@@ -109,7 +109,7 @@ def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
     # The encoders are causal and the batch is cut to its longest history,
     # so how examples are grouped into batches cannot change any score.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import load_data
+    from tfrec_tricks.runs.training import prepare_in_memory
 
     config = tiny_config(
         tmp_path,
@@ -123,7 +123,7 @@ def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
         },
     )
     result = train(config, verbose=0)
-    _, data = load_data(config)
+    _, data = prepare_in_memory(config)
     metrics = {
         bucket: result.model.evaluate(
             make_dataset(data.test, 16, bucket_by_length=bucket),

@@ -4,7 +4,7 @@ from tfrec_tricks.data.datasets import SOURCES, Source, load_source
 from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.loaders import FORMATS, load_file
 from tfrec_tricks.data.preparation import (
-    PreparedData,
+    InMemoryDataset,
     SequenceExamples,
     Vocabulary,
     prepare,
@@ -13,7 +13,7 @@ from tfrec_tricks.data.preparation import (
 __all__ = [
     "FORMATS",
     "Interactions",
-    "PreparedData",
+    "InMemoryDataset",
     "SOURCES",
     "SequenceExamples",
     "Source",

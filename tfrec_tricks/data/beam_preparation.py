@@ -70,8 +70,8 @@ Example:
 >>> output = prepare_with_beam(
 ...     [path], os.path.join(folder, "prepared"),
 ...     {"max_len": 3, "split": "recbole"}, file_format="sasrec")
->>> from tfrec_tricks.data.prepared_dataset import PreparedDataset
->>> PreparedDataset(output).vocabulary.users
+>>> from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+>>> OnDiskDataset(output).vocabulary.users
 ['u0', 'u1', 'u2', 'u3']
 """
 

@@ -36,7 +36,7 @@ __all__ = [
     "PADDING",
     "SPLITS",
     "TIME_GAP",
-    "PreparedData",
+    "InMemoryDataset",
     "SequenceExamples",
     "Vocabulary",
     "check_split",
@@ -114,7 +114,7 @@ class SequenceExamples:
 
 
 @dataclasses.dataclass
-class PreparedData:
+class InMemoryDataset:
     """Everything a run needs: vocabulary, the three splits, statistics.
 
     ``statistics`` are the training targets' item counts and the feature
@@ -168,7 +168,7 @@ def prepare(
     min_item_interactions: int = 0,
     numeric_features: bool = True,
     split: str = "recbole",
-) -> PreparedData:
+) -> InMemoryDataset:
     """Builds the vocabulary and the leave-one-out splits.
 
     Args:
@@ -193,7 +193,7 @@ def prepare(
             (docs/decisions.md#split).
 
     Returns:
-        A ``PreparedData``.
+        A ``InMemoryDataset``.
 
     Example:
 
@@ -227,7 +227,7 @@ def prepare(
         split=split,
         source=interactions.source,
     )
-    return PreparedData(
+    return InMemoryDataset(
         vocabulary=Vocabulary(
             items=sequences.item_names, users=sequences.user_names
         ),

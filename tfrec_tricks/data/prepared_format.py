@@ -19,7 +19,7 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
 
   ``tf.train.Example`` with variable-length lists rather than
   ``SequenceExample``: one record per user, parsed a batch of users at a
-  time into ragged tensors, from which ``PreparedDataset`` forms the
+  time into ragged tensors, from which ``OnDiskDataset`` forms the
   (history, target) windows.
 - ``vocabulary.json``: raw ids of items and users (``Vocabulary``).
 - ``statistics.json``: training-target counts and feature moments

@@ -3,7 +3,7 @@
 Every preparation engine (in memory, on disk, Apache Beam) ends in the same
 ``UserSequences``: in memory it becomes prefix examples (``prepare``), on
 disk one ``tf.train.Example`` per user (``write_prepared``), from which
-``PreparedDataset`` forms the same examples on the fly.
+``OnDiskDataset`` forms the same examples on the fly.
 
 The id rules, shared by all engines:
 

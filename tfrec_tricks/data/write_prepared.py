@@ -29,7 +29,7 @@ def split_counts(
     validation_positions: np.ndarray,
     test_positions: np.ndarray,
 ) -> dict:
-    """The histograms ``PreparedDataset`` sizes its batches from.
+    """The histograms ``OnDiskDataset`` sizes its batches from.
 
     ``train_ends``: how many users have their last training target at each
     position; ``validation_positions`` / ``test_positions``: how many

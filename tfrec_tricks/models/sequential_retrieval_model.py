@@ -868,8 +868,8 @@ class SequentialRetrievalModel(tfrs.Model):
 
         Args:
             config: a ``ModelConfig``.
-            data: a ``tfrec_tricks.data.PreparedData`` (in memory) or a
-                ``tfrec_tricks.data.PreparedDataset`` (on disk).
+            data: a ``tfrec_tricks.data.InMemoryDataset`` (in memory) or a
+                ``tfrec_tricks.data.OnDiskDataset`` (on disk).
             item_graph: array [E, 2] of raw item ids (e.g.
                 ``Source.item_graph``) or None.
             **kwargs: passed on to the constructor.

@@ -135,9 +135,9 @@ def prepare_dataset(
             config, output, engine, num_shards, pipeline_args, verbose
         )
     if verbose:
-        from tfrec_tricks.data.prepared_dataset import PreparedDataset
+        from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 
-        print(f"Prepared: {PreparedDataset(written).summary()}", flush=True)
+        print(f"Prepared: {OnDiskDataset(written).summary()}", flush=True)
     return written
 
 

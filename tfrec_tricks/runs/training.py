@@ -71,8 +71,8 @@ from tfrec_tricks.runs.training_data import (
     TrainingData,
     data_files,
     input_paths,
-    load_data,  # noqa: F401 (part of this module's API)
     load_training_data,
+    prepare_in_memory,  # noqa: F401 (part of this module's API)
 )
 
 EVAL_BATCH_SIZE = 512

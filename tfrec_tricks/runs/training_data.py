@@ -4,7 +4,7 @@
 model is built from, and batches of each split. In memory (the default),
 the source is loaded and prepared in the process (``prepare``); with
 ``TrainConfig.prepared`` the examples are formed on the fly from the
-shards a ``tfrec-tricks prepare`` wrote (``PreparedDataset``).
+shards a ``tfrec-tricks prepare`` wrote (``OnDiskDataset``).
 """
 
 import dataclasses
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data import PreparedData, Source, load_source, prepare
+from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
 from tfrec_tricks.data.datasets import source_files
+from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.data.prepared_dataset import PreparedDataset
 from tfrec_tricks.data.prepared_format import (
     METADATA_FILE,
     STATISTICS_FILE,
@@ -31,7 +31,7 @@ class TrainingData:
     """What a run reads: model inputs and batches of each split.
 
     Attributes:
-        prepared: the ``PreparedData`` (in memory) or ``PreparedDataset``
+        prepared: the ``InMemoryDataset`` (in memory) or ``OnDiskDataset``
             (on disk) the model is built from (``from_data``).
         item_graph: [E, 2] raw item ids, or None.
         description: lines saying what was loaded.
@@ -43,7 +43,7 @@ class TrainingData:
 
     @property
     def on_disk(self) -> bool:
-        return isinstance(self.prepared, PreparedDataset)
+        return isinstance(self.prepared, OnDiskDataset)
 
     @property
     def num_items(self) -> int:
@@ -107,11 +107,11 @@ class TrainingData:
 def load_training_data(config: TrainConfig) -> TrainingData:
     """Loads ``config``'s data: prepared on disk, or prepared here."""
     if config.prepared:
-        dataset = PreparedDataset(config.prepared)
+        dataset = OnDiskDataset(config.prepared)
         return TrainingData(
             dataset, dataset.item_graph(), [f"Prepared: {dataset.summary()}"]
         )
-    source, data = load_data(config)
+    source, data = prepare_in_memory(config)
     description = [f"Data: {source.interactions.summary()}"]
     if source.duplicates is not None:
         description.append(source.duplicates.message())
@@ -119,12 +119,12 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     return TrainingData(data, source.item_graph, description)
 
 
-def load_data(config: TrainConfig) -> tuple[Source, PreparedData]:
+def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
     """Loads ``config``'s data source and prepares it in memory.
 
     Returns:
         The loaded ``Source`` (interactions, optional item graph) and the
-        ``PreparedData``.
+        ``InMemoryDataset``.
     """
     source = load_source(
         config.data,

@@ -60,7 +60,7 @@ from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
 from tfrec_tricks.runs.run_directory import data_identity  # noqa: E402
 from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.runs.training import load_data  # noqa: E402
+from tfrec_tricks.runs.training import prepare_in_memory  # noqa: E402
 from tfrec_tricks.runs.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
@@ -344,7 +344,7 @@ def _build_search_space(
             shorter than one epoch of the defaults.
     """
     tf.keras.utils.set_random_seed(config.seed)
-    source, data = load_data(config)
+    source, data = prepare_in_memory(config)
     if options.verbose:
         print(f"Prepared: {data.summary()}", flush=True)
     fixed_values = {**config.model, **(options.fixed or {})}

@@ -267,7 +267,7 @@ sizes below N only (CPR) |
     NDCG@10, maximised: ``keras_tuner.Objective("val_ndcg@10", "max")``.
 
     Args:
-        data: ``tfrec_tricks.data.PreparedData``. The prepared data: sets
+        data: ``tfrec_tricks.data.InMemoryDataset``. The prepared data: sets
             ``num_items`` and ``max_len``, the training-target counts of the
             sampled objective's logQ correction and the feature statistics.
         item_graph: array [E, 2] of raw item ids or None. The SSE-Graph

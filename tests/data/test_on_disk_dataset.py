@@ -9,9 +9,9 @@ import pytest
 
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.loaders import load_file
+from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prefix_merging import merge_prefixes
 from tfrec_tricks.data.preparation import prepare
-from tfrec_tricks.data.prepared_dataset import PreparedDataset
 from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
@@ -80,7 +80,7 @@ def both_paths(table, tmp_path, max_len, split="recbole", shards=3):
         {"max_len": max_len, "split": split},
         num_shards=shards,
     )
-    return data, PreparedDataset(path)
+    return data, OnDiskDataset(path)
 
 
 def assert_same_examples(memory_arrays, dataset):
@@ -200,13 +200,13 @@ def prepared(tmp_path):
 
 def test_missing_folder(tmp_path):
     with pytest.raises(DataError, match="not a folder"):
-        PreparedDataset(str(tmp_path / "nowhere"))
+        OnDiskDataset(str(tmp_path / "nowhere"))
 
 
 def test_half_written_folder(prepared):
     os.remove(os.path.join(prepared, "metadata.json"))
     with pytest.raises(DataError, match="metadata.json is missing"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_other_format_version(prepared):
@@ -217,7 +217,7 @@ def test_other_format_version(prepared):
     with open(path, "w") as handle:
         json.dump(metadata, handle)
     with pytest.raises(DataError, match="format version 99"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_changed_shard(prepared):
@@ -227,7 +227,7 @@ def test_changed_shard(prepared):
     data[20] ^= 1
     open(path, "wb").write(bytes(data))
     with pytest.raises(DataError, match="SHA-256 differs"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_missing_and_extra_shards(prepared):
@@ -237,7 +237,7 @@ def test_missing_and_extra_shards(prepared):
         os.path.join(prepared, "sequences-00009-of-00010.tfrecord"),
     )
     with pytest.raises(DataError, match="is missing"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_every_file_is_in_the_manifest(tmp_path):
@@ -247,7 +247,7 @@ def test_every_file_is_in_the_manifest(tmp_path):
     path = write_prepared(
         sequences, str(tmp_path / "p"), {"max_len": 8}, 2, item_graph=graph
     )
-    dataset = PreparedDataset(path)
+    dataset = OnDiskDataset(path)
     listed = [entry["file"] for entry in dataset.metadata["files"]]
     assert listed == sorted(f for f in os.listdir(path) if f != "metadata.json")
     assert {"vocabulary.json", "statistics.json", "item_graph.json"} <= set(
@@ -256,7 +256,7 @@ def test_every_file_is_in_the_manifest(tmp_path):
     np.testing.assert_array_equal(dataset.item_graph(), graph)
     os.remove(os.path.join(path, "item_graph.json"))
     with pytest.raises(DataError, match="item_graph.json listed in metadata"):
-        PreparedDataset(path)
+        OnDiskDataset(path)
 
 
 def _edit(path, change):
@@ -273,16 +273,16 @@ def test_edited_vocabulary(prepared):
 
     _edit(os.path.join(prepared, "vocabulary.json"), swap)
     with pytest.raises(DataError, match="SHA-256 differs.*vocabulary.json"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_changed_statistics_size(prepared):
     _edit(os.path.join(prepared, "statistics.json"), lambda d: d.clear())
     with pytest.raises(DataError, match="statistics.json was changed"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
     # Sizes are compared even without hashes.
     with pytest.raises(DataError, match="bytes, metadata.json says"):
-        PreparedDataset(prepared, verify_hashes=False)
+        OnDiskDataset(prepared, verify_hashes=False)
 
 
 @pytest.mark.parametrize("name", ["notes.txt", ".hidden", "sub/x.json"])
@@ -291,7 +291,7 @@ def test_extra_file(prepared, name):
     os.makedirs(os.path.dirname(file), exist_ok=True)
     open(file, "w").write("{}")
     with pytest.raises(DataError, match=f"does not list: \\['{name}'\\]"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_listed_file_outside_the_folder(prepared):
@@ -300,7 +300,7 @@ def test_listed_file_outside_the_folder(prepared):
 
     _edit(os.path.join(prepared, "metadata.json"), escape)
     with pytest.raises(DataError, match="'files' must list every file"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_older_format_says_prepare_again(prepared):
@@ -310,7 +310,7 @@ def test_older_format_says_prepare_again(prepared):
 
     _edit(os.path.join(prepared, "metadata.json"), older)
     with pytest.raises(DataError, match="format version 1.*Prepare it again"):
-        PreparedDataset(prepared)
+        OnDiskDataset(prepared)
 
 
 def test_existing_output_is_not_overwritten(prepared):

@@ -1,7 +1,7 @@
 """A prepared dataset on disk, streamed with ``tf.data``.
 
 ``tfrec-tricks prepare --output DIR`` (or ``write_prepared``) stores each
-user's sequence once; ``PreparedDataset`` reads the shards and forms the
+user's sequence once; ``OnDiskDataset`` reads the shards and forms the
 same examples as the in-memory path on the fly, a batch of users at a time:
 the prefix examples of ``prepare``, or with ``every_position`` the merged
 rows of ``merge_prefixes``. The dataset never sits in memory: a run holds
@@ -43,7 +43,7 @@ EXAMPLE_SHUFFLE_BUFFER = 16_384
 BAND = "_band"
 
 
-class PreparedDataset:
+class OnDiskDataset:
     """A prepared dataset folder: metadata, vocabulary, statistics, shards.
 
     Args:
@@ -68,7 +68,7 @@ class PreparedDataset:
     >>> sequences = user_sequences(table.users, table.items, table.timestamps)
     >>> path = write_prepared(sequences, tempfile.mkdtemp() + "/prepared",
     ...                       {"max_len": 20}, num_shards=2)
-    >>> dataset = PreparedDataset(path)
+    >>> dataset = OnDiskDataset(path)
     >>> dataset.num_examples("test")
     30
     >>> batch = next(iter(dataset.batches("test", batch_size=8)))
