@@ -16,7 +16,8 @@ with ``--patience``, as ``tfrec-tricks train``), then on the test set:
 
 - overall / repeat / new NDCG@10;
 - each new target's rank among the items not in its history
-  (``tfrec_tricks.history_ranking.non_history_ranks``): NDCG@10, HR@10,
+  (``tfrec_tricks.evaluation.history_ranking.non_history_ranks``):
+  NDCG@10, HR@10,
   HR@100, median and mean rank, CPR vs the softmax, with the paired
   difference's standard error; also CPR's *base logits* alone (``f_V . e_x
   + b_x``, the head without its partitions, from
@@ -56,7 +57,7 @@ use_legacy_keras()
 
 from benchmarks import common, seed_spread  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.history_ranking import (  # noqa: E402
+from tfrec_tricks.evaluation.history_ranking import (  # noqa: E402
     concatenate_diagnostics,
     example_diagnostics,
     ndcg_per_example,

@@ -7,7 +7,8 @@ The package root stays light: it imports no TensorFlow. Import what you need:
 * ``tfrec_tricks.models``: TFRS retrieval models; they need tf-keras, so set
   ``TF_USE_LEGACY_KERAS=1`` before TensorFlow is imported (the CLI and the
   examples do this for you).
-* ``tfrec_tricks.data`` and ``tfrec_tricks.metrics``: data and evaluation.
+* ``tfrec_tricks.data`` and ``tfrec_tricks.evaluation``: data and
+  evaluation.
 """
 
 __version__ = "0.1.0"

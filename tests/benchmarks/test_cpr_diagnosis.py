@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import common
 from benchmarks import cpr_diagnosis as diagnosis
-from tfrec_tricks.history_ranking import history_mask
+from tfrec_tricks.evaluation.history_ranking import history_mask
 
 
 def summary(inner_ndcg: float, new_ndcg: float, top_mean: float) -> dict:

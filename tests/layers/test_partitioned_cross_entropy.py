@@ -17,12 +17,12 @@ from tests.layers.test_softmax_cpr import (
     _reference_base_logits,
     reference,
 )
+from tfrec_tricks.evaluation.full_ranking import tf_target_ranks
 from tfrec_tricks.layers import SoftmaxCPR
 from tfrec_tricks.layers.partitioned_cross_entropy import (
     merge_entries,
     partitioned_cross_entropy,
 )
-from tfrec_tricks.metrics import tf_target_ranks
 
 LABELS = tf.constant([3, 9, 5, 8])
 

@@ -3,8 +3,11 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.history_ranking import history_mask
-from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
+from tfrec_tricks.evaluation.full_ranking import (
+    metrics_from_ranks,
+    target_ranks,
+)
+from tfrec_tricks.evaluation.history_ranking import history_mask
 from tfrec_tricks.runs.repeat_headroom import (
     CERTAIN,
     FEATURE_NAMES,

@@ -136,7 +136,7 @@ def _ranks(
     label_logit: tf.Tensor,
     mask_padding: bool,
 ) -> tf.Tensor:
-    """``tfrec_tricks.metrics.tf_target_ranks`` of the merged logits."""
+    """``evaluation.full_ranking.tf_target_ranks`` of the merged logits."""
     z = tf.stop_gradient(base_logits)
     label_logit = tf.stop_gradient(label_logit)[:, None]
 
@@ -187,9 +187,9 @@ def partitioned_cross_entropy(
     written over them (see `merge_entries`); with ``mask_padding``, item
     0 then gets ``-1e9`` in both. This returns what
     ``tf.nn.sparse_softmax_cross_entropy_with_logits`` and
-    ``tfrec_tricks.metrics.tf_target_ranks`` give on the written-out
-    logits, with one pass over ``[B, N]`` for the normaliser and one for
-    the rank.
+    ``tfrec_tricks.evaluation.full_ranking.tf_target_ranks`` give on the
+    written-out logits, with one pass over ``[B, N]`` for the normaliser
+    and one for the rank.
 
     Args:
         base_logits: float32 ``[B, N]``, ``z``.

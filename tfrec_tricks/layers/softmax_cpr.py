@@ -879,7 +879,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         What ``tf.nn.sparse_softmax_cross_entropy_with_logits`` gives on
         ``call``'s logits and on its base logits (``return_base_logits``),
-        and ``tfrec_tricks.metrics.tf_target_ranks`` of the logits, from
+        and ``tfrec_tricks.evaluation.full_ranking.tf_target_ranks`` of the
+        logits, from
         the same inputs, with the partitions' logits never written into a
         ``[B, N]`` tensor (`partitioned_cross_entropy`): one pass over
         ``[B, N]`` for both normalisers instead of two scatters forward,

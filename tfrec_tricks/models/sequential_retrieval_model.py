@@ -8,6 +8,11 @@ import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.data.statistics import LOG1P_FEATURES
+from tfrec_tricks.evaluation.full_ranking import (
+    METRIC_KINDS,
+    RankingMetric,
+    tf_target_ranks,
+)
 from tfrec_tricks.layers import (
     MixtureOfSoftmax,
     SoftmaxCPR,
@@ -18,7 +23,6 @@ from tfrec_tricks.layers import (
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT, history_positions
 from tfrec_tricks.layers.top_k import brute_force_top_k
-from tfrec_tricks.metrics import METRIC_KINDS, RankingMetric, tf_target_ranks
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
@@ -77,7 +81,8 @@ class SequentialRetrievalModel(tfrs.Model):
     (what ``tfrec_tricks.export.ServingModule`` serves, without reading
     the head's internals).
 
-    The model tracks NDCG@K / HR@K / MRR@K (``tfrec_tricks.metrics``) of the
+    The model tracks NDCG@K / HR@K / MRR@K
+    (``tfrec_tricks.evaluation.full_ranking``) of the
     full-catalogue logits, so ``model.evaluate`` and
     ``EarlyStopping(monitor="val_ndcg@10")`` see them. With the sampled
     objective they are computed in evaluation only (training reports 0).

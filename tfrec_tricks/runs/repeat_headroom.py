@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.history_ranking import history_mask
-from tfrec_tricks.metrics import (
+from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_from_ranks,
     repeat_targets,
     target_ranks,
 )
+from tfrec_tricks.evaluation.history_ranking import history_mask
 
 #: Added to / taken from history logits for a certain decision.
 CERTAIN = 1e6

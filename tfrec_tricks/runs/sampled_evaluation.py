@@ -1,7 +1,8 @@
 """``train --eval-negatives N``: the papers' sampled protocol beside ours.
 
 SASRec and SSE-PT report MovieLens-1M with 100 sampled negatives per
-example (``tfrec_tricks.sampled_ranking``). ``train`` then also ranks each
+example (``tfrec_tricks.evaluation.sampled_ranking``). ``train`` then also
+ranks each
 validation and test target against ``N`` items the user had not
 interacted with before it, besides the full ranking it always reports. The
 two are not comparable: the sampled numbers are much higher.
@@ -26,8 +27,11 @@ from typing import Callable, Iterable
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
-from tfrec_tricks.sampled_ranking import distinct_sampled_ranks
+from tfrec_tricks.evaluation.full_ranking import (
+    metrics_from_ranks,
+    target_ranks,
+)
+from tfrec_tricks.evaluation.sampled_ranking import distinct_sampled_ranks
 
 
 class SeenItems:

@@ -35,7 +35,7 @@ from tfrec_tricks.callbacks import (
 )
 from tfrec_tricks.data.prepared_format import read_metadata
 from tfrec_tricks.errors import TrainingFailedError
-from tfrec_tricks.metrics import (
+from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_from_ranks,
     tf_target_ranks,

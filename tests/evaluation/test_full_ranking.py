@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.metrics import (
+from tfrec_tricks.evaluation.full_ranking import (
     RankingMetric,
     full_ranking_metrics,
     metrics_by_target_kind,

@@ -72,7 +72,7 @@ def repeat_targets(history: np.ndarray, targets: np.ndarray) -> np.ndarray:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.metrics import repeat_targets
+    >>> from tfrec_tricks.evaluation.full_ranking import repeat_targets
     >>> repeat_targets(np.array([[4, 2, 0], [1, 3, 0]]), np.array([2, 0]))
     array([ True, False])
     """
@@ -133,7 +133,7 @@ def ndcg_per_example(ranks: np.ndarray, k: int = 10) -> np.ndarray:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.metrics import ndcg_per_example
+    >>> from tfrec_tricks.evaluation.full_ranking import ndcg_per_example
     >>> ndcg_per_example(np.array([1, 3, 11]), k=10)
     array([1. , 0.5, 0. ])
     """
@@ -179,7 +179,7 @@ def full_ranking_metrics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.metrics import full_ranking_metrics
+    >>> from tfrec_tricks.evaluation.full_ranking import full_ranking_metrics
     >>> scores = np.array([[0.0, 0.9, 0.5, 0.1]])  # item 2 ranks 2nd
     >>> full_ranking_metrics(scores, np.array([2]), ks=(1, 10))["ndcg@10"]
     0.6309297535714575
@@ -212,7 +212,7 @@ class RankingMetric(tf.keras.metrics.Mean):
 
     ``update_state(y_true, y_pred)`` takes the target ids [B] and the
     full-catalogue scores [B, N]; the definitions and the tie rule are those
-    of ``tfrec_tricks.metrics.full_ranking_metrics``.
+    of ``tfrec_tricks.evaluation.full_ranking.full_ranking_metrics``.
 
     Args:
         kind: str. One of "ndcg", "hr", "mrr".
@@ -222,7 +222,7 @@ class RankingMetric(tf.keras.metrics.Mean):
 
     Example:
 
-    >>> import tfrec_tricks.metrics as m
+    >>> import tfrec_tricks.evaluation.full_ranking as m
     >>> metric = m.RankingMetric("hr", k=1)
     >>> _ = metric.update_state([1, 2], [[0.0, 0.9, 0.5], [0.0, 0.9, 0.5]])
     >>> float(metric.result())

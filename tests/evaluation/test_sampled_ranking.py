@@ -5,8 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from tfrec_tricks.metrics import metrics_from_ranks, target_ranks
-from tfrec_tricks.sampled_ranking import (
+from tfrec_tricks.evaluation.full_ranking import (
+    metrics_from_ranks,
+    target_ranks,
+)
+from tfrec_tricks.evaluation.sampled_ranking import (
     distinct_sampled_ranks,
     sample_negatives,
     sampled_ranking_metrics,

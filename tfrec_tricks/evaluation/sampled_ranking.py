@@ -9,7 +9,8 @@ target among itself and those negatives by the model's scores, and compute
 HR@10 / NDCG@10 from that rank.
 
 These numbers are NOT comparable with full-catalogue ranking
-(``tfrec_tricks.metrics.full_ranking_metrics``): ranking one item against
+(``tfrec_tricks.evaluation.full_ranking.full_ranking_metrics``): ranking one
+item against
 100 random ones is far easier than against the whole catalogue, so sampled
 HR@10 is much higher, and sampled metrics can even order models differently
 from full ranking (Krichene & Rendle, "On Sampled Metrics for Item
@@ -22,7 +23,8 @@ Differences from the reference code, all deliberate:
   but the target itself is also rejected (the reference code rejects only the
   training items, so a test target could rarely be drawn as its own
   negative).
-* Ties are pessimistic, as in ``tfrec_tricks.metrics.target_ranks``: a
+* Ties are pessimistic, as in
+  ``tfrec_tricks.evaluation.full_ranking.target_ranks``: a
   negative scoring the same as the target ranks ahead of it (the reference
   code's ``argsort().argsort()`` breaks ties arbitrarily). A model that
   scores everything alike gets the last rank, not the first.
@@ -46,7 +48,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from tfrec_tricks.metrics import metrics_from_ranks
+from tfrec_tricks.evaluation.full_ranking import metrics_from_ranks
 
 # Cap on one rejection-sampling block, so that an example whose user has seen
 # nearly the whole catalogue loops over blocks instead of allocating one
@@ -122,7 +124,7 @@ def sample_negatives(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.sampled_ranking import sample_negatives
+    >>> from tfrec_tricks.evaluation.sampled_ranking import sample_negatives
     >>> seen = [np.array([1, 2, 0]), np.array([5])]
     >>> negatives = sample_negatives(
     ...     seen, np.array([3, 1]), np.array([7, 8]), num_items=6,
@@ -225,7 +227,7 @@ def sampled_ranks(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.sampled_ranking import sampled_ranks
+    >>> from tfrec_tricks.evaluation.sampled_ranking import sampled_ranks
     >>> scores = np.array([[9.0, 0.9, 0.5, 0.5, 0.1]])
     >>> sampled_ranks(scores, np.array([2]), np.array([[1, 3, 4, 4]]))
     array([3])
@@ -415,7 +417,8 @@ def sampled_ranking_metrics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.sampled_ranking import sampled_ranking_metrics
+    >>> from tfrec_tricks.evaluation.sampled_ranking import (
+    ...     sampled_ranking_metrics)
     >>> scores = np.array([[0.0, 0.9, 0.5, 0.1, 0.3]])  # item 1 scores best
     >>> sampled_ranking_metrics(
     ...     scores, np.array([1]), [np.array([2])], np.array([0]),

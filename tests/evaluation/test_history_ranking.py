@@ -5,7 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from tfrec_tricks.history_ranking import (
+from tfrec_tricks.evaluation.full_ranking import target_ranks
+from tfrec_tricks.evaluation.history_ranking import (
     DIAGNOSTIC_FIELDS,
     concatenate_diagnostics,
     example_diagnostics,
@@ -16,7 +17,6 @@ from tfrec_tricks.history_ranking import (
     paired_difference,
     summarize_diagnostics,
 )
-from tfrec_tricks.metrics import target_ranks
 
 # Column 0 is padding; its score is the highest on purpose: never ranked.
 SCORES = np.array(

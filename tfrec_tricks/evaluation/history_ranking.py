@@ -13,10 +13,10 @@ model's full-catalogue scores:
   targets: ``history_items_in_top_k`` counts the history items among the
   top-k of each example.
 
-Conventions are those of ``tfrec_tricks.metrics``: column 0 of the scores
-is the padding id and is never ranked, ranks are 1-based and pessimistic
-(items scoring the same as the target rank ahead of it), history arrays are
-``[B, L]`` with padding id 0 on either side.
+Conventions are those of ``tfrec_tricks.evaluation.full_ranking``: column 0
+of the scores is the padding id and is never ranked, ranks are 1-based and
+pessimistic (items scoring the same as the target rank ahead of it),
+history arrays are ``[B, L]`` with padding id 0 on either side.
 
 ``example_diagnostics`` computes every per-example number of one batch of
 scores; ``summarize_diagnostics`` turns the concatenated numbers of a test
@@ -28,15 +28,17 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from tfrec_tricks.layers.common import is_integer
-from tfrec_tricks.metrics import (
+from tfrec_tricks.evaluation.full_ranking import (
     metrics_from_ranks,
     repeat_targets,
     target_ranks,
 )
 
 # Re-exported: the diagnosis compares models on per-example NDCG.
-from tfrec_tricks.metrics import ndcg_per_example as ndcg_per_example
+from tfrec_tricks.evaluation.full_ranking import (
+    ndcg_per_example as ndcg_per_example,
+)
+from tfrec_tricks.layers.common import is_integer
 
 #: Per-example arrays of ``example_diagnostics``, in that order.
 DIAGNOSTIC_FIELDS = (
@@ -59,7 +61,7 @@ def history_mask(histories: np.ndarray, num_items: int) -> np.ndarray:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import history_mask
+    >>> from tfrec_tricks.evaluation.history_ranking import history_mask
     >>> history_mask(np.array([[0, 2, 2], [3, 1, 0]]), 4)
     array([[False, False,  True, False],
            [False,  True, False,  True]])
@@ -148,7 +150,7 @@ def non_history_ranks(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import non_history_ranks
+    >>> from tfrec_tricks.evaluation.history_ranking import non_history_ranks
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5, 0.1]])  # target 3 is 3rd
     >>> non_history_ranks(scores, np.array([[1, 0]]), np.array([3]))
     array([2])
@@ -199,7 +201,8 @@ def history_items_in_top_k(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import history_items_in_top_k
+    >>> from tfrec_tricks.evaluation.history_ranking import (
+    ...     history_items_in_top_k)
     >>> scores = np.array([[0.0, 0.9, 0.5, 0.5, 0.1]])
     >>> history_items_in_top_k(scores, np.array([[3, 4, 3]]), k=2)
     array([0])
@@ -222,7 +225,7 @@ def history_lengths(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import history_lengths
+    >>> from tfrec_tricks.evaluation.history_ranking import history_lengths
     >>> history_lengths(np.array([[0, 4, 2, 4], [0, 0, 0, 0]]))
     (array([3, 0]), array([2, 0]))
     """
@@ -254,7 +257,8 @@ def example_diagnostics(
 
     Returns:
         dict of ``[B]`` arrays (``DIAGNOSTIC_FIELDS``): ``rank`` (among all
-        real items, ``tfrec_tricks.metrics.target_ranks``), ``repeat`` (the
+        real items, ``tfrec_tricks.evaluation.full_ranking.target_ranks``),
+        ``repeat`` (the
         target is in the history), ``non_history_rank`` (``non_history_
         ranks`` for new targets, 0 for repeat ones), ``history_in_top_k``,
         ``history_length`` and ``distinct_history``. Concatenate batches
@@ -263,7 +267,7 @@ def example_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import example_diagnostics
+    >>> from tfrec_tricks.evaluation.history_ranking import example_diagnostics
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5], [0.0, 0.1, 0.7, 0.3]])
     >>> found = example_diagnostics(
     ...     scores, np.array([[1, 0], [2, 2]]), np.array([3, 2]), k=2)
@@ -299,7 +303,7 @@ def concatenate_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import (
+    >>> from tfrec_tricks.evaluation.history_ranking import (
     ...     concatenate_diagnostics, example_diagnostics)
     >>> one = example_diagnostics(
     ...     np.array([[0.0, 0.2, 0.1]]), np.array([[2]]), np.array([1]))
@@ -327,7 +331,7 @@ def paired_difference(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import paired_difference
+    >>> from tfrec_tricks.evaluation.history_ranking import paired_difference
     >>> mean, error = paired_difference(
     ...     np.array([1.0, 0.5, 0.0, 0.5]), np.array([0.5, 0.5, 0.0, 0.0]))
     >>> round(mean, 4), round(error, 4)
@@ -363,7 +367,8 @@ def summarize_diagnostics(
         - ``"overall"``: NDCG@K, HR@K, MRR@K of all targets;
         - ``"by_kind"``: the metrics of ``"repeat"`` and ``"new"``
           targets, each with its ``"share"``, as
-          ``tfrec_tricks.metrics.metrics_by_target_kind`` gives them;
+          ``tfrec_tricks.evaluation.full_ranking.metrics_by_target_kind``
+          gives them;
         - ``"new_non_history"``: new targets ranked among non-history
           items: NDCG@K, HR@K, MRR@K, ``median_rank``, ``mean_rank``,
           ``hr@100`` and ``count``;
@@ -378,7 +383,7 @@ def summarize_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.history_ranking import (
+    >>> from tfrec_tricks.evaluation.history_ranking import (
     ...     example_diagnostics, summarize_diagnostics)
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5], [0.0, 0.1, 0.7, 0.3]])
     >>> summary = summarize_diagnostics(example_diagnostics(
