@@ -159,13 +159,55 @@ class SequentialRetrievalModel(tfrs.Model):
         item_graph_num_edges: int | None = None,
         **kwargs,
     ):
+        """Builds the model's parts, one private method per step.
+
+        The steps run in this order, which is the order in which layers
+        and variables are created: seeded initial weights, the automatic
+        layer names and the weight order of saved models depend on it, so
+        a step must not be moved, nor a part moved to another step.
+
+        1. ``_build_item_embedding``: the (tied) item table and its output
+           bias.
+        2. ``_build_sse_layers``: the SSE layers of the history items and
+           the labels, and the size of their item graph.
+        3. ``_checked_feature_statistics``: the feature statistics, checked
+           against ``config.features``.
+        4. ``_build_feature_encoders``: one soft one-hot encoder per
+           feature.
+        5. ``_build_encoder``: the GRU4Rec or SASRec encoder between the
+           embedding and output dropouts.
+        6. ``_build_output_head``: the CPR or MoS head, or none (then a
+           projection when the encoder is wider than the item table).
+        7. ``_build_sampled_objective``: for the sampled objective, the
+           candidate probabilities and the logQ, accidental-hit and
+           hard-negative layers.
+        8. ``_build_metrics``: the ranking metrics and the loss tracker.
+
+        The arguments are those of the class.
+        """
         super().__init__(**kwargs)
         self.config = config
-        n, d = config.num_items, config.embedding_dim
-        hidden = config.hidden_dim or d
+        # The encoder's width; the output side maps it back to embedding_dim.
+        hidden = config.hidden_dim or config.embedding_dim
+        self._build_item_embedding()
+        self._build_sse_layers(item_graph, item_graph_num_edges)
+        statistics = self._checked_feature_statistics(feature_statistics)
+        self._build_feature_encoders(statistics)
+        self._build_encoder(hidden)
+        self._build_output_head(hidden)
+        self._build_sampled_objective(item_frequencies)
+        self._build_metrics()
+
+    def _build_item_embedding(self) -> None:
+        """Creates ``item_embedding`` and its weights.
+
+        It is built here, not on the first call, because the SSE layers
+        and the heads read its table before any call.
+        """
+        config = self.config
         self.item_embedding = TiedItemEmbedding(
-            n,
-            d,
+            config.num_items,
+            config.embedding_dim,
             use_bias=config.output_bias,
             tie=config.tie_embeddings,
             embeddings_initializer=tf.keras.initializers.RandomNormal(
@@ -178,6 +220,23 @@ class SequentialRetrievalModel(tfrs.Model):
         )
         self.item_embedding.build(None)
 
+    def _build_sse_layers(
+        self, item_graph: Any, item_graph_num_edges: int | None
+    ) -> None:
+        """Creates ``item_sse``, ``label_sse`` and ``item_graph_num_edges``.
+
+        Each SSE layer is None when its probability is 0.
+        ``item_graph_num_edges`` is the graph size of the layers that exist
+        (None without SSE), which ``get_config`` saves so that
+        ``from_config`` can create the graph weights before
+        ``load_weights`` fills them.
+
+        Args:
+            item_graph: int array [E, 2] of contiguous item ids or None.
+            item_graph_num_edges: int or None, the CSR size of the graph
+                when ``item_graph`` is not given (``from_config``).
+        """
+        config = self.config
         sse_used = config.sse_item_probability or config.sse_label_probability
         self.item_sse = self._sse(
             config.sse_item_probability,
@@ -198,14 +257,40 @@ class SequentialRetrievalModel(tfrs.Model):
             sse = self.item_sse or self.label_sse
             self.item_graph_num_edges = sse.num_edges
 
+    def _checked_feature_statistics(self, feature_statistics: dict | None):
+        """A copy of ``feature_statistics``, checked against the config.
+
+        Args:
+            feature_statistics: dict ``{name: (mean, variance)}`` or None.
+
+        Returns:
+            dict, empty for None.
+
+        Raises:
+            ValueError: if a name is not in ``config.features`` (a typo
+                would otherwise leave that feature unstandardised).
+        """
         statistics = dict(feature_statistics or {})
-        unknown = sorted(set(statistics) - set(config.features))
+        unknown = sorted(set(statistics) - set(self.config.features))
         if unknown:
             raise ValueError(
                 "feature_statistics names features the config does not "
                 f"use. Received: {unknown}; config.features="
-                f"{list(config.features)}"
+                f"{list(self.config.features)}"
             )
+        return statistics
+
+    def _build_feature_encoders(self, statistics: dict) -> None:
+        """Creates ``feature_encoders``, a soft one-hot encoder per feature.
+
+        Each feature is standardised (after a log1p for those of
+        ``LOG1P_FEATURES``) with its statistics, or (0, 1) without them,
+        and a missing (NaN) value gets a learned vector.
+
+        Args:
+            statistics: dict ``{name: (mean, variance)}``, checked.
+        """
+        config = self.config
         self.feature_encoders = {}
         for name in config.features:
             options = {"normalization": "standardize"}
@@ -216,12 +301,22 @@ class SequentialRetrievalModel(tfrs.Model):
                 options.update(mean=float(mean), variance=float(variance))
             self.feature_encoders[name] = SoftOneHotEncoding(
                 config.soft_one_hot_buckets,
-                d,
+                config.embedding_dim,
                 missing="learned",
                 name=f"feature_{name}",
                 **options,
             )
 
+    def _build_encoder(self, hidden: int) -> None:
+        """Creates ``embedding_dropout``, ``encoder`` and ``output_dropout``.
+
+        The dropouts are created around the encoder, in this order, since
+        their automatic names depend on it.
+
+        Args:
+            hidden: int, the encoder's width.
+        """
+        config = self.config
         self.embedding_dropout = tf.keras.layers.Dropout(config.dropout)
         if config.encoder == "sasrec":
             self.encoder = SASRecEncoder(
@@ -240,6 +335,21 @@ class SequentialRetrievalModel(tfrs.Model):
                 hidden, config.num_layers, dropout=0.0, name="encoder"
             )
         self.output_dropout = tf.keras.layers.Dropout(config.dropout)
+
+    def _build_output_head(self, hidden: int) -> None:
+        """Creates ``head`` and ``projection``, at most one of them.
+
+        ``head`` is a ``SoftmaxCPR`` (``"cpr"``) or a ``MixtureOfSoftmax``
+        (``"mos"``), which map the states to ``embedding_dim`` themselves;
+        the softmax heads have none (None) and score with the item table,
+        through a ``projection`` when ``hidden`` differs from
+        ``embedding_dim`` (None otherwise).
+
+        Args:
+            hidden: int, the encoder's width.
+        """
+        config = self.config
+        d = config.embedding_dim
         self.projection = None
         self.head = None
         if config.head == "cpr":
@@ -265,26 +375,24 @@ class SequentialRetrievalModel(tfrs.Model):
         elif hidden != d:
             self.projection = tf.keras.layers.Dense(d, name="projection")
 
+    def _build_sampled_objective(self, item_frequencies: Any) -> None:
+        """Creates the parts of the sampled objective, if it is used.
+
+        ``candidate_probability`` is None for the full objective, and the
+        other attributes (``logq_correction``, ``accidental_hits``,
+        ``hard_negatives``) then do not exist. ``hard_negatives`` is None
+        without ``num_hard_negatives``.
+
+        Args:
+            item_frequencies: float array [N] of target counts or None.
+        """
+        config = self.config
         self.candidate_probability = None
         if config.objective == "sampled":
-            if item_frequencies is None:
-                probability = np.full([n], 1.0 / (n - 1), np.float32)
-            else:
-                counts = np.asarray(item_frequencies, np.float64).ravel()
-                if (
-                    counts.shape != (n,)
-                    or (counts < 0).any()
-                    or not (counts.sum() > 0)
-                ):
-                    raise ValueError(
-                        f"item_frequencies must be {n} non-negative counts "
-                        "(one per item id, padding included) with a "
-                        f"positive sum. Received: shape={counts.shape}"
-                    )
-                probability = (counts / counts.sum()).astype(np.float32)
+            probability = self._candidate_probabilities(item_frequencies)
             self.candidate_probability = self.add_weight(
                 name="candidate_probability",
-                shape=(n,),
+                shape=(config.num_items,),
                 trainable=False,
                 initializer=tf.keras.initializers.Constant(probability),
             )
@@ -297,9 +405,38 @@ class SequentialRetrievalModel(tfrs.Model):
                 self.hard_negatives = tfrs.layers.loss.HardNegativeMining(
                     config.num_hard_negatives
                 )
+
+    def _candidate_probabilities(self, item_frequencies: Any) -> np.ndarray:
+        """The candidate sampling probabilities of the logQ correction.
+
+        Args:
+            item_frequencies: float array [N] of target counts or None.
+
+        Returns:
+            float32 array [N]: the normalised counts, or uniform over the
+            N - 1 items for None (no correction until weights are loaded).
+
+        Raises:
+            ValueError: if the counts are not N non-negative values with a
+                positive sum.
+        """
+        n = self.config.num_items
+        if item_frequencies is None:
+            return np.full([n], 1.0 / (n - 1), np.float32)
+        counts = np.asarray(item_frequencies, np.float64).ravel()
+        if counts.shape != (n,) or (counts < 0).any() or not (counts.sum() > 0):
+            raise ValueError(
+                f"item_frequencies must be {n} non-negative counts "
+                "(one per item id, padding included) with a "
+                f"positive sum. Received: shape={counts.shape}"
+            )
+        return (counts / counts.sum()).astype(np.float32)
+
+    def _build_metrics(self) -> None:
+        """Creates ``ranking_metrics`` and ``loss_tracker``."""
         self.ranking_metrics = [
             RankingMetric(kind, k)
-            for k in config.metric_ks
+            for k in self.config.metric_ks
             for kind in METRIC_KINDS
         ]
         # tfrs.Model reports the last batch's loss as "loss"; Keras users
