@@ -24,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.metrics import full_ranking_metrics  # noqa: E402
+from tfrec_tricks.evaluation.full_ranking import full_ranking_metrics  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
