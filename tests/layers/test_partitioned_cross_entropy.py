@@ -305,3 +305,101 @@ def test_without_entries_it_is_the_plain_cross_entropy():
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
     np.testing.assert_allclose(base_loss, expected, rtol=1e-6)
     np.testing.assert_array_equal(ranks, tf_target_ranks(logits, labels))
+
+
+# ------------------------------------------------- every target position
+
+
+def _position_case(name, seed=3):
+    layer, data, inputs, table, bias, _ = _setup(name, seed=seed)
+    ids = data["ids"]
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(1, N, size=ids.shape).astype("int32")
+    # Targets only after real items, and not after every one.
+    targets[(ids == 0) | (rng.random(ids.shape) < 0.3)] = 0
+    return layer, data, inputs, table, bias, tf.constant(targets)
+
+
+def _expanded(data, inputs, targets):
+    """`SequentialRetrievalModel.expand_positions` of the inputs."""
+    rows, positions = np.nonzero(targets.numpy())
+    width = data["ids"].shape[1]
+    keep = np.arange(width)[None, :] <= positions[:, None]
+    expanded = {
+        "hidden_states": tf.gather(inputs["hidden_states"], rows),
+        "history_ids": tf.constant(
+            np.where(keep, data["ids"][rows], 0).astype("int32")
+        ),
+    }
+    if "layer_hidden_states" in inputs:
+        expanded["layer_hidden_states"] = [
+            tf.gather(x, rows) for x in inputs["layer_hidden_states"]
+        ]
+    labels = tf.constant(targets.numpy()[rows, positions])
+    return expanded, labels
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_position_matches_the_expanded_rows(name):
+    layer, data, inputs, table, bias, targets = _position_case(name)
+    expanded, labels = _expanded(data, inputs, targets)
+    weights = [*layer.trainable_weights, table]
+    if bias is not None:
+        weights.append(bias)
+    results = []
+    for per_position in (False, True):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs["hidden_states"])
+            if per_position:
+                out = layer.position_cross_entropy(
+                    inputs, table, targets, item_bias=bias, training=True
+                )
+            else:
+                # The expanded states are gathers of the inputs' states,
+                # so both gradients reach inputs["hidden_states"].
+                expanded, labels = _expanded(data, inputs, targets)
+                out = layer.cross_entropy(
+                    expanded, table, labels, item_bias=bias, training=True
+                )
+            total = tf.reduce_sum(out[0]) + 0.7 * tf.reduce_sum(out[1])
+        grads = tape.gradient(total, [*weights, inputs["hidden_states"]])
+        results.append((out, grads))
+    (want, want_grads), (got, got_grads) = results
+    for a, b in zip(got[:2], want[:2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], want[2])
+    _assert_gradients_agree(
+        [
+            None if g is None else np.asarray(tf.convert_to_tensor(g))
+            for g in want_grads
+        ],
+        [
+            None if g is None else np.asarray(tf.convert_to_tensor(g))
+            for g in got_grads
+        ],
+    )
+
+
+def test_every_position_ranks_the_true_targets_under_other_labels():
+    layer, data, inputs, table, bias, targets = _position_case("CPR_multi")
+    expanded, labels = _expanded(data, inputs, targets)
+    perturbed = tf.reverse(labels, [0])
+    got = layer.position_cross_entropy(
+        inputs, table, targets, item_bias=bias, labels=perturbed
+    )
+    want = layer.cross_entropy(
+        expanded, table, perturbed, item_bias=bias, rank_labels=labels
+    )
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_every_position_refuses_last_positions():
+    layer, data, inputs, table, bias, targets = _position_case("CPR")
+    with pytest.raises(ValueError, match="last_positions"):
+        layer.position_cross_entropy(
+            {**inputs, "last_positions": tf.constant([3, 5, 0, 5])},
+            table,
+            targets,
+            item_bias=bias,
+        )

@@ -680,8 +680,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         table: tf.Tensor,
         bias: tf.Tensor | None,
         training: Any,
+        f_reranks: list | None = None,
     ) -> tuple:
         """The gradient-free base product and the rerankers' sets.
+
+        ``f_reranks``: the rerankers' projections of ``query`` in cascade
+        order, if already taken (else they are taken here).
 
         Returns:
             ``(product, selected)``: float32 ``[B, N]``, ``f_V E^T``
@@ -700,7 +704,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         selected = []
         for j, (k, projection) in enumerate(stages):
             top = self._select(running, k, self.mask_padding, training)
-            f_rerank = self._project(projection, query, training)
+            if f_reranks is None:
+                f_rerank = self._project(projection, query, training)
+            else:
+                f_rerank = f_reranks[j]
             selected.append((top, f_rerank))
             if j + 1 < len(stages):
                 scores = self._rerank_scores(
@@ -934,16 +941,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         row_parts = tf.split(rows, sizes, axis=1)
         base_parts = tf.split(at_ids, sizes, axis=1)
 
-        entry_ids, values, replaces = [], [], []
+        history = None
         if uses_history:
             valid = tf.not_equal(ids, 0)
             if self.exclude_history and not is_training(training):
-                history = tf.fill(tf.shape(ids), PADDING_LOGIT)
+                values = tf.fill(tf.shape(ids), PADDING_LOGIT)
             else:
                 equal = None
                 if self.use_pointer:
                     equal = tf.equal(ids[:, :, None], ids[:, None, :])
-                history = self._history_logits(
+                values = self._history_logits(
                     query,
                     f_base,
                     hidden,
@@ -955,43 +962,316 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                     training,
                     vectors=row_parts[0],
                 )
-            entry_ids.append(tf.where(valid, ids, -1))
-            values.append(history)
-            replaces.append(tf.ones_like(valid))
-        offset = len(entry_ids)
-        for j, (top, f_rerank) in enumerate(stages):
-            values.append(
+            history = (tf.where(valid, ids, -1), values, base_parts[0])
+        offset = int(uses_history)
+        scored = [
+            (
+                top,
                 self._rerank_scores(
                     f_rerank, table, bias, top, vectors=row_parts[offset + j]
-                )
+                ),
+                base_parts[offset + j],
             )
-            entry_ids.append(top)
-            replaces.append(tf.fill(tf.shape(top), self.merge == "replace"))
+            for j, (top, f_rerank) in enumerate(stages)
+        ]
         count = offset + len(stages)
-        if not count:  # no partition: one entry that names no item
+        return self._entries_loss(
+            base_logits,
+            history,
+            scored,
+            labels,
+            base_parts[count][:, 0],
+            rank_labels,
+            None if rank_labels is None else base_parts[count + 1][:, 0],
+            base_parts[-1][:, 0] if self.mask_padding else None,
+        )
+
+    def _entries_loss(
+        self,
+        base_logits: tf.Tensor,
+        history: tuple | None,
+        stages: list,
+        labels: tf.Tensor,
+        label_base: tf.Tensor,
+        rank_labels: tf.Tensor | None,
+        rank_base: tf.Tensor | None,
+        padding_base: tf.Tensor | None,
+    ) -> tuple:
+        """`partitioned_cross_entropy` of the partitions' entries.
+
+        Args:
+            base_logits: float32 ``[M, N]``, ``f_V E^T + b`` with gradient.
+            history: ``(ids, values, base)``, each ``[M, L]`` (ids -1
+                where no entry), or None.
+            stages: ``(top, scores, base)`` per reranker, ``[M, k]`` each,
+                smallest ``k`` first (the last written first).
+            labels, label_base: ``[M]``; rank_labels, rank_base: ``[M]``
+                or None; padding_base: ``[M]`` (with ``mask_padding``).
+            The bases are the base logits at those ids, forward-equal to
+            a gather of ``base_logits``, with a sparse gradient.
+        """
+        entries = ([history] if history is not None else []) + [
+            (top, scores, base) for top, scores, base in stages
+        ]
+        replaces = [tf.ones_like(history[0], tf.bool)] if history else []
+        replaces += [
+            tf.fill(tf.shape(top), self.merge == "replace")
+            for top, _, _ in stages
+        ]
+        if not entries:  # no partition: one entry that names no item
             none = tf.fill(tf.shape(labels[:, None]), -1)
-            entry_ids, replaces = [none], [tf.equal(none, -1)]
-            values = [tf.zeros(tf.shape(none), tf.float32)]
-            base_parts = [values[0], *base_parts]
-            count = 1
-        rank_base = base_parts[count + 1] if rank_labels is not None else None
+            zeros = tf.zeros(tf.shape(none), tf.float32)
+            entries, replaces = [(none, zeros, zeros)], [tf.equal(none, -1)]
+        entry_ids, values, bases = zip(*entries)
         return partitioned_cross_entropy(
             base_logits,
             tf.concat(entry_ids, axis=1),
             tf.concat(values, axis=1),
             tf.concat(replaces, axis=1),
-            tf.concat(base_parts[:count], axis=1),
+            tf.concat(bases, axis=1),
             labels,
-            base_parts[count][:, 0],
+            label_base,
             mask_padding=self.mask_padding,
-            padding_base_logit=(
-                base_parts[-1][:, 0] if self.mask_padding else None
-            ),
+            padding_base_logit=padding_base,
             rank_labels=rank_labels,
-            rank_label_base_logits=(
-                None if rank_base is None else rank_base[:, 0]
-            ),
+            rank_label_base_logits=rank_base,
         )
+
+    def position_cross_entropy(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        position_targets: Any,
+        item_bias: Any = None,
+        training: Any = None,
+        labels: Any = None,
+    ) -> tuple:
+        """`cross_entropy` at every target position of every row.
+
+        Position ``p`` of row ``b`` counts as its own example: the history
+        cut after ``p``, read at ``p`` (``h``, the Mi window, the context
+        and pointer over positions ``<= p``), as
+        ``SequentialRetrievalModel.expand_positions`` would give it. The
+        states of a causal encoder up to ``p`` are those of the cut
+        history, so the values are those of `cross_entropy` on the
+        expanded rows, without expanding them: the context, pointer and
+        base logits of the history come from ``[B, L, L]`` products of
+        the projections at every position with the history's table rows,
+        not from a ``[M, L, d]`` copy of the states per target.
+
+        Args:
+            inputs, item_embeddings, item_bias, training: as ``call``'s.
+                ``inputs`` must not hold ``"last_positions"``.
+            position_targets: int ``[B, L']``, the target after each
+                position, 0 where none (``L' >= L``; columns past ``L``
+                are ignored).
+            labels: int ``[M]`` or None. The items whose cross-entropy is
+                taken, one per target in row-major order (for example the
+                targets perturbed); None takes the targets.
+
+        Returns:
+            ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[M]``
+            each, in row-major order of the targets; ranks are the true
+            targets'.
+        """
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias
+        )
+        if isinstance(inputs, Mapping) and "last_positions" in inputs:
+            raise ValueError(
+                "position_cross_entropy reads every target position; it "
+                "takes no `last_positions`. Received: inputs with keys "
+                f"{sorted(inputs)}"
+            )
+        width = tf.shape(ids)[1]
+        targets = tf.cast(position_targets, tf.int32)[:, :width]
+        index = tf.cast(tf.where(targets > 0), tf.int32)  # [M, 2]
+        true_labels = tf.gather_nd(targets, index)
+        rank_labels = None
+        if labels is None:
+            labels = true_labels
+        else:
+            labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+            rank_labels = true_labels
+
+        query = self._position_query(hidden, ids, layers)  # [B, L, q]
+
+        def project(layer: Any) -> tf.Tensor:
+            return self._project(layer, query, training)
+
+        def at_targets(grid: tf.Tensor) -> tf.Tensor:
+            return tf.gather_nd(grid, index)
+
+        f_base_grid = project(self.base_projection)
+        f_base = at_targets(f_base_grid)  # [M, d]
+        product, selected = self._select_stages(
+            at_targets(query),
+            f_base,
+            table,
+            bias,
+            training,
+            f_reranks=[at_targets(project(p)) for _, p in self._stages()],
+        )
+        uses_history = self._uses_history(training)
+        stages = selected[::-1]
+        # One gather of table rows for everything, flat: the history's
+        # [B, L] (not [M, L]: rows share it), the sets, labels, padding.
+        columns = [tf.reshape(ids, [-1])]
+        columns += [tf.reshape(top, [-1]) for top, _ in stages]
+        columns.append(labels)
+        if rank_labels is not None:
+            columns.append(rank_labels)
+        if self.mask_padding:
+            columns.append(tf.zeros([1], tf.int32))
+        product, rows = _product_and_rows(
+            f_base, table, tf.concat(columns, axis=0), product
+        )
+        parts = tf.split(rows, [tf.size(x) for x in columns], axis=0)
+        base_logits = product if bias is None else product + bias
+        frozen = tf.stop_gradient(base_logits)
+
+        def with_bias(values: tf.Tensor, item_ids: tf.Tensor) -> tf.Tensor:
+            return (
+                values if bias is None else values + tf.gather(bias, item_ids)
+            )
+
+        def base_at(item_ids: tf.Tensor, recomputed: tf.Tensor) -> tf.Tensor:
+            # Forward: the gather of base_logits; backward: the rows'.
+            recomputed = with_bias(recomputed, item_ids)
+            return tf.stop_gradient(
+                tf.gather(frozen, item_ids, batch_dims=1)
+            ) + (recomputed - tf.stop_gradient(recomputed))
+
+        vectors = tf.reshape(parts[0], tf.concat([tf.shape(ids), [-1]], 0))
+        history = None
+        if uses_history:
+            history_ids = tf.gather(ids, index[:, 0])  # [M, L]
+            entry = tf.not_equal(history_ids, 0) & (
+                tf.range(width)[None, :] <= index[:, 1:]
+            )
+            base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
+            if self.exclude_history and not is_training(training):
+                values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
+            else:
+                values = at_targets(
+                    self._position_history_logits(
+                        project, base_grid, hidden, ids, vectors, bias
+                    )
+                )
+            history = (
+                tf.where(entry, history_ids, -1),
+                values,
+                base_at(history_ids, at_targets(base_grid)),
+            )
+        scored = []
+        for j, (top, f_rerank) in enumerate(stages):
+            top_rows = tf.reshape(
+                parts[1 + j], tf.concat([tf.shape(top), [-1]], 0)
+            )
+            scored.append(
+                (
+                    top,
+                    self._rerank_scores(
+                        f_rerank, table, bias, top, vectors=top_rows
+                    ),
+                    base_at(top, tf.einsum("md,mkd->mk", f_base, top_rows)),
+                )
+            )
+        position = 1 + len(stages)
+
+        def label_base(item_ids: tf.Tensor, item_rows: tf.Tensor) -> tf.Tensor:
+            recomputed = tf.reduce_sum(f_base * item_rows, -1)
+            return base_at(item_ids[:, None], recomputed[:, None])[:, 0]
+
+        rank_base = None
+        if rank_labels is not None:
+            rank_base = label_base(rank_labels, parts[position + 1])
+        padding_base = None
+        if self.mask_padding:
+            zeros = tf.zeros_like(labels)
+            padding_base = label_base(
+                zeros, tf.broadcast_to(parts[-1], tf.shape(f_base))
+            )
+        return self._entries_loss(
+            base_logits,
+            history,
+            scored,
+            labels,
+            label_base(labels, parts[position]),
+            rank_labels,
+            rank_base,
+            padding_base,
+        )
+
+    def _position_query(
+        self, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
+    ) -> tf.Tensor:
+        """`_query` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``."""
+        if not self.use_mi:
+            return hidden
+        width = tf.shape(ids)[1]
+        sources = layers if layers else [hidden]
+        parts = []
+        for states in sources[::-1][: self.mi_layers]:
+            states = tf.cast(states, hidden.dtype)
+            window = []
+            for j in range(self.mi_window):
+                # The state j steps back: zeros before the history starts
+                # and at padding, as `_query` gives them.
+                back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
+                real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
+                window.append(back * tf.cast(real, back.dtype)[:, :, None])
+            parts.append(tf.concat(window, axis=-1))
+        mixed = self.mi_projection(tf.concat(parts, axis=-1))
+        mixed = tf.nn.gelu(mixed, approximate=True)
+        return tf.concat([hidden, tf.cast(mixed, hidden.dtype)], axis=-1)
+
+    def _position_history_logits(
+        self,
+        project: Any,
+        base_grid: tf.Tensor,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        vectors: tf.Tensor,
+        bias: tf.Tensor | None,
+    ) -> tf.Tensor:
+        """`_history_logits` at every position: ``[B, L(p), L(t)]``.
+
+        Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]``
+        read at position ``p`` (its pointer term averages the keys of its
+        occurrences at positions ``<= p``); only ``t <= p`` is meaningful.
+        """
+        values = base_grid
+        if self.use_context:
+            context = tf.einsum(
+                "bpd,btd->bpt", project(self.context_projection), vectors
+            )
+            values = context if self.merge == "replace" else values + context
+        if bias is not None:
+            values += tf.gather(bias, ids)[:, None, :]
+        if self.use_pointer:
+            f_pointer = project(self.pointer_projection)
+            kernel = tf.cast(self.key_projection.kernel, tf.float32)
+            key_bias = tf.cast(self.key_projection.bias, tf.float32)
+            reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)
+            scores = (
+                tf.einsum("bph,buh->bpu", reader, tf.cast(hidden, tf.float32))
+                + tf.einsum("bpd,d->bp", f_pointer, key_bias)[:, :, None]
+            )
+            width = tf.shape(ids)[1]
+            causal = tf.cast(
+                tf.range(width)[None, :] <= tf.range(width)[:, None],
+                tf.float32,
+            )  # [p, u]
+            valid = tf.not_equal(ids, 0)
+            same = tf.cast(
+                tf.equal(ids[:, :, None], ids[:, None, :]) & valid[:, None],
+                tf.float32,
+            )  # [b, t, u]
+            total = tf.einsum("btu,bpu->bpt", same, scores * causal)
+            count = tf.einsum("btu,pu->bpt", same, causal)
+            values += total / tf.maximum(count, 1.0)
+        return values
 
     # ------------------------------------------------------ candidate sets
 

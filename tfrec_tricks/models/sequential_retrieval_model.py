@@ -842,6 +842,12 @@ class SequentialRetrievalModel(tfrs.Model):
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
         history, states = self.encode(inputs, training=training)
         every_position = POSITION_TARGETS in inputs
+        sampled = self.config.objective == "sampled"
+        if training and self.config.head == "cpr" and not sampled:
+            per_example, ranks = self._partitioned_loss(
+                history, states, training, targets, inputs.get(POSITION_TARGETS)
+            )
+            return self._record_loss(per_example, ranks, every_position)
         if every_position and self._reads_last_state_only(training):
             history, states, targets = self.target_positions(
                 history, states, inputs[POSITION_TARGETS]
@@ -853,12 +859,6 @@ class SequentialRetrievalModel(tfrs.Model):
         loss_targets = targets
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
-        sampled = self.config.objective == "sampled"
-        if training and self.config.head == "cpr" and not sampled:
-            per_example, ranks = self._partitioned_loss(
-                history, states, training, loss_targets, targets
-            )
-            return self._record_loss(per_example, ranks, every_position)
         # CPR's base logits, trained besides by a plain softmax loss.
         with_base = self.config.head == "cpr" and self.config.cpr_base_loss > 0
         logits = base_logits = None
@@ -903,25 +903,53 @@ class SequentialRetrievalModel(tfrs.Model):
             ranks = tf_target_ranks(logits, targets)
         return self._record_loss(per_example, ranks, every_position)
 
-    def _partitioned_loss(self, history, states, training, labels, targets):
+    def _partitioned_loss(
+        self, history, states, training, targets, position_targets=None
+    ):
         """CPR's training loss and target ranks, its logits never written.
 
         ``SoftmaxCPR.cross_entropy``: the values and gradients of the
         cross-entropy of the head's logits (plus ``cpr_base_loss`` times
-        that of its base logits) without the ``[B, N]`` scatters.
+        that of its base logits) without the ``[B, N]`` scatters. With
+        ``position_targets`` (training windows), at every target position
+        in place (``SoftmaxCPR.position_cross_entropy``): the values of
+        ``expand_positions``' rows without copying the states per target.
 
         Returns:
-            ``(per_example, ranks)``, float32 ``[B]`` each: the loss at
-            ``labels`` and the ranks of ``targets``.
+            ``(per_example, ranks)``, float32 ``[M]`` each: the loss at
+            the (label-SSE perturbed) targets and the true targets' ranks.
         """
-        cross_entropy, base_cross_entropy, ranks = self.head.cross_entropy(
-            self._head_inputs(history, states, training),
-            self.item_embedding.output_embeddings,
-            labels,
-            item_bias=self.item_embedding.output_bias,
-            training=training,
-            rank_labels=None if labels is targets else targets,
-        )
+        inputs = self._head_inputs(history, states, training)
+        table = self.item_embedding.output_embeddings
+        bias = self.item_embedding.output_bias
+        if position_targets is not None:
+            width = tf.shape(history)[1]
+            position_targets = tf.cast(position_targets, tf.int32)[:, :width]
+            targets = tf.gather_nd(
+                position_targets, tf.where(position_targets > 0)
+            )
+        labels = targets
+        if self.label_sse is not None:
+            labels = self.label_sse(targets, training=training)
+        if position_targets is not None:
+            losses = self.head.position_cross_entropy(
+                inputs,
+                table,
+                position_targets,
+                item_bias=bias,
+                training=training,
+                labels=None if labels is targets else labels,
+            )
+        else:
+            losses = self.head.cross_entropy(
+                inputs,
+                table,
+                labels,
+                item_bias=bias,
+                training=training,
+                rank_labels=None if labels is targets else targets,
+            )
+        cross_entropy, base_cross_entropy, ranks = losses
         if self.config.cpr_base_loss > 0:
             cross_entropy += self.config.cpr_base_loss * base_cross_entropy
         return cross_entropy, ranks
