@@ -16,34 +16,25 @@ row and ``l_p`` their merged logits. Only ``sum_x exp(z_x)`` reads
 beside the partitioned one costs nothing more. The target's rank, for the
 training metrics, is counted the same way.
 
-Gradients stay off ``[B, N]`` scatters too: the caller passes ``z`` at
-the entries (and at the labels) recomputed from gathered table rows, so
+Gradients stay off float ``[B, N]`` scatters too: the caller passes ``z``
+at the entries (and at the labels) recomputed from gathered table rows, so
 their gradient reaches the table as rows and the query as a small
-product, while ``z``'s own gradient is the dense ``exp(z - m) / S``.
-For an item of ``P`` the two cancel, as they must: its logit is not
-``z_p``.
+product, while ``z``'s own gradient is the dense ``exp(z - m) / S`` of
+the items outside ``P``.
 
-Precision: the merged normaliser is ``sum_x exp(z_x) - sum_P exp(z_p) +
-sum_P exp(l_p)``, and a float32 ``sum_x exp(z_x)`` is off by a few
-``1e-8`` of itself. The loss inherits that error times the base normaliser
-over the merged one: negligible, unless the re-scored items hold nearly all
-of the base softmax's mass and their new logits are far below their base
-ones (a top-k that its reranker demotes). Where that ratio exceeds
-``EXACT_SUM_RATIO`` in a row, the batch's base sum is taken again in
-float64, and the terms subtracted are the very terms added, so the
-difference is exact to float64 rounding. The gradient cannot do the same
-without the scatter it avoids: a re-scored item's dense and sparse
-gradients cancel in float32, so the gradient's relative error is about
-``1e-7`` times that ratio (the tests pin both).
+Precision: ``sum_x exp(z_x) - sum_P exp(z_p)`` would cancel in float32
+when the re-scored items hold nearly all of the base mass and their new
+logits are far below their base ones (a top-k its reranker demotes). So the
+rest of the catalogue is summed as it is, behind a boolean ``[B, N]`` mask
+of the re-scored items (written once, forward only; its gradient is the
+dense ``exp(z - m)`` with zeros at those items), and the base normaliser
+is that sum plus the re-scored items' base terms. Nothing cancels: values
+and gradients are float32 rounding away from the written-out logits'.
 """
 
 import tensorflow as tf
 
 from tfrec_tricks.layers.common import PADDING_LOGIT
-
-# Above this base-over-merged normaliser ratio in any row, the base sum is
-# taken in float64: the loss's error is about 1e-8 times the ratio.
-EXACT_SUM_RATIO = 10.0
 
 
 def _sorted_by_id(ids: tf.Tensor, *columns: tf.Tensor) -> tuple:
@@ -177,7 +168,6 @@ def partitioned_cross_entropy(
     labels: tf.Tensor,
     label_base_logits: tf.Tensor,
     mask_padding: bool = True,
-    padding_base_logit: tf.Tensor | None = None,
     rank_labels: tf.Tensor | None = None,
     rank_label_base_logits: tf.Tensor | None = None,
 ) -> tuple:
@@ -205,8 +195,6 @@ def partitioned_cross_entropy(
         label_base_logits: float32 ``[B]``, ``z`` at the labels, as the
             entries'.
         mask_padding: bool. Item 0 gets ``-1e9``.
-        padding_base_logit: float32 ``[B]``, ``z[:, 0]`` as the entries';
-            required with ``mask_padding``.
         rank_labels: int ``[B]`` or None. Rank these instead of
             ``labels`` (for example the true targets when the loss reads
             perturbed ones); with ``rank_label_base_logits``.
@@ -230,46 +218,46 @@ def partitioned_cross_entropy(
         )
     )[:, None]
     exp_base = tf.exp(base_logits - shift)
+    # The rest of the catalogue: every item but the re-scored ones (and
+    # padding, when masked), summed as it is rather than as the whole sum
+    # minus the re-scored terms, which would cancel in float32 when those
+    # hold nearly all of the mass. A boolean mask, no gradient: its
+    # gradient is the dense exp itself, zero at the re-scored items.
+    coordinates = tf.where(distinct)
+    index = tf.stack(
+        [tf.cast(coordinates[:, 0], tf.int32), tf.gather_nd(ids, coordinates)],
+        axis=1,
+    )
+    if mask_padding:
+        rows = tf.range(tf.shape(labels)[0])
+        index = tf.concat(
+            [index, tf.stack([rows, tf.zeros_like(rows)], axis=1)], axis=0
+        )
+    rescored = tf.tensor_scatter_nd_update(
+        tf.zeros(tf.shape(base_logits), tf.bool),
+        index,
+        tf.ones(tf.shape(index)[:1], tf.bool),
+    )
+    outside = tf.cast(
+        tf.reduce_sum(tf.where(rescored, 0.0, exp_base), 1), tf.float64
+    )
     frozen = tf.stop_gradient(exp_base)
 
-    def exp_at(ids: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-        # exp(z - shift) at ids: forward, the very terms the base sum
-        # added (so their subtraction leaves only the sum's own rounding);
-        # backward, through the sparse logits given.
-        dense = tf.gather(frozen, tf.maximum(ids, 0), batch_dims=1)
-        sparse = tf.exp(
-            logits - tf.reshape(shift, [-1] + [1] * (ids.shape.rank - 1))
-        )
-        return tf.cast(dense + (sparse - tf.stop_gradient(sparse)), tf.float64)
-
-    def entry_sum(exps: tf.Tensor) -> tf.Tensor:
+    def entry_sum(
+        logits: tf.Tensor, dense: tf.Tensor | None = None
+    ) -> tf.Tensor:
+        # sum over the distinct entries of exp(logits - shift), in float64;
+        # `dense`: the same terms as exp_base holds them, taken forward.
+        exps = tf.exp(tf.where(distinct, logits - shift, tf.zeros_like(logits)))
+        if dense is not None:
+            exps = dense + (exps - tf.stop_gradient(exps))
+        exps = tf.cast(exps, tf.float64)
         return tf.reduce_sum(tf.where(distinct, exps, tf.zeros_like(exps)), 1)
 
-    removed = entry_sum(
-        exp_at(ids, tf.where(distinct, base, tf.zeros_like(base)))
+    base_sum = outside + entry_sum(
+        base, tf.gather(frozen, tf.maximum(ids, 0), batch_dims=1)
     )
-    if mask_padding:
-        removed += exp_at(tf.zeros_like(labels), padding_base_logit)
-    added = entry_sum(
-        tf.cast(
-            tf.exp(tf.where(distinct, merged - shift, tf.zeros_like(merged))),
-            tf.float64,
-        )
-    )
-    base_sum = tf.cast(tf.reduce_sum(exp_base, 1), tf.float64)
-    # A float32 sum is off by a few 1e-8 of itself, which the merged
-    # normaliser inherits: negligible unless the base one is many times
-    # larger. Then, and only then, sum again in float64 (a [B, N] cast,
-    # about as costly as the exp itself).
-    estimate = tf.maximum(base_sum - removed, 0.0) + added
-    base_sum = tf.cond(
-        tf.reduce_any(base_sum > EXACT_SUM_RATIO * estimate),
-        lambda: tf.reduce_sum(tf.cast(exp_base, tf.float64), 1),
-        lambda: base_sum,
-    )
-    merged_sum = tf.maximum(base_sum - removed, 0.0) + added
-    if mask_padding:
-        base_sum -= exp_at(tf.zeros_like(labels), padding_base_logit)
+    merged_sum = outside + entry_sum(merged)
     label_logit = _label_logit(
         ids, merged, distinct, labels, label_base_logits, mask_padding
     )

@@ -731,7 +731,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             shapes = {"hidden_states": hidden.shape}
             if layers is not None:
                 shapes["layer_hidden_states"] = [x.shape for x in layers]
-            self.build(shapes)
+            # Out of any tf.function, as Keras' own first __call__ builds:
+            # weights created inside a traced step (a method such as
+            # `cross_entropy` called first, in a tf.distribute replica)
+            # would belong to that step's graph.
+            with tf.init_scope():
+                self.build(shapes)
         units = self.output_dim or hidden.shape[-1]
         table, bias = as_item_table(item_embeddings, item_bias, units)
         num_items = num_rows(table)
@@ -915,7 +920,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         )
         uses_history = self._uses_history(training)
         # Rows to gather, in the entries' priority order (the history wins,
-        # then the smallest k's reranker), then the labels and padding.
+        # then the smallest k's reranker), then the labels.
         stages = selected[::-1]
         columns = [ids] if uses_history else []
         columns += [top for top, _ in stages]
@@ -923,8 +928,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         if rank_labels is not None:
             rank_labels = tf.cast(tf.reshape(rank_labels, [-1]), tf.int32)
             columns.append(rank_labels[:, None])
-        if self.mask_padding:
-            columns.append(tf.zeros_like(labels)[:, None])
         row_ids = tf.concat(columns, axis=1)
         product, rows = _product_and_rows(f_base, table, row_ids, product)
         base_logits = product if bias is None else product + bias
@@ -983,7 +986,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             base_parts[count][:, 0],
             rank_labels,
             None if rank_labels is None else base_parts[count + 1][:, 0],
-            base_parts[-1][:, 0] if self.mask_padding else None,
         )
 
     def _entries_loss(
@@ -995,7 +997,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         label_base: tf.Tensor,
         rank_labels: tf.Tensor | None,
         rank_base: tf.Tensor | None,
-        padding_base: tf.Tensor | None,
     ) -> tuple:
         """`partitioned_cross_entropy` of the partitions' entries.
 
@@ -1006,7 +1007,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             stages: ``(top, scores, base)`` per reranker, ``[M, k]`` each,
                 smallest ``k`` first (the last written first).
             labels, label_base: ``[M]``; rank_labels, rank_base: ``[M]``
-                or None; padding_base: ``[M]`` (with ``mask_padding``).
+                or None.
             The bases are the base logits at those ids, forward-equal to
             a gather of ``base_logits``, with a sparse gradient.
         """
@@ -1032,7 +1033,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             labels,
             label_base,
             mask_padding=self.mask_padding,
-            padding_base_logit=padding_base,
             rank_labels=rank_labels,
             rank_label_base_logits=rank_base,
         )
@@ -1115,14 +1115,12 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         uses_history = self._uses_history(training)
         stages = selected[::-1]
         # One gather of table rows for everything, flat: the history's
-        # [B, L] (not [M, L]: rows share it), the sets, labels, padding.
+        # [B, L] (not [M, L]: rows share it), the sets and the labels.
         columns = [tf.reshape(ids, [-1])]
         columns += [tf.reshape(top, [-1]) for top, _ in stages]
         columns.append(labels)
         if rank_labels is not None:
             columns.append(rank_labels)
-        if self.mask_padding:
-            columns.append(tf.zeros([1], tf.int32))
         product, rows = _product_and_rows(
             f_base, table, tf.concat(columns, axis=0), product
         )
@@ -1186,12 +1184,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         rank_base = None
         if rank_labels is not None:
             rank_base = label_base(rank_labels, parts[position + 1])
-        padding_base = None
-        if self.mask_padding:
-            zeros = tf.zeros_like(labels)
-            padding_base = label_base(
-                zeros, tf.broadcast_to(parts[-1], tf.shape(f_base))
-            )
         return self._entries_loss(
             base_logits,
             history,
@@ -1200,7 +1192,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             label_base(labels, parts[position]),
             rank_labels,
             rank_base,
-            padding_base,
         )
 
     def _position_query(
