@@ -571,6 +571,39 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
         return values
 
+    def _history_values(
+        self,
+        query: tf.Tensor,
+        f_base: tf.Tensor,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        valid: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        training: Any,
+        vectors: tf.Tensor | None,
+        equal: tf.Tensor | None = None,
+    ) -> tf.Tensor:
+        """What the history partition writes, ``[B, L]``: ``-1e9`` when
+        excluded at inference, else `_history_logits` (``equal`` computed
+        here if the pointer needs it and none is given)."""
+        if self.exclude_history and not is_training(training):
+            return tf.fill(tf.shape(ids), PADDING_LOGIT)
+        if equal is None and self.use_pointer:
+            equal = tf.equal(ids[:, :, None], ids[:, None, :])
+        return self._history_logits(
+            query,
+            f_base,
+            hidden,
+            ids,
+            valid,
+            equal,
+            table,
+            bias,
+            training,
+            vectors=vectors,
+        )
+
     def _select(
         self, logits: tf.Tensor, k: int, skip_padding: bool, training: Any
     ) -> tf.Tensor:
@@ -834,21 +867,18 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         if uses_history:
             equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
-            if self.exclude_history and not is_training(training):
-                values = tf.fill(tf.shape(ids), PADDING_LOGIT)
-            else:
-                values = self._history_logits(
-                    query,
-                    f_base,
-                    hidden,
-                    ids,
-                    valid,
-                    equal,
-                    table,
-                    bias,
-                    training,
-                    vectors=history_vectors,
-                )
+            values = self._history_values(
+                query,
+                f_base,
+                hidden,
+                ids,
+                valid,
+                table,
+                bias,
+                training,
+                history_vectors,
+                equal,
+            )
             # Padding positions write the padding logit.
             if self.mask_padding:
                 values = tf.where(valid, values, PADDING_LOGIT)
@@ -947,24 +977,17 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         history = None
         if uses_history:
             valid = tf.not_equal(ids, 0)
-            if self.exclude_history and not is_training(training):
-                values = tf.fill(tf.shape(ids), PADDING_LOGIT)
-            else:
-                equal = None
-                if self.use_pointer:
-                    equal = tf.equal(ids[:, :, None], ids[:, None, :])
-                values = self._history_logits(
-                    query,
-                    f_base,
-                    hidden,
-                    ids,
-                    valid,
-                    equal,
-                    table,
-                    bias,
-                    training,
-                    vectors=row_parts[0],
-                )
+            values = self._history_values(
+                query,
+                f_base,
+                hidden,
+                ids,
+                valid,
+                table,
+                bias,
+                training,
+                row_parts[0],
+            )
             history = (tf.where(valid, ids, -1), values, base_parts[0])
         offset = int(uses_history)
         scored = [
