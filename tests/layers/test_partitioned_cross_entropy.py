@@ -187,7 +187,7 @@ def test_peaked_base_logits_keep_the_loss_exact(name):
         ratios = tf.exp(
             tf.reduce_logsumexp(base, 1) - tf.reduce_logsumexp(logits, 1)
         )
-        assert float(tf.reduce_max(ratios)) > 500  # the case this is for
+        assert float(tf.reduce_max(ratios)) > 50  # the case this is for
     np.testing.assert_allclose(
         free["loss"], written["loss"], rtol=1e-5, atol=1e-5
     )
