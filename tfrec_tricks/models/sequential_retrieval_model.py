@@ -844,6 +844,8 @@ class SequentialRetrievalModel(tfrs.Model):
         every_position = POSITION_TARGETS in inputs
         sampled = self.config.objective == "sampled"
         if training and self.config.head == "cpr" and not sampled:
+            # CPR trains without writing its [B, N] logits (nor expanding
+            # the rows of training windows); evaluation writes them.
             per_example, ranks = self._partitioned_loss(
                 history, states, training, targets, inputs.get(POSITION_TARGETS)
             )
