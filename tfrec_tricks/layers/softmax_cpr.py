@@ -68,6 +68,26 @@ def _product_and_rows(
     return forward(query, table)
 
 
+def _base_logits_at(
+    base_logits: tf.Tensor,
+    item_ids: tf.Tensor,
+    recomputed: tf.Tensor,
+    bias: tf.Tensor | None,
+) -> tf.Tensor:
+    """``base_logits`` at ``item_ids`` (``[M, K]``), gradient kept sparse.
+
+    Forward, the gather of ``base_logits`` (so that sums over both agree
+    to the bit); backward, through ``recomputed`` (``f_V`` times the ids'
+    gathered table rows, bias added here): a sparse gradient, no
+    ``[M, N]`` scatter.
+    """
+    if bias is not None:
+        recomputed += tf.gather(bias, item_ids)
+    return tf.stop_gradient(tf.gather(base_logits, item_ids, batch_dims=1)) + (
+        recomputed - tf.stop_gradient(recomputed)
+    )
+
+
 def _check_unique(candidates: tf.Tensor, skip_padding: bool) -> None:
     """Eager only: no id (but padding 0, if skipped) repeats in a row."""
     if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
@@ -961,15 +981,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         row_ids = tf.concat(columns, axis=1)
         product, rows = _product_and_rows(f_base, table, row_ids, product)
         base_logits = product if bias is None else product + bias
-        # The base logit at each gathered id: the gather of base_logits
-        # forward (so that sums over both agree to the bit), the gathered
-        # rows' product backward (a sparse gradient, no [B, N] scatter).
-        recomputed = tf.einsum("bd,bmd->bm", f_base, rows)
-        if bias is not None:
-            recomputed += tf.gather(bias, row_ids)
-        at_ids = tf.stop_gradient(
-            tf.gather(base_logits, row_ids, batch_dims=1)
-        ) + (recomputed - tf.stop_gradient(recomputed))
+        at_ids = _base_logits_at(
+            base_logits, row_ids, tf.einsum("bd,bmd->bm", f_base, rows), bias
+        )
         sizes = [x.shape[1] or tf.shape(x)[1] for x in columns]
         row_parts = tf.split(rows, sizes, axis=1)
         base_parts = tf.split(at_ids, sizes, axis=1)
@@ -1149,19 +1163,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         )
         parts = tf.split(rows, [tf.size(x) for x in columns], axis=0)
         base_logits = product if bias is None else product + bias
-        frozen = tf.stop_gradient(base_logits)
-
-        def with_bias(values: tf.Tensor, item_ids: tf.Tensor) -> tf.Tensor:
-            return (
-                values if bias is None else values + tf.gather(bias, item_ids)
-            )
 
         def base_at(item_ids: tf.Tensor, recomputed: tf.Tensor) -> tf.Tensor:
-            # Forward: the gather of base_logits; backward: the rows'.
-            recomputed = with_bias(recomputed, item_ids)
-            return tf.stop_gradient(
-                tf.gather(frozen, item_ids, batch_dims=1)
-            ) + (recomputed - tf.stop_gradient(recomputed))
+            return _base_logits_at(base_logits, item_ids, recomputed, bias)
 
         vectors = tf.reshape(parts[0], tf.concat([tf.shape(ids), [-1]], 0))
         history = None
