@@ -210,3 +210,78 @@ def test_gap_lengths_are_bimodal(sequences):
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError, match="Received"):
         synthetic.generate(**{**SMALL, **kwargs})
+
+
+# --- generate's phases ------------------------------------------------------
+
+
+def test_check_arguments_reports_the_first_problem():
+    good = dict(
+        num_users=1,
+        num_items=4,
+        num_clusters=2,
+        mean_length=5,
+        copy_window=1,
+        non_repeater_share=0.0,
+        long_gap_probability=1.0,
+    )
+    synthetic._check_arguments(**good)
+    with pytest.raises(ValueError, match="^copy_window must be positive"):
+        synthetic._check_arguments(**{**good, "copy_window": 0})
+    with pytest.raises(ValueError, match="^Each cluster needs at least 2"):
+        synthetic._check_arguments(
+            **{**good, "num_items": 3, "non_repeater_share": 2.0}
+        )
+    with pytest.raises(ValueError, match="^long_gap_probability must be in"):
+        synthetic._check_arguments(**{**good, "long_gap_probability": 1.5})
+
+
+def test_catalogue_splits_items_into_contiguous_rings():
+    catalogue = synthetic._catalogue(num_items=7, num_clusters=3)
+    assert [block.tolist() for block in catalogue.members] == [
+        [1, 2],
+        [3, 4],
+        [5, 6, 7],
+    ]
+    assert catalogue.item_cluster.tolist() == [0, 0, 0, 1, 1, 2, 2, 2]
+    assert catalogue.position.tolist() == [0, 0, 1, 0, 1, 0, 1, 2]
+
+
+def test_user_traits_give_non_repeaters_no_propensity():
+    rng = np.random.default_rng(0)
+    propensity, lengths = synthetic._user_traits(rng, 200, 1.0, 3)
+    assert not propensity.any()
+    assert (lengths == 5).all()  # at least 5, and a mean below 5 adds none
+    rng = np.random.default_rng(0)
+    propensity, lengths = synthetic._user_traits(rng, 200, 0.0, 20)
+    assert ((propensity >= 0.3) & (propensity <= 0.8)).all()
+    assert (lengths >= 5).all() and lengths.mean() > 15
+
+
+def test_walk_user_without_propensity_never_repeats():
+    catalogue = synthetic._catalogue(num_items=100, num_clusters=4)
+    rng = np.random.default_rng(1)
+    items, times = synthetic._walk_user(rng, catalogue, 0.0, 30, 10, 0.5)
+    assert len(items) == len(times) == 30
+    assert len(set(items)) == 30
+    assert np.all(np.diff(times) >= 1.0)  # every gap is at least a second
+    rng = np.random.default_rng(1)
+    items, _ = synthetic._walk_user(rng, catalogue, 1.0, 30, 1, 0.0)
+    # The first move cannot copy (a one-item history); then, with short
+    # gaps only, every move copies the latest item.
+    assert items[0] != items[1] and items[1:] == [items[1]] * 29
+
+
+def test_item_graph_lists_each_ring_edge_once():
+    members = [np.array([1, 2]), np.array([3, 4, 5, 6])]
+    edges = synthetic._item_graph(members, graph_radius=3)
+    assert edges.tolist() == [
+        [1, 2],
+        [3, 4],
+        [3, 5],
+        [3, 6],
+        [4, 5],
+        [4, 6],
+        [5, 6],
+    ]
+    assert synthetic._item_graph(members, graph_radius=0).shape == (0, 2)

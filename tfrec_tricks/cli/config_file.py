@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from typing import Any
 
 from tfrec_tricks.config_fields import (
     check_finite,
@@ -21,12 +22,27 @@ def load_config_file(path: str) -> dict:
     and value types are checked here, value ranges by ``TrainConfig`` and
     ``ModelConfig``; every error names the file.
 
+    Steps: read the file's bytes, parse them as JSON, take the training
+    and model options out of the document, check their names and value
+    types, then their value ranges.
+
     Raises:
         DataError: naming the file and what is wrong with it.
     """
+    document = _parse_json(path, _read_bytes(path))
+    values, model = _split_options(path, document)
+    fields = _option_fields()
+    for part, options in (("train", values), ("model", model)):
+        _check_options(path, part, options, fields[part])
+    _check_ranges(path, values, model)
+    return {"train": values, "model": model}
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's contents; a DataError when it cannot be read."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            return handle.read()
     except FileNotFoundError:
         raise DataError(f"Config file not found. Received: --config {path}")
     except OSError as error:
@@ -34,6 +50,10 @@ def load_config_file(path: str) -> dict:
             f"Cannot read the config file ({error.strerror}). Received: "
             f"--config {path}"
         ) from None
+
+
+def _parse_json(path: str, raw: bytes) -> Any:
+    """``raw`` as a JSON document; a DataError naming the bad byte or line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -42,11 +62,23 @@ def load_config_file(path: str) -> dict:
             f"{raw[error.start]:#04x}, not UTF-8). Received: --config {path}"
         ) from None
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise DataError(
             f"{path}:{error.lineno}: not valid JSON ({error.msg})"
         ) from None
+
+
+def _split_options(path: str, document: Any) -> tuple[dict, dict]:
+    """The training options and the model options of ``document``.
+
+    The model options are ``train.model`` updated with ``model``, without
+    the fields derived from the data (``DERIVED_MODEL_FIELDS``).
+
+    Raises:
+        DataError: the document, ``train``, ``train.model`` or ``model``
+            is not an object, or the document has other keys.
+    """
     if not isinstance(document, dict) or not (
         set(document) <= {"train", "model"}
     ):
@@ -74,7 +106,12 @@ def load_config_file(path: str) -> dict:
     model = {**(parts["train.model"] or {}), **(parts["model"] or {})}
     for name in DERIVED_MODEL_FIELDS:
         model.pop(name, None)
-    fields = {
+    return values, model
+
+
+def _option_fields() -> dict[str, dict[str, Any]]:
+    """The field types a file may set, by part ("train", "model")."""
+    return {
         "train": {f.name: f.type for f in dataclasses.fields(TrainConfig)},
         "model": {
             f.name: f.type
@@ -82,36 +119,56 @@ def load_config_file(path: str) -> dict:
             if f.name not in DERIVED_MODEL_FIELDS
         },
     }
-    for part, options in (("train", values), ("model", model)):
-        known = {n: t for n, t in fields[part].items() if n != "model"}
-        unknown = sorted(set(options) - set(known))
-        if unknown:
-            label = "training" if part == "train" else "model"
-            raise DataError(
-                f"{path}: unknown {label} options {unknown}. Known: "
-                f"{sorted(known)}"
-            )
-        for name, value in options.items():
-            if not value_has_type(value, known[name]):
-                raise DataError(
-                    f"{path}: {part}.{name} must be "
-                    f"{describe_type(known[name])}. Received: "
-                    f"{name}={value!r}"
-                )
-            # Python's json reads NaN, Infinity and -Infinity; 1e39 is
-            # inf in float32.
-            entries = value if isinstance(value, list) else [value]
-            for number in entries:
-                if isinstance(number, float):
-                    try:
-                        check_finite(f"{part}.{name}", number)
-                    except ValueError as error:
-                        raise DataError(f"{path}: {error}") from None
-    # Value ranges, with the file named; the catalogue size is not known
-    # yet, so reranker sizes are checked against the data later.
+
+
+def _check_options(
+    path: str, part: str, options: dict, fields: dict[str, Any]
+) -> None:
+    """Checks the names of one part's options, then each value's type.
+
+    Raises:
+        DataError: an unknown name (``model`` included), or a value of the
+            wrong type or not finite.
+    """
+    known = {n: t for n, t in fields.items() if n != "model"}
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        label = "training" if part == "train" else "model"
+        raise DataError(
+            f"{path}: unknown {label} options {unknown}. Known: {sorted(known)}"
+        )
+    for name, value in options.items():
+        _check_value(path, part, name, value, known[name])
+
+
+def _check_value(
+    path: str, part: str, name: str, value: Any, field_type: Any
+) -> None:
+    """Checks that ``value`` (or each entry of a list) has the field's type
+    and is finite."""
+    if not value_has_type(value, field_type):
+        raise DataError(
+            f"{path}: {part}.{name} must be "
+            f"{describe_type(field_type)}. Received: "
+            f"{name}={value!r}"
+        )
+    # Python's json reads NaN, Infinity and -Infinity; 1e39 is inf in
+    # float32.
+    entries = value if isinstance(value, list) else [value]
+    for number in entries:
+        if isinstance(number, float):
+            try:
+                check_finite(f"{part}.{name}", number)
+            except ValueError as error:
+                raise DataError(f"{path}: {error}") from None
+
+
+def _check_ranges(path: str, values: dict, model: dict) -> None:
+    """Checks the value ranges with ``TrainConfig`` and ``ModelConfig``."""
+    # The catalogue size is not known yet, so reranker sizes are checked
+    # against the data later.
     try:
         TrainConfig(**values)
         ModelConfig(num_items=2**31 - 1, **model)
     except ValueError as error:
         raise DataError(f"{path}: {error}") from None
-    return {"train": values, "model": model}

@@ -459,7 +459,33 @@ def _build(
     staging: str,
     side: str,
 ) -> None:
-    """Adds the preparation's transforms to ``pipeline``."""
+    """Adds the preparation's transforms to ``pipeline``.
+
+    The steps of the module docstring, in order: read the files, count
+    (and drop) exact duplicates, apply the k-core filter, rank the users
+    and sort each user's rows, rank the items and encode each user, write
+    the shards, summarize the users, then write the vocabulary and the
+    summary to ``side``.
+    """
+    rows, schema, rows_read = _read_files(pipeline, paths, file_format)
+    rows, duplicates = _drop_duplicate_rows(rows, schema, config)
+    kept, unsettled_items = _k_core(rows, config)
+    user_ranking, sequences = _user_sequences(kept, schema, config)
+    item_ranking, encoded = _encoded_users(sequences, config)
+    _write_shards(encoded, staging, config)
+    summary = _summarize(encoded, config)
+    one = pipeline | "One" >> beam.Create([None])
+    _write_vocabulary(one, side, user_ranking, item_ranking)
+    _write_summary(one, side, summary, rows_read, unsettled_items, duplicates)
+
+
+def _read_files(pipeline: beam.Pipeline, paths: list[str], file_format: str):
+    """Reads every file on one worker each.
+
+    Returns:
+        The rows, the schema (a singleton side input, see ``_schema``) and
+        a singleton PCollection: how many rows were read.
+    """
     read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(paths)))
@@ -475,14 +501,23 @@ def _build(
         | "Schema" >> beam.Map(_schema)
     )
     rows_read = read.rows | "CountRead" >> beam.combiners.Count.Globally()
+    return read.rows, schema, rows_read
 
-    # Exact duplicates (with timestamps): counted; the first kept.
+
+def _drop_duplicate_rows(rows, schema, config: _Config):
+    """Counts exact duplicates (with timestamps) and, if asked, drops them.
+
+    Returns:
+        The rows (with ``config.drop_duplicates``, only the first of each
+        group of exact duplicates), and a singleton PCollection: the
+        ``_merge_duplicates`` result.
+    """
     same_rows = (
-        read.rows
+        rows
         | "DuplicateKeys" >> beam.Map(_duplicate_key, schema)
         | "GroupDuplicates" >> beam.GroupByKey()
     )
-    rows = same_rows | "DropDuplicates" >> beam.FlatMap(
+    unique = same_rows | "DropDuplicates" >> beam.FlatMap(
         _unique_rows, config.drop_duplicates
     )
     duplicates = (
@@ -490,10 +525,17 @@ def _build(
         | "DuplicatePlaces" >> beam.FlatMap(_duplicate_places)
         | "FirstDuplicate" >> beam.CombineGlobally(_merge_duplicates)
     )
+    return unique, duplicates
 
-    kept, unsettled_items = _k_core(rows, config)
 
-    # Users: ranked by their first kept row in file order.
+def _user_sequences(kept, schema, config: _Config):
+    """Ranks the users by their first kept row in file order; sorts each
+    user's rows.
+
+    Returns:
+        A singleton PCollection of the ranked user names, and one
+        ``_sort_user`` result per user.
+    """
     user_ranking = (
         kept
         | "UserFirstRow" >> beam.Map(lambda r: (r[_USER], (r[_FILE], r[_LINE])))
@@ -512,8 +554,17 @@ def _build(
         | "GroupUsers" >> beam.CoGroupByKey()
         | "SortUser" >> beam.Map(_sort_user, schema, config.numeric_features)
     )
+    return user_ranking, sequences
 
-    # Items: ranked by their first (user index, position), numbered from 1.
+
+def _encoded_users(sequences, config: _Config):
+    """Ranks the items by their first ``(user index, position)``, numbers
+    them from 1 and encodes each user with those numbers.
+
+    Returns:
+        A singleton PCollection of the ranked item names, and one
+        ``_encode_user`` result per user.
+    """
     item_ranking = (
         sequences
         | "ItemFirstPlaces" >> beam.FlatMap(_first_places)
@@ -529,6 +580,11 @@ def _build(
     encoded = sequences | "Encode" >> beam.Map(
         _encode_user, item_ids, config.split
     )
+    return item_ranking, encoded
+
+
+def _write_shards(encoded, staging: str, config: _Config) -> None:
+    """Writes the users' examples to ``config.num_shards`` TFRecord shards."""
     _ = (
         encoded
         | "Examples" >> beam.Map(lambda user: user[0])
@@ -541,13 +597,19 @@ def _build(
             compression_type=CompressionTypes.UNCOMPRESSED,
         )
     )
-    summary = (
+
+
+def _summarize(encoded, config: _Config):
+    """A singleton PCollection: the ``_SummaryFn`` output of all users."""
+    return (
         encoded
         | "SummaryInputs" >> beam.Map(lambda user: user[1])
         | "Summarize" >> beam.CombineGlobally(_SummaryFn(config.max_len))
     )
 
-    one = pipeline | "One" >> beam.Create([None])
+
+def _write_vocabulary(one, side: str, user_ranking, item_ranking) -> None:
+    """Writes the two rankings as ``vocabulary.json`` into ``side``."""
     _write_single(
         one
         | "VocabularyJson"
@@ -559,6 +621,12 @@ def _build(
         os.path.join(side, _VOCABULARY),
         "Vocabulary",
     )
+
+
+def _write_summary(
+    one, side: str, summary, rows_read, unsettled_items, duplicates
+) -> None:
+    """Writes the summary and the pipeline's counts into ``side``."""
     _write_single(
         one
         | "SummaryJson"

@@ -79,6 +79,10 @@ def generate(
             graph.
         seed: int. Random seed.
 
+    It checks the arguments, lays the catalogue out in cluster rings,
+    draws each user's repeat propensity and length, walks each user
+    through the catalogue, then links ring neighbours into the item graph.
+
     Returns:
         A ``SyntheticData``.
 
@@ -92,6 +96,61 @@ def generate(
     >>> bool((same.interactions.items == data.interactions.items).all())
     True
     """
+    _check_arguments(
+        num_users=num_users,
+        num_items=num_items,
+        num_clusters=num_clusters,
+        mean_length=mean_length,
+        copy_window=copy_window,
+        non_repeater_share=non_repeater_share,
+        long_gap_probability=long_gap_probability,
+    )
+    rng = np.random.default_rng(seed)
+    catalogue = _catalogue(num_items, num_clusters)
+    propensity, lengths = _user_traits(
+        rng, num_users, non_repeater_share, mean_length
+    )
+    users, items, times = _walk_users(
+        rng, catalogue, propensity, lengths, copy_window, long_gap_probability
+    )
+    item_graph = _item_graph(catalogue.members, graph_radius)
+    interactions = Interactions(
+        users=np.asarray(users, dtype=str),
+        items=np.asarray(items, dtype=str),
+        timestamps=np.asarray(times, dtype=np.float64),
+        numeric={},
+        source=f"synthetic(seed={seed})",
+    )
+    return SyntheticData(
+        interactions, item_graph, catalogue.item_cluster, propensity
+    )
+
+
+@dataclasses.dataclass
+class _Catalogue:
+    """Items 1..num_items, cluster c a contiguous block of them (its ring).
+
+    Attributes:
+        members: one int array per cluster, its items in ring order.
+        item_cluster: int array [num_items + 1]: each item's cluster.
+        position: int array [num_items + 1]: each item's place on its ring.
+    """
+
+    members: list[np.ndarray]
+    item_cluster: np.ndarray
+    position: np.ndarray
+
+
+def _check_arguments(
+    num_users: int,
+    num_items: int,
+    num_clusters: int,
+    mean_length: int,
+    copy_window: int,
+    non_repeater_share: float,
+    long_gap_probability: float,
+) -> None:
+    """Raises ValueError on the first argument of ``generate`` out of range."""
     _check_positive(
         num_users=num_users,
         num_items=num_items,
@@ -110,9 +169,10 @@ def generate(
     ):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1]. Received: {value}")
-    rng = np.random.default_rng(seed)
 
-    # Items 1..num_items, cluster c holds a contiguous block (its ring).
+
+def _catalogue(num_items: int, num_clusters: int) -> _Catalogue:
+    """Splits items 1..num_items into ``num_clusters`` near-equal rings."""
     item_cluster = np.zeros(num_items + 1, dtype=np.int64)
     bounds = np.linspace(0, num_items, num_clusters + 1).astype(int)
     members = []
@@ -123,55 +183,101 @@ def generate(
     position = np.zeros(num_items + 1, dtype=np.int64)
     for block in members:
         position[block] = np.arange(len(block))
+    return _Catalogue(members, item_cluster, position)
 
+
+def _user_traits(
+    rng: np.random.Generator,
+    num_users: int,
+    non_repeater_share: float,
+    mean_length: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's repeat propensity (0 for non-repeaters) and length."""
     repeaters = rng.random(num_users) >= non_repeater_share
     propensity = np.where(repeaters, rng.uniform(0.3, 0.8, num_users), 0.0)
     lengths = 5 + rng.poisson(max(mean_length - 5, 0), num_users)
+    return propensity, lengths
 
+
+def _walk_users(
+    rng: np.random.Generator,
+    catalogue: _Catalogue,
+    propensity: np.ndarray,
+    lengths: np.ndarray,
+    copy_window: int,
+    long_gap_probability: float,
+) -> tuple[list[str], list[str], list[float]]:
+    """The raw user ids, raw item ids and times of all users, user by user."""
     users, items, times = [], [], []
-    for u in range(num_users):
-        favourites = rng.choice(num_clusters, size=2, replace=False)
-        clock = 1.6e9 + rng.uniform(0, 86400 * 30)
-        history: list[int] = []
-        seen: set[int] = set()
-        item = int(rng.choice(members[favourites[0]]))
-        seen.add(item)
-        # Whether the gap before the current (latest) item was long: it is
-        # the last time gap a model sees in the history, and after a long gap
-        # the next item is a repeat ten times less often.
-        long_gap = True
-        for _ in range(lengths[u]):
-            history.append(item)
-            users.append(f"u{u + 1}")
-            items.append(f"i{item}")
-            times.append(clock)
-            copy = propensity[u] * (0.1 if long_gap else 1.0)
-            if len(history) > 1 and rng.random() < copy:
-                item = int(rng.choice(history[-copy_window:]))
-            else:
-                item = _new_item(
-                    rng, item, favourites, members, item_cluster, position, seen
-                )
-            seen.add(item)
-            long_gap = rng.random() < long_gap_probability
-            gap_scale = LONG_GAP_SECONDS if long_gap else SHORT_GAP_SECONDS
-            clock += rng.exponential(gap_scale) + 1.0
+    for u in range(len(lengths)):
+        walked, walked_times = _walk_user(
+            rng,
+            catalogue,
+            propensity[u],
+            lengths[u],
+            copy_window,
+            long_gap_probability,
+        )
+        users.extend([f"u{u + 1}"] * len(walked))
+        items.extend(f"i{item}" for item in walked)
+        times.extend(walked_times)
+    return users, items, times
 
+
+def _walk_user(
+    rng: np.random.Generator,
+    catalogue: _Catalogue,
+    propensity: float,
+    length: int,
+    copy_window: int,
+    long_gap_probability: float,
+) -> tuple[list[int], list[float]]:
+    """One user's items and times: copies from the history, otherwise new
+    items (``_new_item``), with short and long gaps."""
+    members = catalogue.members
+    favourites = rng.choice(len(members), size=2, replace=False)
+    clock = 1.6e9 + rng.uniform(0, 86400 * 30)
+    history: list[int] = []
+    times: list[float] = []
+    seen: set[int] = set()
+    item = int(rng.choice(members[favourites[0]]))
+    seen.add(item)
+    # Whether the gap before the current (latest) item was long: it is
+    # the last time gap a model sees in the history, and after a long gap
+    # the next item is a repeat ten times less often.
+    long_gap = True
+    for _ in range(length):
+        history.append(item)
+        times.append(clock)
+        copy = propensity * (0.1 if long_gap else 1.0)
+        if len(history) > 1 and rng.random() < copy:
+            item = int(rng.choice(history[-copy_window:]))
+        else:
+            item = _new_item(
+                rng,
+                item,
+                favourites,
+                members,
+                catalogue.item_cluster,
+                catalogue.position,
+                seen,
+            )
+        seen.add(item)
+        long_gap = rng.random() < long_gap_probability
+        gap_scale = LONG_GAP_SECONDS if long_gap else SHORT_GAP_SECONDS
+        clock += rng.exponential(gap_scale) + 1.0
+    return history, times
+
+
+def _item_graph(members: list[np.ndarray], graph_radius: int) -> np.ndarray:
+    """The undirected edges between ring neighbours up to ``graph_radius``
+    apart, each once, as an int array [E, 2]."""
     edges = [np.zeros((0, 2), dtype=np.int64)]
     for block in members:
         for r in range(1, min(graph_radius, len(block) // 2) + 1):
             edges.append(np.stack([block, np.roll(block, -r)], axis=1))
-    # Undirected, each edge once (small rings would list some twice).
-    item_graph = np.unique(np.sort(np.concatenate(edges), axis=1), axis=0)
-
-    interactions = Interactions(
-        users=np.asarray(users, dtype=str),
-        items=np.asarray(items, dtype=str),
-        timestamps=np.asarray(times, dtype=np.float64),
-        numeric={},
-        source=f"synthetic(seed={seed})",
-    )
-    return SyntheticData(interactions, item_graph, item_cluster, propensity)
+    # Small rings would list some edges twice.
+    return np.unique(np.sort(np.concatenate(edges), axis=1), axis=0)
 
 
 def _new_item(rng, item, favourites, members, item_cluster, position, seen):

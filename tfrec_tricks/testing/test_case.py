@@ -98,6 +98,13 @@ def run_layer_test(
 ) -> tf.keras.layers.Layer:
     """Runs the standard checks on one layer configuration.
 
+    In order: the config round trip; an eager call (shape, dtype, weight
+    count); a ``tf.function`` call, a revived layer's call and (with
+    ``run_functional``) a functional model's call, each agreeing with the
+    eager one; a gradient for every trainable weight (with
+    ``run_training_step``); a ``mixed_float16`` call (with
+    ``run_mixed_precision``).
+
     Args:
         layer_cls: the layer class.
         init_kwargs: dict. Constructor arguments.
@@ -117,8 +124,34 @@ def run_layer_test(
     """
     call_kwargs = dict(call_kwargs or {})
     inputs = _to_tensors(input_data)
+    layer, revived = _check_config_round_trip(layer_cls, init_kwargs)
+    eager = _call(layer, inputs, call_kwargs)
+    _check_eager_outputs(
+        layer,
+        eager,
+        expected_output_shape,
+        expected_output_dtype,
+        expected_num_trainable_weights,
+    )
+    _check_graph_call(layer, inputs, call_kwargs, eager, atol)
+    _check_revived_call(revived, layer, inputs, call_kwargs, eager, atol)
+    if run_functional:
+        _check_functional_call(layer, inputs, call_kwargs, eager, atol)
+    if run_training_step and layer.trainable_weights:
+        _check_gradients(layer, inputs, call_kwargs)
+    if run_mixed_precision:
+        _check_mixed_precision(layer_cls, init_kwargs, inputs, call_kwargs)
+    return layer
 
-    # Config round trip, JSON-safe.
+
+def _check_config_round_trip(
+    layer_cls: type, init_kwargs: dict
+) -> tuple[tf.keras.layers.Layer, tf.keras.layers.Layer]:
+    """Checks the JSON-safe config round trip of a new layer.
+
+    Returns:
+        The new layer, and the (unbuilt) layer revived from its config.
+    """
     layer = layer_cls(**init_kwargs)
     config = layer.get_config()
     json.dumps(config)
@@ -131,9 +164,18 @@ def run_layer_test(
     deserialized = tf.keras.utils.deserialize_keras_object(serialized)
     assert type(deserialized) is layer_cls
     assert deserialized.get_config() == config
+    return layer, revived
 
-    # Eager call: shape, dtype, weight count.
-    eager = _call(layer, inputs, call_kwargs)
+
+def _check_eager_outputs(
+    layer: tf.keras.layers.Layer,
+    eager: Any,
+    expected_output_shape: Any,
+    expected_output_dtype: Any,
+    expected_num_trainable_weights: int | None,
+) -> None:
+    """Checks the eager outputs' shape and dtype and the weight count, each
+    when expected."""
     if expected_output_shape is not None:
         shapes = tf.nest.map_structure(
             lambda t: tuple(t.shape), eager, expand_composites=False
@@ -152,11 +194,25 @@ def run_layer_test(
             f"{expected_num_trainable_weights}"
         )
 
-    # Graph call agrees with eager.
+
+def _check_graph_call(
+    layer: Callable, inputs: Any, call_kwargs: dict, eager: Any, atol: float
+) -> None:
+    """Checks that a ``tf.function`` call agrees with the eager call."""
     graph = tf.function(lambda x: _call(layer, x, call_kwargs))(inputs)
     _assert_close(graph, eager, atol, "tf.function output != eager output")
 
-    # A revived layer with the same weights agrees too.
+
+def _check_revived_call(
+    revived: tf.keras.layers.Layer,
+    layer: tf.keras.layers.Layer,
+    inputs: Any,
+    call_kwargs: dict,
+    eager: Any,
+    atol: float,
+) -> None:
+    """Checks that ``revived``, given ``layer``'s weights, agrees too."""
+    # Called once first: a layer has no weights to set until it is built.
     revived(inputs, **call_kwargs)
     revived.set_weights(layer.get_weights())
     _assert_close(
@@ -166,43 +222,56 @@ def run_layer_test(
         "from_config layer with copied weights gives other outputs",
     )
 
-    if run_functional:
-        symbolic = _symbolic_inputs(inputs)
-        outputs = _call(layer, symbolic, call_kwargs)
-        model = tf.keras.Model(symbolic, outputs)
-        _assert_close(
-            model(inputs), eager, atol, "functional model output != eager"
+
+def _check_functional_call(
+    layer: Callable, inputs: Any, call_kwargs: dict, eager: Any, atol: float
+) -> None:
+    """Checks that a functional model around ``layer`` agrees too."""
+    symbolic = _symbolic_inputs(inputs)
+    outputs = _call(layer, symbolic, call_kwargs)
+    model = tf.keras.Model(symbolic, outputs)
+    _assert_close(
+        model(inputs), eager, atol, "functional model output != eager"
+    )
+
+
+def _check_gradients(
+    layer: tf.keras.layers.Layer, inputs: Any, call_kwargs: dict
+) -> None:
+    """Checks that every trainable weight gets a gradient of the outputs'
+    sum, in a training call."""
+    with tf.GradientTape() as tape:
+        outputs = _call(layer, inputs, {**call_kwargs, "training": True})
+        loss = tf.add_n(
+            [
+                tf.reduce_sum(tf.cast(t, tf.float32))
+                for t in tf.nest.flatten(outputs)
+            ]
         )
+    grads = tape.gradient(loss, layer.trainable_weights)
+    missing = [
+        w.name for w, g in zip(layer.trainable_weights, grads) if g is None
+    ]
+    assert not missing, f"no gradient reaches {missing}"
 
-    if run_training_step and layer.trainable_weights:
-        with tf.GradientTape() as tape:
-            outputs = _call(layer, inputs, {**call_kwargs, "training": True})
-            loss = tf.add_n(
-                [
-                    tf.reduce_sum(tf.cast(t, tf.float32))
-                    for t in tf.nest.flatten(outputs)
-                ]
-            )
-        grads = tape.gradient(loss, layer.trainable_weights)
-        missing = [
-            w.name for w, g in zip(layer.trainable_weights, grads) if g is None
-        ]
-        assert not missing, f"no gradient reaches {missing}"
 
-    if run_mixed_precision:
-        previous = tf.keras.mixed_precision.global_policy()
-        tf.keras.mixed_precision.set_global_policy("mixed_float16")
-        try:
-            mixed = layer_cls(**init_kwargs)
-            outputs = _call(mixed, inputs, call_kwargs)
-            for tensor in tf.nest.flatten(outputs):
-                if tensor.dtype.is_floating:
-                    assert np.all(np.isfinite(tensor.numpy())), (
-                        "non-finite output under mixed_float16"
-                    )
-        finally:
-            tf.keras.mixed_precision.set_global_policy(previous)
-    return layer
+def _check_mixed_precision(
+    layer_cls: type, init_kwargs: dict, inputs: Any, call_kwargs: dict
+) -> None:
+    """Checks that a new layer under ``mixed_float16`` gives finite floating
+    outputs; restores the global policy."""
+    previous = tf.keras.mixed_precision.global_policy()
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        mixed = layer_cls(**init_kwargs)
+        outputs = _call(mixed, inputs, call_kwargs)
+        for tensor in tf.nest.flatten(outputs):
+            if tensor.dtype.is_floating:
+                assert np.all(np.isfinite(tensor.numpy())), (
+                    "non-finite output under mixed_float16"
+                )
+    finally:
+        tf.keras.mixed_precision.set_global_policy(previous)
 
 
 class _Serving(tf.Module):

@@ -68,16 +68,22 @@ def _default_space(
     defaults depend on other settings: the head dropout on a fixed
     ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
     (``train_windows``: 5e-3, else 1e-3).
+
+    The rows, in this order: the encoder's, the optimisation's, the
+    regularisers' (tied embeddings, SSE), the input features' and the
+    head's.
     """
-    rerankers = [
-        choice
-        for choice in RERANKER_CHOICES
-        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
+    return [
+        *_encoder_rows(),
+        *_optimisation_rows(train_windows),
+        *_regularisation_rows(),
+        *_feature_rows(feature_names),
+        *_head_rows(num_items, head),
     ]
-    features = [NONE, *feature_names]
-    if len(feature_names) > 1:
-        features.append(",".join(feature_names))
-    cpr = ("head", ["cpr"])
+
+
+def _encoder_rows() -> list:
+    """The encoder, its size and its dropout."""
     return [
         ("encoder", "Choice", {"values": list(ENCODERS)}, None),
         (
@@ -102,6 +108,12 @@ def _default_space(
                 "default": _default("dropout"),
             },
         ),
+    ]
+
+
+def _optimisation_rows(train_windows: bool) -> list:
+    """The learning rate (its default the protocol's) and the batch size."""
+    return [
         (
             "learning_rate",
             "Float",
@@ -119,6 +131,12 @@ def _default_space(
             "Choice",
             {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
         ),
+    ]
+
+
+def _regularisation_rows() -> list:
+    """Tied embeddings, and the SSE switch with its two probabilities."""
+    return [
         ("tie_embeddings", "Boolean", {"default": _default("tie_embeddings")}),
         (SSE, "Boolean", {"default": False}),
         (
@@ -133,6 +151,21 @@ def _default_space(
             {"values": list(SSE_PROBABILITIES)},
             (SSE, [True]),
         ),
+    ]
+
+
+def _feature_choices(feature_names: list[str]) -> list[str]:
+    """The choices: "none", each feature, and all when there are several."""
+    features = [NONE, *feature_names]
+    if len(feature_names) > 1:
+        features.append(",".join(feature_names))
+    return features
+
+
+def _feature_rows(feature_names: list[str]) -> list:
+    """The input features, and their buckets when there are any."""
+    features = _feature_choices(feature_names)
+    return [
         ("features", "Choice", {"values": features}),
         (
             "soft_one_hot_buckets",
@@ -143,11 +176,54 @@ def _default_space(
             },
             ("features", [f for f in features if f != NONE]),
         ),
+    ]
+
+
+def _reranker_choices(num_items: int) -> list[str]:
+    """The ``RERANKER_CHOICES`` whose sizes are all below ``num_items``."""
+    return [
+        choice
+        for choice in RERANKER_CHOICES
+        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
+    ]
+
+
+def _head_rows(num_items: int, head: str | None) -> list:
+    """The head, the CPR settings, the head dropout and the MoS size."""
+    return [
         (
             "head",
             "Choice",
             {"values": list(HEADS)},
         ),
+        *_cpr_rows(num_items),
+        (
+            "head_dropout",
+            "Float",
+            {
+                "min_value": 0.0,
+                "max_value": 0.5,
+                "step": 0.1,
+                # ``train``'s None means the head's default; a searched
+                # head starts at CPR's.
+                "default": default_head_dropout(head or "cpr"),
+            },
+            ("head", ["cpr", "mos"]),
+        ),
+        (
+            "mos_components",
+            "Choice",
+            {"values": [2, 4, 8], "default": _default("mos_components")},
+            ("head", ["mos"]),
+        ),
+    ]
+
+
+def _cpr_rows(num_items: int) -> list:
+    """The Softmax-CPR settings, active when the head is "cpr"."""
+    rerankers = _reranker_choices(num_items)
+    cpr = ("head", ["cpr"])
+    return [
         ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
         ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),
         (
@@ -170,25 +246,6 @@ def _default_space(
                 "default": _default("cpr_base_loss"),
             },
             cpr,
-        ),
-        (
-            "head_dropout",
-            "Float",
-            {
-                "min_value": 0.0,
-                "max_value": 0.5,
-                "step": 0.1,
-                # ``train``'s None means the head's default; a searched
-                # head starts at CPR's.
-                "default": default_head_dropout(head or "cpr"),
-            },
-            ("head", ["cpr", "mos"]),
-        ),
-        (
-            "mos_components",
-            "Choice",
-            {"values": [2, 4, 8], "default": _default("mos_components")},
-            ("head", ["mos"]),
         ),
     ]
 
