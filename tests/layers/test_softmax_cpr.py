@@ -1082,6 +1082,34 @@ def test_config_round_trip_and_registration():
     )
 
 
+# ----------------------------------------------------------- head interface
+
+
+def test_has_an_index():
+    # The serving module retrieves CPR's candidates from an index.
+    assert SoftmaxCPR().has_index is True
+    with pytest.raises(AttributeError):
+        SoftmaxCPR().has_index = False  # read-only
+
+
+@pytest.mark.parametrize("training", [None, False, True])
+def test_reads_more_than_the_last_state(training):
+    # Context, pointer and Mi read the history: rows stay whole.
+    assert SoftmaxCPR().reads_last_state_only(training) is False
+
+
+def test_computes_its_own_cross_entropy():
+    # A model's train step asks for it instead of writing the logits.
+    assert SoftmaxCPR().has_cross_entropy is True
+
+
+def test_excludes_the_history_at_inference_only_when_asked():
+    head = SoftmaxCPR(exclude_history=True)
+    assert head.excludes_history(False) and head.excludes_history(None)
+    assert not head.excludes_history(True)
+    assert not SoftmaxCPR().excludes_history(False)
+
+
 # ------------------------------------------------------------------- errors
 
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
-from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR
+from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
@@ -189,11 +189,11 @@ def test_sasrec_gets_the_sasrec_options():
 @pytest.mark.parametrize(
     "overrides, head_type, has_projection",
     [
-        ({}, None, False),
-        ({"head": "softmax_no_dup"}, None, False),
-        ({"hidden_dim": 12}, None, True),
-        ({"hidden_dim": DIM}, None, False),
-        ({"head": "softmax_no_dup", "hidden_dim": 12}, None, True),
+        ({}, TiedSoftmax, False),
+        ({"head": "softmax_no_dup"}, TiedSoftmax, False),
+        ({"hidden_dim": 12}, TiedSoftmax, True),
+        ({"hidden_dim": DIM}, TiedSoftmax, False),
+        ({"head": "softmax_no_dup", "hidden_dim": 12}, TiedSoftmax, True),
         ({"head": "cpr", "cpr_reranker_ks": (2,)}, SoftmaxCPR, False),
         (
             {"head": "cpr", "cpr_reranker_ks": (2,), "hidden_dim": 12},
@@ -219,18 +219,42 @@ def test_the_head_and_projection_built_for_each_config(
     overrides, head_type, has_projection
 ):
     model = build(**overrides)
-    if head_type is None:
-        assert model.head is None
+    assert type(model.head) is head_type
+    if head_type is TiedSoftmax:
+        # Projected only when the encoder is wider than the item table.
+        assert model.head.output_dim == (DIM if has_projection else None)
+        assert model.head.exclude_history == (
+            overrides.get("head") == "softmax_no_dup"
+        )
     else:
-        assert type(model.head) is head_type
-        # The heads map the states to the item table's width themselves.
+        # The other heads map the states to the table's width themselves.
         assert model.head.output_dim == DIM
     if has_projection:
+        # The head's own projection, under the model's name too (the key
+        # checkpoints have always had).
+        assert model.projection is model.head.projection
         assert isinstance(model.projection, tf.keras.layers.Dense)
         assert model.projection.units == DIM
         assert model.projection.name == "projection"
     else:
         assert model.projection is None
+
+
+def test_a_projection_keeps_its_checkpoint_key(tmp_path):
+    model = build(hidden_dim=12)
+    model({"history": tf.constant([[1, 2, 0]])})
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    keys = [name for name, _ in tf.train.list_variables(path)]
+    assert "model/projection/kernel/.ATTRIBUTES/VARIABLE_VALUE" in keys
+    assert not any("head/projection" in key for key in keys)
+
+
+@pytest.mark.parametrize(
+    "head, weight", [("cpr", 0.5), ("softmax", 0.0), ("mos", 0.0)]
+)
+def test_only_cpr_weighs_a_base_loss(head, weight):
+    model = build(head=head, cpr_reranker_ks=(2,), cpr_base_loss=0.5)
+    assert model.base_loss_weight == weight
 
 
 @pytest.mark.parametrize("num_layers, mi_layers", [(1, 1), (2, 2), (3, 2)])
@@ -352,3 +376,17 @@ def test_the_layers_are_tracked_in_the_order_of_the_steps():
     assert [id(layer) for layer in model.layers] == [
         id(layer) for layer in expected
     ]
+
+
+@pytest.mark.parametrize(
+    "head, has_index",
+    [
+        ("softmax", True),
+        ("softmax_no_dup", True),
+        ("cpr", True),
+        ("mos", False),
+    ],
+)
+def test_the_model_has_an_index_when_its_head_has(head, has_index):
+    # The serving module asks the model, which asks its head.
+    assert build(head=head, cpr_reranker_ks=(2,)).has_index is has_index

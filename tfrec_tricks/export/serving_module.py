@@ -13,7 +13,6 @@ from tfrec_tricks.layers.common import PADDING_LOGIT
 from tfrec_tricks.layers.top_k import top_k_positions
 
 SCORING_MODES = ("auto", "index", "full")
-HEADS_WITH_INDEX = ("softmax", "softmax_no_dup", "cpr")
 
 
 def load_item_vocabulary(vocabulary: Any) -> list:
@@ -151,14 +150,14 @@ class ServingModule(tf.Module):
                 f"`scoring` must be one of {SCORING_MODES}. "
                 f"Received: scoring={scoring!r}"
             )
+        has_index = model.has_index
         if scoring == "auto":
-            scoring = "index" if config.head in HEADS_WITH_INDEX else "full"
-        if scoring == "index" and config.head not in HEADS_WITH_INDEX:
+            scoring = "index" if has_index else "full"
+        if scoring == "index" and not has_index:
             raise ValueError(
-                f"scoring='index' needs a head in {HEADS_WITH_INDEX} (a "
-                "mixture of softmaxes does not factorise into one query "
-                f"vector). Received: head={config.head!r}; use "
-                "scoring='full'"
+                "scoring='index' needs a head with an index (a mixture of "
+                "softmaxes does not factorise into one query vector). "
+                f"Received: head={config.head!r}; use scoring='full'"
             )
         # A model rebuilt by `load_model` creates (and restores) its head
         # weights on its first call.
@@ -176,7 +175,6 @@ class ServingModule(tf.Module):
         self.model_variables = list(model.variables)
         self.k = k
         self.scoring = scoring
-        self.head_kind = config.head
         self.max_len = config.max_len
         self.num_items = config.num_items
         self.feature_names = tuple(config.features)

@@ -7,6 +7,7 @@ from tfrec_tricks.layers.stochastic_shared_embedding import (
     StochasticSharedEmbedding,
 )
 from tfrec_tricks.layers.tied_item_embedding import TiedItemEmbedding
+from tfrec_tricks.layers.tied_softmax import TiedSoftmax
 
 __all__ = [
     "MixtureOfSoftmax",
@@ -14,4 +15,5 @@ __all__ = [
     "SoftmaxCPR",
     "StochasticSharedEmbedding",
     "TiedItemEmbedding",
+    "TiedSoftmax",
 ]

@@ -316,3 +316,109 @@ def history_positions(item_ids: tf.Tensor, history_ids: tf.Tensor) -> tuple:
     at = tf.minimum(at, tf.maximum(tf.shape(history_ids)[1] - 1, 0))
     found = tf.equal(tf.gather(ordered, at, batch_dims=1), item_ids)
     return found & tf.not_equal(item_ids, 0), tf.gather(order, at, batch_dims=1)
+
+
+def item_logits(
+    hidden: Any,
+    item_embeddings: Any,
+    item_bias: Any = None,
+    candidate_ids: Any = None,
+    training: Any = None,
+    mask_padding: bool = True,
+    dtype: Any = tf.float32,
+) -> tf.Tensor:
+    """Scores of items for hidden states: ``hidden E^T + b``, in ``dtype``.
+
+    The tied softmax's logits (`TiedItemEmbedding.logits`,
+    `TiedSoftmax`). A score at an id equals the full logits at that id;
+    padding id 0 scores ``-1e9`` when ``mask_padding``.
+
+    Args:
+        hidden: float ``[..., d]``.
+        item_embeddings: float ``[N, d]``, a tensor or the table variable.
+        item_bias: float ``[N]`` or None. Defaults to ``None``.
+        candidate_ids: int or None. ``None`` scores the whole catalogue;
+            ``[M]``: the same ``M`` candidates for every row of ``hidden``;
+            ``[B, M]``: per-example candidates (``B`` the first dimension
+            of ``hidden``). Defaults to ``None``.
+        training: bool or None. A training step reads the candidates' rows
+            of a variable sparsely (sparse gradients); otherwise the table
+            is read whole, as ``TiedItemEmbedding.lookup`` reads it (see
+            `as_item_table` for why). Defaults to ``None`` (inference).
+        mask_padding: bool. Defaults to ``True``.
+        dtype: the dtype of the math and the result. Defaults to float32.
+
+    Returns:
+        ``hidden.shape[:-1] + [N]`` or ``[..., M]`` scores.
+    """
+    hidden = tf.cast(hidden, dtype)
+    table = item_embeddings
+    bias = item_bias
+    if candidate_ids is None or not is_training(training):
+        # A cast to the same dtype would return the variable itself.
+        table = tf.convert_to_tensor(table)
+        bias = None if bias is None else tf.convert_to_tensor(bias)
+    table = tf.cast(table, dtype)
+    if candidate_ids is None:
+        scores = tf.matmul(hidden, table, transpose_b=True)
+        if bias is not None:
+            scores += tf.cast(bias, dtype)
+        if mask_padding:
+            is_padding = tf.equal(tf.range(num_rows(item_embeddings)), 0)
+            scores = tf.where(
+                is_padding, tf.constant(PADDING_LOGIT, dtype), scores
+            )
+        return scores
+    return _candidate_item_logits(
+        hidden, table, bias, candidate_ids, mask_padding, dtype
+    )
+
+
+def _candidate_item_logits(
+    hidden: tf.Tensor,
+    table: Any,
+    bias: Any,
+    candidate_ids: Any,
+    mask_padding: bool,
+    dtype: Any,
+) -> tf.Tensor:
+    """`item_logits` at ``[M]`` or ``[B, M]`` candidate ids."""
+    candidate_ids = tf.convert_to_tensor(candidate_ids)
+    if not candidate_ids.dtype.is_integer:
+        candidate_ids = tf.cast(candidate_ids, tf.int64)
+    vectors = tf.gather(table, candidate_ids)
+    if candidate_ids.shape.rank == 1:
+        scores = tf.matmul(hidden, vectors, transpose_b=True)
+    elif candidate_ids.shape.rank == 2:
+        # Per-example candidates: flatten any middle axes of hidden
+        # ([B, ..., d] -> [B, K, d]) to use one batched matmul.
+        batch_shape = tf.shape(hidden)[:-1]
+        flat = tf.reshape(hidden, [tf.shape(hidden)[0], -1, table.shape[-1]])
+        scores = tf.matmul(flat, vectors, transpose_b=True)
+        scores = tf.reshape(
+            scores,
+            tf.concat([batch_shape, tf.shape(candidate_ids)[-1:]], 0),
+        )
+        # The reshape loses the static shape; restore what is known.
+        scores.set_shape(
+            hidden.shape[:-1].concatenate(candidate_ids.shape[-1:])
+        )
+    else:
+        raise ValueError(
+            "`candidate_ids` must have shape [M] or [B, M]. "
+            f"Received: candidate_ids.shape={candidate_ids.shape}"
+        )
+    if bias is not None:
+        bias = tf.gather(tf.cast(bias, dtype), candidate_ids)
+        if candidate_ids.shape.rank == 2:
+            # [B, M] -> [B, 1, ..., 1, M] to broadcast over middle axes.
+            for _ in range(max(hidden.shape.rank - 2, 0)):
+                bias = tf.expand_dims(bias, 1)
+        scores += bias
+    if mask_padding:
+        is_padding = tf.equal(candidate_ids, 0)
+        if candidate_ids.shape.rank == 2:
+            for _ in range(max(hidden.shape.rank - 2, 0)):
+                is_padding = tf.expand_dims(is_padding, 1)
+        scores = tf.where(is_padding, tf.constant(PADDING_LOGIT, dtype), scores)
+    return scores

@@ -160,6 +160,34 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
             )
         super().build(input_shape)
 
+    @property
+    def has_index(self) -> bool:
+        """Whether `top_k_candidates` is an exact index: never for a
+        mixture, which does not factorise into one query vector."""
+        return False
+
+    @property
+    def has_cross_entropy(self) -> bool:
+        """Whether the head computes its own training loss: no, the
+        cross-entropy of its log-probabilities is the loss."""
+        return False
+
+    def excludes_history(self, training: Any) -> bool:
+        """Whether ``call`` ranks the history's items last: never."""
+        del training  # the same in training and at inference
+        return False
+
+    def reads_last_state_only(self, training: Any) -> bool:
+        """Whether a caller should pass one-position rows: no.
+
+        The mixture reads only the last state, so such rows would give the
+        same log-probabilities; but a model's output dropout before the
+        head would then draw other masks, and every seeded MoS result
+        would change. The full rows keep them.
+        """
+        del training  # the same in training and at inference
+        return False
+
     def _read_inputs(
         self, inputs: Any, item_embeddings: Any, item_bias: Any
     ) -> tuple:
@@ -197,6 +225,8 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         item_embeddings: Any,
         candidate_ids: Any,
         item_bias: Any = None,
+        base_logits: Any = None,
+        assume_unique: bool = False,
         training: Any = False,
     ) -> tf.Tensor:
         """Log-probabilities of candidates, exactly as ``call`` gives them.
@@ -212,10 +242,17 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
             candidate_ids: int ``[M]`` (shared by the batch) or ``[B, M]``,
                 ids in ``[0, N)`` (repeats allowed).
             item_bias: float ``[N]`` or None. Defaults to ``None``.
+            base_logits: None. A mixture has no base logits; the argument
+                exists for the heads' common API. Defaults to ``None``.
+            assume_unique: bool. Accepted for the heads' common API;
+                nothing to deduplicate. Defaults to ``False``.
             training: bool. Enables dropout. Defaults to ``False``.
 
         Returns:
             float32 ``[B, M]``: ``call(...)`` at the candidates' ids.
+
+        Raises:
+            ValueError: ``base_logits`` is given.
 
         Example:
 
@@ -233,12 +270,39 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         >>> print(scores.shape, bool(tf.reduce_all(scores == full)))
         (2, 2) True
         """
+        del assume_unique  # every candidate is scored on its own
+        if base_logits is not None:
+            raise ValueError(
+                "A mixture of softmaxes has no base logits. Received: "
+                "base_logits with head='mos'"
+            )
         hidden, last, table, bias = self._read_inputs(
             inputs, item_embeddings, item_bias
         )
         candidate_ids = candidate_ids_tensor(candidate_ids, tf.shape(table)[0])
         return self._log_probs(
             hidden, last, table, bias, candidate_ids, training
+        )
+
+    def top_k_candidates(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        k: int,
+        item_bias: Any = None,
+        extra_ids: Any = None,
+    ) -> tuple:
+        """The heads' index method; a mixture has no index (``has_index``).
+
+        Raises:
+            ValueError: always. The mixture does not factorise into one
+                query vector, so no ``[B, N]`` product of one query with
+                the table holds its top-k; score the catalogue instead.
+        """
+        raise ValueError(
+            "A top-k index needs a head with one query vector; a mixture "
+            "of softmaxes has none. Score the catalogue with `logits` "
+            "instead. Received: head='mos'"
         )
 
     def _log_probs(

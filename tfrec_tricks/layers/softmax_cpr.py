@@ -1,4 +1,11 @@
-"""Softmax-CPR: partitioned output logits for sequential recommenders."""
+"""Softmax-CPR: partitioned output logits for sequential recommenders.
+
+The layer holds the full-catalogue logits (``call``). Its two other
+scoring paths live in their own modules, as functions of the layer that
+its methods delegate to: the training loss without written-out logits
+(``softmax_cpr_loss``) and the candidate scoring of the serving index
+(``softmax_cpr_candidates``).
+"""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -6,6 +13,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.layers import softmax_cpr_candidates, softmax_cpr_loss
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
     as_item_table,
@@ -14,94 +22,15 @@ from tfrec_tricks.layers.common import (
     check_head_arguments,
     check_ids_in_range,
     dense_projection,
-    first_occurrences,
-    history_positions,
     is_training,
     num_rows,
     unpack_head_inputs,
 )
-from tfrec_tricks.layers.partitioned_cross_entropy import (
-    partitioned_cross_entropy,
-)
-from tfrec_tricks.layers.top_k import (
-    TWO_STAGE_MIN_RATIO,
-    brute_force_top_k,
-    sort_keys,
-    top_k_ids,
-)
+from tfrec_tricks.layers.softmax_cpr_loss import product_and_rows
+from tfrec_tricks.layers.top_k import TWO_STAGE_MIN_RATIO, top_k_ids
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
-
-
-def _product_and_rows(
-    query: tf.Tensor, table: tf.Tensor, row_ids: Any, product: tf.Tensor
-) -> Any:
-    """``query table^T`` (given as ``product``) and ``table[row_ids]``.
-
-    Forward: returns ``product`` (computed by the caller without gradient)
-    and the gathered rows. Backward: the matmul's gradients, with the rows'
-    gradient added into the dense table gradient in place, instead of
-    TensorFlow's separate sparse-to-dense conversion of the gather's
-    gradient (an extra ``[N, d]`` zero-fill and sum).
-    """
-
-    @tf.custom_gradient
-    def forward(query: tf.Tensor, table: tf.Tensor) -> Any:
-        rows = None if row_ids is None else tf.gather(table, row_ids)
-
-        def grad(d_product: tf.Tensor, d_rows: Any = None) -> tuple:
-            d_query = tf.matmul(d_product, table)
-            d_table = tf.matmul(d_product, query, transpose_a=True)
-            if row_ids is not None and d_rows is not None:
-                d_table = tf.tensor_scatter_nd_add(
-                    d_table,
-                    tf.reshape(row_ids, [-1, 1]),
-                    tf.reshape(d_rows, [-1, tf.shape(table)[-1]]),
-                )
-            return d_query, d_table
-
-        if rows is None:
-            return tf.identity(product), grad
-        return (tf.identity(product), rows), grad
-
-    return forward(query, table)
-
-
-def _base_logits_at(
-    base_logits: tf.Tensor,
-    item_ids: tf.Tensor,
-    recomputed: tf.Tensor,
-    bias: tf.Tensor | None,
-) -> tf.Tensor:
-    """``base_logits`` at ``item_ids`` (``[M, K]``), gradient kept sparse.
-
-    Forward, the gather of ``base_logits`` (so that sums over both agree
-    to the bit); backward, through ``recomputed`` (``f_V`` times the ids'
-    gathered table rows, bias added here): a sparse gradient, no
-    ``[M, N]`` scatter.
-    """
-    if bias is not None:
-        recomputed += tf.gather(bias, item_ids)
-    return tf.stop_gradient(tf.gather(base_logits, item_ids, batch_dims=1)) + (
-        recomputed - tf.stop_gradient(recomputed)
-    )
-
-
-def _check_unique(candidates: tf.Tensor, skip_padding: bool) -> None:
-    """Eager only: no id (but padding 0, if skipped) repeats in a row."""
-    if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
-        return
-    rows = np.atleast_2d(np.asarray(candidates.numpy()))
-    for row, ids in enumerate(rows):
-        ids = np.sort(ids[ids != 0] if skip_padding else ids)
-        repeated = ids[1:][ids[1:] == ids[:-1]]
-        if repeated.size:
-            raise ValueError(
-                "With assume_unique=True no item id may repeat within a "
-                "row of `candidate_ids`. Received: candidate_ids whose row "
-                f"{row} repeats {repeated[0]}"
-            )
 
 
 @register
@@ -402,6 +331,43 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         self.start_as_softmax = bool(start_as_softmax)
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
+
+    # ------------------------------------------------------- head interface
+
+    @property
+    def has_index(self) -> bool:
+        """Whether `top_k_candidates` can serve the exact top-k from an index.
+
+        An index: one ``[B, N]`` product of a query vector with the table.
+        The serving module asks this. CPR's can: the base query's product
+        holds the set that `score_candidates` ranks exactly.
+        """
+        return True
+
+    @property
+    def has_cross_entropy(self) -> bool:
+        """Whether the head computes its own training loss: yes.
+
+        `cross_entropy` and `position_cross_entropy` give the loss of
+        ``call``'s logits without writing them out (a model's train step
+        uses them instead of the logits).
+        """
+        return True
+
+    def excludes_history(self, training: Any) -> bool:
+        """Whether ``call`` ranks the history's items last: with
+        ``exclude_history``, at inference."""
+        return self.exclude_history and not is_training(training)
+
+    def reads_last_state_only(self, training: Any) -> bool:
+        """Whether the head reads only each row's last hidden state: no.
+
+        Such a head lets a caller pass one-position rows. CPR reads the
+        history's states and ids: the context and pointer partitions, the
+        Mi window and ``exclude_history`` do.
+        """
+        del training  # the same in training and at inference
+        return False
 
     # ------------------------------------------------------------------ build
 
@@ -818,9 +784,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         valid = tf.not_equal(ids, 0)
         query = self._query(hidden, ids, layers, last)
         f_base = self._project(self.base_projection, query, training)
-
-        def candidate_logits(stages=None):
-            return self._candidate_logits(
+        if candidate_ids is not None:
+            return self._candidate_call(
                 query,
                 f_base,
                 hidden,
@@ -828,39 +793,121 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 table,
                 bias,
                 candidate_ids,
-                None,
                 training,
-                stages=stages,
-                return_base_logits=return_base_logits,
+                return_base_logits,
             )
-
-        if candidate_ids is not None and not self.reranker_ks:
-            return candidate_logits()
 
         uses_history = self._uses_history(training)
         # With a history scatter, padding is masked by that same scatter
         # (one [B, N] pass fewer).
         pad_in_scatter = self.mask_padding and uses_history
         # The product f_V E^T is computed once, without gradient; the
-        # selections read it, and `_product_and_rows` gives it back
+        # selections read it, and `product_and_rows` gives it back
         # with the matmul's gradient plus that of the gathered table rows,
         # added in place (no separate sparse-to-dense table gradient).
         product, selected = self._select_stages(
             query, f_base, table, bias, training
         )
-        if candidate_ids is not None:
-            # The sets are chosen: score only the candidates, from their
-            # gathered rows. The gradient then reaches the table as
-            # sparse rows, not as a dense [N, d] product gradient that
-            # would make every optimizer step O(N).
-            return candidate_logits(stages=selected)
+        product, history_vectors, stage_vectors = self._product_with_rows(
+            f_base, table, ids, product, selected, uses_history
+        )
+        logits, base_logits = self._reranked_logits(
+            product,
+            table,
+            bias,
+            num_items,
+            selected,
+            stage_vectors,
+            pad_in_scatter,
+        )
+        if uses_history:
+            logits = self._scatter_history(
+                logits,
+                query,
+                f_base,
+                hidden,
+                ids,
+                valid,
+                table,
+                bias,
+                training,
+                history_vectors,
+                pad_in_scatter,
+            )
+
+        if return_base_logits:
+            return logits, base_logits
+        return logits
+
+    def _candidate_call(
+        self,
+        query: tf.Tensor,
+        f_base: tf.Tensor,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidate_ids: tf.Tensor,
+        training: Any,
+        return_base_logits: bool,
+    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+        """``call`` with ``candidate_ids``: the logits at the candidates.
+
+        With rerankers the cascade's sets are chosen over the whole
+        catalogue first (`_select_stages`); the candidates are then scored
+        by `softmax_cpr_candidates.candidate_logits`.
+        """
+        selected = None
+        if self.reranker_ks:
+            _, selected = self._select_stages(
+                query, f_base, table, bias, training
+            )
+        # The sets are chosen: score only the candidates, from their
+        # gathered rows. The gradient then reaches the table as
+        # sparse rows, not as a dense [N, d] product gradient that
+        # would make every optimizer step O(N).
+        return softmax_cpr_candidates.candidate_logits(
+            self,
+            query,
+            f_base,
+            hidden,
+            ids,
+            table,
+            bias,
+            candidate_ids,
+            None,
+            training,
+            stages=selected,
+            return_base_logits=return_base_logits,
+        )
+
+    def _product_with_rows(
+        self,
+        f_base: tf.Tensor,
+        table: tf.Tensor,
+        ids: tf.Tensor,
+        product: tf.Tensor,
+        selected: list,
+        uses_history: bool,
+    ) -> tuple:
+        """The base product with its gradient, and the rows ``call`` reads.
+
+        One gather of table rows for the history (if ``uses_history``)
+        and every stage's set, through `product_and_rows`.
+
+        Returns:
+            ``(product, history_vectors, stage_vectors)``: float32
+            ``[B, N]``, ``f_V E^T`` with gradient; ``table[ids]`` or None;
+            ``table[top]`` per stage of ``selected`` (None each if none is
+            gathered).
+        """
         gathered = [top for top, _ in selected]
         if uses_history:
             gathered = [ids] + gathered
         history_vectors, stage_vectors = None, [None] * len(selected)
         if gathered:
             sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
-            product, rows = _product_and_rows(
+            product, rows = product_and_rows(
                 f_base, table, tf.concat(gathered, axis=1), product
             )
             parts = tf.split(rows, sizes, axis=1)
@@ -868,7 +915,26 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 history_vectors, parts = parts[0], parts[1:]
             stage_vectors = parts
         else:
-            product = _product_and_rows(f_base, table, None, product)
+            product = product_and_rows(f_base, table, None, product)
+        return product, history_vectors, stage_vectors
+
+    def _reranked_logits(
+        self,
+        product: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        num_items: tf.Tensor,
+        selected: list,
+        stage_vectors: list,
+        pad_in_scatter: bool,
+    ) -> tuple:
+        """The base logits, and the logits with the rerankers' terms merged.
+
+        Returns:
+            ``(logits, base_logits)``, float32 ``[B, N]``: padding masked
+            in ``base_logits`` (with ``mask_padding``) and in ``logits``
+            unless the history scatter masks it (``pad_in_scatter``).
+        """
         logits = product if bias is None else product + bias
         base_logits = logits
         if self.mask_padding:
@@ -884,49 +950,66 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 f_rerank, table, bias, top, vectors=vectors
             )
             logits = self._merge_scores(logits, top, scores)
+        return logits, base_logits
 
-        if uses_history:
-            equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
-            values = self._history_values(
-                query,
-                f_base,
-                hidden,
-                ids,
-                valid,
-                table,
-                bias,
-                training,
-                history_vectors,
-                equal,
-            )
-            # Padding positions write the padding logit.
-            if self.mask_padding:
-                values = tf.where(valid, values, PADDING_LOGIT)
-            else:
-                values = tf.where(valid, values, logits[:, :1])
-            # Every occurrence of an item writes the first occurrence's
-            # value; only that one carries the gradient (a scatter with
-            # duplicate indices would count it once per occurrence).
-            first = tf.argmax(
-                tf.cast(equal, tf.int32), axis=2, output_type=tf.int32
-            )
-            is_first = tf.equal(first, tf.range(tf.shape(ids)[1])[None, :])
-            copies = tf.stop_gradient(tf.gather(values, first, batch_dims=1))
-            values = tf.where(is_first, values, copies)
-            columns = ids
-            if pad_in_scatter:  # also rows without padding positions
-                zeros = tf.zeros_like(ids[:, :1])
-                columns = tf.concat([ids, zeros], axis=1)
-                values = tf.concat(
-                    [values, tf.cast(zeros, tf.float32) + PADDING_LOGIT], 1
-                )
-            logits = tf.tensor_scatter_nd_update(
-                logits, batch_indices(columns), values
-            )
+    def _scatter_history(
+        self,
+        logits: tf.Tensor,
+        query: tf.Tensor,
+        f_base: tf.Tensor,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        valid: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        training: Any,
+        history_vectors: tf.Tensor | None,
+        pad_in_scatter: bool,
+    ) -> tf.Tensor:
+        """``logits`` with the history partition's values written in (C, P).
 
-        if return_base_logits:
-            return logits, base_logits
-        return logits
+        One scatter of the ``<= L`` history logits (`_history_values`),
+        which also masks padding when ``pad_in_scatter``.
+        """
+        equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
+        values = self._history_values(
+            query,
+            f_base,
+            hidden,
+            ids,
+            valid,
+            table,
+            bias,
+            training,
+            history_vectors,
+            equal,
+        )
+        # Padding positions write the padding logit.
+        if self.mask_padding:
+            values = tf.where(valid, values, PADDING_LOGIT)
+        else:
+            values = tf.where(valid, values, logits[:, :1])
+        # Every occurrence of an item writes the first occurrence's
+        # value; only that one carries the gradient (a scatter with
+        # duplicate indices would count it once per occurrence).
+        first = tf.argmax(
+            tf.cast(equal, tf.int32), axis=2, output_type=tf.int32
+        )
+        is_first = tf.equal(first, tf.range(tf.shape(ids)[1])[None, :])
+        copies = tf.stop_gradient(tf.gather(values, first, batch_dims=1))
+        values = tf.where(is_first, values, copies)
+        columns = ids
+        if pad_in_scatter:  # also rows without padding positions
+            zeros = tf.zeros_like(ids[:, :1])
+            columns = tf.concat([ids, zeros], axis=1)
+            values = tf.concat(
+                [values, tf.cast(zeros, tf.float32) + PADDING_LOGIT], 1
+            )
+        return tf.tensor_scatter_nd_update(
+            logits, batch_indices(columns), values
+        )
+
+    # ---------------------------------------------------------- training loss
 
     def cross_entropy(
         self,
@@ -959,119 +1042,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
             each.
         """
-        hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias
-        )
-        labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-        query = self._query(hidden, ids, layers, last)
-        f_base = self._project(self.base_projection, query, training)
-        product, selected = self._select_stages(
-            query, f_base, table, bias, training
-        )
-        uses_history = self._uses_history(training)
-        # Rows to gather, in the entries' priority order (the history wins,
-        # then the smallest k's reranker), then the labels.
-        stages = selected[::-1]
-        columns = [ids] if uses_history else []
-        columns += [top for top, _ in stages]
-        columns.append(labels[:, None])
-        if rank_labels is not None:
-            rank_labels = tf.cast(tf.reshape(rank_labels, [-1]), tf.int32)
-            columns.append(rank_labels[:, None])
-        row_ids = tf.concat(columns, axis=1)
-        product, rows = _product_and_rows(f_base, table, row_ids, product)
-        base_logits = product if bias is None else product + bias
-        at_ids = _base_logits_at(
-            base_logits, row_ids, tf.einsum("bd,bmd->bm", f_base, rows), bias
-        )
-        sizes = [x.shape[1] or tf.shape(x)[1] for x in columns]
-        row_parts = tf.split(rows, sizes, axis=1)
-        base_parts = tf.split(at_ids, sizes, axis=1)
-
-        history = None
-        if uses_history:
-            valid = tf.not_equal(ids, 0)
-            values = self._history_values(
-                query,
-                f_base,
-                hidden,
-                ids,
-                valid,
-                table,
-                bias,
-                training,
-                row_parts[0],
-            )
-            history = (tf.where(valid, ids, -1), values, base_parts[0])
-        offset = int(uses_history)
-        scored = [
-            (
-                top,
-                self._rerank_scores(
-                    f_rerank, table, bias, top, vectors=row_parts[offset + j]
-                ),
-                base_parts[offset + j],
-            )
-            for j, (top, f_rerank) in enumerate(stages)
-        ]
-        count = offset + len(stages)
-        return self._entries_loss(
-            base_logits,
-            history,
-            scored,
+        return softmax_cpr_loss.cross_entropy(
+            self,
+            inputs,
+            item_embeddings,
             labels,
-            base_parts[count][:, 0],
-            rank_labels,
-            None if rank_labels is None else base_parts[count + 1][:, 0],
-        )
-
-    def _entries_loss(
-        self,
-        base_logits: tf.Tensor,
-        history: tuple | None,
-        stages: list,
-        labels: tf.Tensor,
-        label_base: tf.Tensor,
-        rank_labels: tf.Tensor | None,
-        rank_base: tf.Tensor | None,
-    ) -> tuple:
-        """`partitioned_cross_entropy` of the partitions' entries.
-
-        Args:
-            base_logits: float32 ``[M, N]``, ``f_V E^T + b`` with gradient.
-            history: ``(ids, values, base)``, each ``[M, L]`` (ids -1
-                where no entry), or None.
-            stages: ``(top, scores, base)`` per reranker, ``[M, k]`` each,
-                smallest ``k`` first (the last written first).
-            labels, label_base: ``[M]``; rank_labels, rank_base: ``[M]``
-                or None.
-            The bases are the base logits at those ids, forward-equal to
-            a gather of ``base_logits``, with a sparse gradient.
-        """
-        entries = ([history] if history is not None else []) + [
-            (top, scores, base) for top, scores, base in stages
-        ]
-        replaces = [tf.ones_like(history[0], tf.bool)] if history else []
-        replaces += [
-            tf.fill(tf.shape(top), self.merge == "replace")
-            for top, _, _ in stages
-        ]
-        if not entries:  # no partition: one entry that names no item
-            none = tf.fill(tf.shape(labels[:, None]), -1)
-            zeros = tf.zeros(tf.shape(none), tf.float32)
-            entries, replaces = [(none, zeros, zeros)], [tf.equal(none, -1)]
-        entry_ids, values, bases = zip(*entries)
-        return partitioned_cross_entropy(
-            base_logits,
-            tf.concat(entry_ids, axis=1),
-            tf.concat(values, axis=1),
-            tf.concat(replaces, axis=1),
-            tf.concat(bases, axis=1),
-            labels,
-            label_base,
-            mask_padding=self.mask_padding,
+            item_bias=item_bias,
+            training=training,
             rank_labels=rank_labels,
-            rank_label_base_logits=rank_base,
         )
 
     def position_cross_entropy(
@@ -1111,185 +1089,15 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             each, in row-major order of the targets; ranks are the true
             targets'.
         """
-        hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias
+        return softmax_cpr_loss.position_cross_entropy(
+            self,
+            inputs,
+            item_embeddings,
+            position_targets,
+            item_bias=item_bias,
+            training=training,
+            labels=labels,
         )
-        if isinstance(inputs, Mapping) and "last_positions" in inputs:
-            raise ValueError(
-                "position_cross_entropy reads every target position; it "
-                "takes no `last_positions`. Received: inputs with keys "
-                f"{sorted(inputs)}"
-            )
-        width = tf.shape(ids)[1]
-        targets = tf.cast(position_targets, tf.int32)[:, :width]
-        index = tf.cast(tf.where(targets > 0), tf.int32)  # [M, 2]
-        true_labels = tf.gather_nd(targets, index)
-        rank_labels = None
-        if labels is None:
-            labels = true_labels
-        else:
-            labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-            rank_labels = true_labels
-
-        query = self._position_query(hidden, ids, layers)  # [B, L, q]
-
-        def project(layer: Any) -> tf.Tensor:
-            return self._project(layer, query, training)
-
-        def at_targets(grid: tf.Tensor) -> tf.Tensor:
-            return tf.gather_nd(grid, index)
-
-        f_base_grid = project(self.base_projection)
-        f_base = at_targets(f_base_grid)  # [M, d]
-        product, selected = self._select_stages(
-            at_targets(query),
-            f_base,
-            table,
-            bias,
-            training,
-            f_reranks=[at_targets(project(p)) for _, p in self._stages()],
-        )
-        uses_history = self._uses_history(training)
-        stages = selected[::-1]
-        # One gather of table rows for everything, flat: the history's
-        # [B, L] (not [M, L]: rows share it), the sets and the labels.
-        columns = [tf.reshape(ids, [-1])]
-        columns += [tf.reshape(top, [-1]) for top, _ in stages]
-        columns.append(labels)
-        if rank_labels is not None:
-            columns.append(rank_labels)
-        product, rows = _product_and_rows(
-            f_base, table, tf.concat(columns, axis=0), product
-        )
-        parts = tf.split(rows, [tf.size(x) for x in columns], axis=0)
-        base_logits = product if bias is None else product + bias
-
-        def base_at(item_ids: tf.Tensor, recomputed: tf.Tensor) -> tf.Tensor:
-            return _base_logits_at(base_logits, item_ids, recomputed, bias)
-
-        vectors = tf.reshape(parts[0], tf.concat([tf.shape(ids), [-1]], 0))
-        history = None
-        if uses_history:
-            history_ids = tf.gather(ids, index[:, 0])  # [M, L]
-            entry = tf.not_equal(history_ids, 0) & (
-                tf.range(width)[None, :] <= index[:, 1:]
-            )
-            base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
-            if self.exclude_history and not is_training(training):
-                values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
-            else:
-                values = at_targets(
-                    self._position_history_logits(
-                        project, base_grid, hidden, ids, vectors, bias
-                    )
-                )
-            history = (
-                tf.where(entry, history_ids, -1),
-                values,
-                base_at(history_ids, at_targets(base_grid)),
-            )
-        scored = []
-        for j, (top, f_rerank) in enumerate(stages):
-            top_rows = tf.reshape(
-                parts[1 + j], tf.concat([tf.shape(top), [-1]], 0)
-            )
-            scored.append(
-                (
-                    top,
-                    self._rerank_scores(
-                        f_rerank, table, bias, top, vectors=top_rows
-                    ),
-                    base_at(top, tf.einsum("md,mkd->mk", f_base, top_rows)),
-                )
-            )
-        position = 1 + len(stages)
-
-        def label_base(item_ids: tf.Tensor, item_rows: tf.Tensor) -> tf.Tensor:
-            recomputed = tf.reduce_sum(f_base * item_rows, -1)
-            return base_at(item_ids[:, None], recomputed[:, None])[:, 0]
-
-        rank_base = None
-        if rank_labels is not None:
-            rank_base = label_base(rank_labels, parts[position + 1])
-        return self._entries_loss(
-            base_logits,
-            history,
-            scored,
-            labels,
-            label_base(labels, parts[position]),
-            rank_labels,
-            rank_base,
-        )
-
-    def _position_query(
-        self, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
-    ) -> tf.Tensor:
-        """`_query` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``."""
-        if not self.use_mi:
-            return hidden
-        width = tf.shape(ids)[1]
-        sources = layers if layers else [hidden]
-        parts = []
-        for states in sources[::-1][: self.mi_layers]:
-            states = tf.cast(states, hidden.dtype)
-            window = []
-            for j in range(self.mi_window):
-                # The state j steps back: zeros before the history starts
-                # and at padding, as `_query` gives them.
-                back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
-                real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
-                window.append(back * tf.cast(real, back.dtype)[:, :, None])
-            parts.append(tf.concat(window, axis=-1))
-        mixed = self.mi_projection(tf.concat(parts, axis=-1))
-        mixed = tf.nn.gelu(mixed, approximate=True)
-        return tf.concat([hidden, tf.cast(mixed, hidden.dtype)], axis=-1)
-
-    def _position_history_logits(
-        self,
-        project: Any,
-        base_grid: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        vectors: tf.Tensor,
-        bias: tf.Tensor | None,
-    ) -> tf.Tensor:
-        """`_history_logits` at every position: ``[B, L(p), L(t)]``.
-
-        Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]``
-        read at position ``p`` (its pointer term averages the keys of its
-        occurrences at positions ``<= p``); only ``t <= p`` is meaningful.
-        """
-        values = base_grid
-        if self.use_context:
-            context = tf.einsum(
-                "bpd,btd->bpt", project(self.context_projection), vectors
-            )
-            values = context if self.merge == "replace" else values + context
-        if bias is not None:
-            values += tf.gather(bias, ids)[:, None, :]
-        if self.use_pointer:
-            f_pointer = project(self.pointer_projection)
-            kernel = tf.cast(self.key_projection.kernel, tf.float32)
-            key_bias = tf.cast(self.key_projection.bias, tf.float32)
-            reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)
-            scores = (
-                tf.einsum("bph,buh->bpu", reader, tf.cast(hidden, tf.float32))
-                + tf.einsum("bpd,d->bp", f_pointer, key_bias)[:, :, None]
-            )
-            width = tf.shape(ids)[1]
-            causal = tf.cast(
-                tf.range(width)[None, :] <= tf.range(width)[:, None],
-                tf.float32,
-            )  # [p, u]
-            valid = tf.not_equal(ids, 0)
-            same = tf.cast(
-                tf.equal(ids[:, :, None], ids[:, None, :]) & valid[:, None],
-                tf.float32,
-            )  # [b, t, u]
-            total = tf.einsum("btu,bpu->bpt", same, scores * causal)
-            count = tf.einsum("btu,pu->bpt", same, causal)
-            values += total / tf.maximum(count, 1.0)
-        return values
 
     # ------------------------------------------------------ candidate sets
 
@@ -1370,53 +1178,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         >>> bool(tf.reduce_all(best == expected))
         True
         """
-        hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias
+        return softmax_cpr_candidates.top_k_candidates(
+            self,
+            inputs,
+            item_embeddings,
+            k,
+            item_bias=item_bias,
+            extra_ids=extra_ids,
         )
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"`k` must be an int >= 0. Received: k={k!r}")
-        extra = None
-        if extra_ids is not None:
-            extra = candidate_ids_tensor(
-                extra_ids, num_rows(table), "extra_ids"
-            )
-            if extra.shape.rank != 2:
-                raise ValueError(
-                    "`extra_ids` must be per-row ids [B, E]. "
-                    f"Received: extra_ids.shape={extra.shape}"
-                )
-        count = sum(self.reranker_ks) + int(k)
-        if table.shape[0] is not None:
-            count = min(count, table.shape[0] - int(self.mask_padding))
-        query = self._query(hidden, ids, layers, last)
-        f_base = self._project(self.base_projection, query, False)
-        if count == 0:
-            if extra is None:
-                extra = tf.zeros_like(ids[:, :0])
-            base = tf.einsum("bd,bed->be", f_base, tf.gather(table, extra))
-            if bias is not None:
-                base += tf.gather(bias, extra)
-            return extra, base
-        # The history (and padding, when masked) is left out of the index.
-        if self.mask_padding:
-            exclude = tf.concat([tf.zeros_like(ids[:, :1]), ids], axis=1)
-        else:
-            exclude = tf.where(tf.not_equal(ids, 0), ids, -1)
-        top, top_logits, product = brute_force_top_k(
-            f_base, table, count, bias, exclude_ids=exclude
-        )
-        # Fewer items outside the history than `count`: 0 fills the rest.
-        top = tf.where(top_logits > float("-inf"), top, 0)
-        is_first = tf.equal(
-            first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
-        )
-        parts = [top, tf.where(is_first, ids, 0)]
-        if extra is not None:
-            parts.append(extra)
-        candidates = tf.concat(parts, axis=1)
-        # The base logits from the index's own product, bitwise equal to
-        # the one `call` ranks with: near-ties break as in `call`.
-        return candidates, tf.gather(product, candidates, batch_dims=1)
 
     def score_candidates(
         self,
@@ -1499,277 +1268,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         ...     tf.abs(scores - full) < 1e-5)))
         (2, 3) True
         """
-        hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias
+        return softmax_cpr_candidates.score_candidates(
+            self,
+            inputs,
+            item_embeddings,
+            candidate_ids,
+            item_bias=item_bias,
+            training=training,
+            base_logits=base_logits,
+            assume_unique=assume_unique,
         )
-        candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
-        if base_logits is not None:
-            base_logits = tf.cast(tf.convert_to_tensor(base_logits), tf.float32)
-            expected = tf.TensorShape([None, candidates.shape[-1]])
-            if candidates.shape.rank == 2:
-                expected = candidates.shape
-            if not base_logits.shape.is_compatible_with(expected):
-                raise ValueError(
-                    "`base_logits` must give one logit per candidate "
-                    f"{expected}. Received: base_logits.shape="
-                    f"{base_logits.shape}, candidate_ids.shape="
-                    f"{candidates.shape}"
-                )
-        if self.reranker_ks:
-            self._check_history_in_candidates(ids, candidates)
-        if assume_unique:
-            _check_unique(candidates, self.mask_padding)
-        query = self._query(hidden, ids, layers, last)
-        f_base = self._project(self.base_projection, query, training)
-        return self._candidate_logits(
-            query,
-            f_base,
-            hidden,
-            ids,
-            table,
-            bias,
-            candidates,
-            base_logits,
-            training,
-            assume_unique,
-        )
-
-    def _check_history_in_candidates(
-        self, ids: tf.Tensor, candidates: tf.Tensor
-    ) -> None:
-        """Eager only: every history id is among its row's candidates."""
-        if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
-            return
-        history = np.asarray(ids.numpy())
-        pool = np.asarray(candidates.numpy())
-        if pool.ndim == 1:
-            pool = np.broadcast_to(pool, (history.shape[0], pool.size))
-        found = (history[:, :, None] == pool[:, None, :]).any(axis=-1)
-        missing = np.argwhere((history != 0) & ~found)
-        if missing.size:
-            row, position = missing[0]
-            raise ValueError(
-                "With rerankers, each row of `candidate_ids` must hold the "
-                "row's history and the top sum(reranker_ks)="
-                f"{sum(self.reranker_ks)} items by base logit outside it "
-                "(see `top_k_candidates`): the cascade's top-k sets can "
-                "take any of them. Received: candidate_ids whose row "
-                f"{row} lacks its history item {history[row, position]}"
-            )
-
-    def _candidate_logits(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidates: tf.Tensor,
-        base_logits: tf.Tensor | None,
-        training: Any,
-        assume_unique: bool = False,
-        stages: list | None = None,
-        return_base_logits: bool = False,
-    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
-        """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``.
-
-        ``stages``: the ``(top, f_rerank)`` pairs of the cascade ``call``
-        ran over the catalogue (sets ``[B, k]``, largest ``k`` first):
-        a candidate gets a stage's term iff that stage selected it, as
-        ``call``'s scatter gives it. None runs the cascade over the
-        candidates (`_candidate_cascade`). ``return_base_logits``: also
-        the candidates' base logits (``call``'s argument).
-        """
-        if candidates.shape.rank == 1 and (
-            self.reranker_ks or base_logits is not None
-        ):
-            # The cascade and given logits are per row.
-            candidates = tf.broadcast_to(
-                candidates[None, :],
-                [tf.shape(ids)[0], tf.shape(candidates)[0]],
-            )
-        vectors = None
-        if candidates.shape.rank == 1:
-            # A set shared by the batch: one [B, d] x [d, M] product.
-            scores = tf.matmul(
-                f_base, tf.gather(table, candidates), transpose_b=True
-            )
-            candidates = tf.broadcast_to(
-                candidates[None, :],
-                [tf.shape(ids)[0], tf.shape(candidates)[0]],
-            )
-        else:
-            if self.reranker_ks or base_logits is None:
-                vectors = tf.gather(table, candidates)  # [B, M, d]
-            if base_logits is None:
-                scores = tf.einsum("bd,bmd->bm", f_base, vectors)
-        if base_logits is not None:
-            scores = base_logits
-        elif bias is not None:
-            scores += tf.gather(bias, candidates)
-        base = scores
-
-        first = None
-        if stages is not None:
-            scores = self._merge_stages(
-                table, bias, candidates, vectors, scores, stages
-            )
-        elif self.reranker_ks:
-            scores, first = self._candidate_cascade(
-                query,
-                table,
-                bias,
-                candidates,
-                vectors,
-                scores,
-                training,
-                assume_unique,
-            )
-        if self.mask_padding:
-            scores = tf.where(
-                tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
-            )
-        if self._uses_history(training):
-            found, position = history_positions(candidates, ids)
-            if self.exclude_history and not is_training(training):
-                scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
-            else:
-                equal = None
-                if self.use_pointer:
-                    equal = tf.equal(ids[:, :, None], ids[:, None, :])
-                values = self._history_logits(
-                    query,
-                    f_base,
-                    hidden,
-                    ids,
-                    tf.not_equal(ids, 0),
-                    equal,
-                    table,
-                    bias,
-                    training,
-                )
-                scores = tf.where(
-                    found, tf.gather(values, position, batch_dims=1), scores
-                )
-        if first is not None:
-            # Every copy of a repeated id takes its first occurrence's
-            # logit (the one the cascade ranked).
-            scores = tf.gather(scores, first, batch_dims=1)
-        if not return_base_logits:
-            return scores
-        if self.mask_padding:
-            base = tf.where(
-                tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), base
-            )
-        return scores, base
-
-    def _candidate_cascade(
-        self,
-        query: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidates: tf.Tensor,
-        vectors: tf.Tensor,
-        logits: tf.Tensor,
-        training: Any,
-        assume_unique: bool,
-    ) -> tuple:
-        """The reranker cascade over candidate sets ``[B, M]``.
-
-        Stage by stage (largest ``k`` first), the top-``k`` of the
-        gradient-free running logits among the selectable candidates
-        (first occurrences; not padding when masked), ranked by
-        `sort_keys`: larger logit first, ties to the lower id, as
-        ``call``'s `_select` ranks the catalogue. The selected get the
-        stage's reranker term, merged as in ``call``.
-
-        A repeated id enters at its first occurrence only, and its copies
-        take that occurrence's logit at the end: copies' logits computed
-        from rows gathered at different columns can differ in the last
-        bit, and counted twice they would take two slots of a top-k.
-
-        Returns:
-            ``(logits, first)``: float32 ``[B, M]`` (valid at first
-            occurrences) and int32 ``[B, M]``, each entry's first
-            occurrence (None with ``assume_unique``).
-        """
-        first = None
-        selectable = None
-        if not assume_unique:
-            first = first_occurrences(candidates)
-            selectable = tf.equal(
-                first, tf.range(tf.shape(candidates)[1])[None]
-            )
-        if self.mask_padding:
-            real = tf.not_equal(candidates, 0)
-            selectable = real if selectable is None else selectable & real
-        lowest = tf.int64.min
-        for k, projection in self._stages():
-            keys = sort_keys(tf.stop_gradient(logits), candidates)
-            if selectable is not None:
-                keys = tf.where(selectable, keys, lowest)
-            # The k-th largest key (keys of selectable entries are
-            # distinct; the padding columns cover rows of fewer than k).
-            padded = tf.pad(keys, [[0, 0], [0, k]], constant_values=lowest)
-            kth = tf.reduce_min(
-                tf.math.top_k(padded, k=k, sorted=False).values, axis=1
-            )
-            selected = keys >= kth[:, None]
-            if selectable is not None:
-                selected &= selectable
-            f_rerank = self._project(projection, query, training)
-            logits = self._merge_stage(
-                table, bias, candidates, vectors, logits, selected, f_rerank
-            )
-        return logits, first
-
-    def _merge_stages(
-        self,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidates: tf.Tensor,
-        vectors: tf.Tensor | None,
-        logits: tf.Tensor,
-        stages: list,
-    ) -> tf.Tensor:
-        """The cascade's terms of candidates ``[B, M]``, sets given.
-
-        ``stages``: ``(top, f_rerank)`` per stage in cascade order, each
-        ``top`` a ``[B, k]`` set of distinct ids. Membership is found by a
-        sort and a binary search: ``O((k + M) log k)`` per row.
-        """
-        for top, f_rerank in stages:
-            ordered = tf.sort(top, axis=1)
-            at = tf.searchsorted(
-                ordered, candidates, side="left", out_type=tf.int32
-            )
-            at = tf.minimum(at, tf.shape(ordered)[1] - 1)
-            selected = tf.equal(
-                tf.gather(ordered, at, batch_dims=1), candidates
-            )
-            logits = self._merge_stage(
-                table, bias, candidates, vectors, logits, selected, f_rerank
-            )
-        return logits
-
-    def _merge_stage(
-        self,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidates: tf.Tensor,
-        vectors: tf.Tensor | None,
-        logits: tf.Tensor,
-        selected: tf.Tensor,
-        f_rerank: tf.Tensor,
-    ) -> tf.Tensor:
-        """One stage's term on its ``selected`` candidates (bool ``[B, M]``)."""
-        scores = self._rerank_scores(
-            f_rerank, table, bias, candidates, vectors=vectors
-        )
-        if self.merge == "replace":
-            return tf.where(selected, scores, logits)
-        return tf.where(selected, logits + scores, logits)
 
     def get_config(self) -> dict:
         config = super().get_config()

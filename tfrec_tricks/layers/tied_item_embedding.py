@@ -5,9 +5,9 @@ from typing import Any
 import tensorflow as tf
 
 from tfrec_tricks.layers.common import (
-    PADDING_LOGIT,
     is_integer,
     is_training,
+    item_logits,
     softmax_dtype,
 )
 from tfrec_tricks.serialization import register
@@ -252,70 +252,15 @@ class TiedItemEmbedding(tf.keras.layers.Layer):
             ``hidden.shape[:-1] + [num_items]`` or ``[..., M]``.
         """
         self._ensure_built()
-        dtype = softmax_dtype(self.compute_dtype)
-        hidden = tf.cast(hidden, dtype)
-        table = self.output_embeddings
-        bias = self.output_bias
-        if candidate_ids is None or not is_training(training):
-            # A dense read, as in `lookup` (a cast to the same dtype would
-            # return the variable itself).
-            table = tf.convert_to_tensor(table)
-            bias = None if bias is None else tf.convert_to_tensor(bias)
-        table = tf.cast(table, dtype)
-        if candidate_ids is None:
-            scores = tf.matmul(hidden, table, transpose_b=True)
-            if self.use_bias:
-                scores += tf.cast(bias, dtype)
-            if self.mask_padding:
-                is_padding = tf.equal(tf.range(self.num_items), 0)
-                scores = tf.where(
-                    is_padding, tf.constant(PADDING_LOGIT, dtype), scores
-                )
-            return scores
-
-        candidate_ids = tf.convert_to_tensor(candidate_ids)
-        if not candidate_ids.dtype.is_integer:
-            candidate_ids = tf.cast(candidate_ids, tf.int64)
-        vectors = tf.gather(table, candidate_ids)
-        if candidate_ids.shape.rank == 1:
-            scores = tf.matmul(hidden, vectors, transpose_b=True)
-        elif candidate_ids.shape.rank == 2:
-            # Per-example candidates: flatten any middle axes of hidden
-            # ([B, ..., d] -> [B, K, d]) to use one batched matmul.
-            batch_shape = tf.shape(hidden)[:-1]
-            flat = tf.reshape(
-                hidden, [tf.shape(hidden)[0], -1, self.output_dim]
-            )
-            scores = tf.matmul(flat, vectors, transpose_b=True)
-            scores = tf.reshape(
-                scores,
-                tf.concat([batch_shape, tf.shape(candidate_ids)[-1:]], 0),
-            )
-            # The reshape loses the static shape; restore what is known.
-            scores.set_shape(
-                hidden.shape[:-1].concatenate(candidate_ids.shape[-1:])
-            )
-        else:
-            raise ValueError(
-                "`candidate_ids` must have shape [M] or [B, M]. "
-                f"Received: candidate_ids.shape={candidate_ids.shape}"
-            )
-        if self.use_bias:
-            bias = tf.gather(tf.cast(bias, dtype), candidate_ids)
-            if candidate_ids.shape.rank == 2:
-                # [B, M] -> [B, 1, ..., 1, M] to broadcast over middle axes.
-                for _ in range(max(hidden.shape.rank - 2, 0)):
-                    bias = tf.expand_dims(bias, 1)
-            scores += bias
-        if self.mask_padding:
-            is_padding = tf.equal(candidate_ids, 0)
-            if candidate_ids.shape.rank == 2:
-                for _ in range(max(hidden.shape.rank - 2, 0)):
-                    is_padding = tf.expand_dims(is_padding, 1)
-            scores = tf.where(
-                is_padding, tf.constant(PADDING_LOGIT, dtype), scores
-            )
-        return scores
+        return item_logits(
+            hidden,
+            self.output_embeddings,
+            self.output_bias,
+            candidate_ids=candidate_ids,
+            training=training,
+            mask_padding=self.mask_padding,
+            dtype=softmax_dtype(self.compute_dtype),
+        )
 
     def _ensure_built(self) -> None:
         # `lookup` and `logits` may be called directly, before __call__.

@@ -19,10 +19,9 @@ from tfrec_tricks.layers import (
     SoftOneHotEncoding,
     StochasticSharedEmbedding,
     TiedItemEmbedding,
+    TiedSoftmax,
     common,
 )
-from tfrec_tricks.layers.common import PADDING_LOGIT, history_positions
-from tfrec_tricks.layers.top_k import brute_force_top_k
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
@@ -337,13 +336,21 @@ class SequentialRetrievalModel(tfrs.Model):
         self.output_dropout = tf.keras.layers.Dropout(config.dropout)
 
     def _build_output_head(self, hidden: int) -> None:
-        """Creates ``head`` and ``projection``, at most one of them.
+        """Creates ``head``, ``projection`` and ``base_loss_weight``.
 
-        ``head`` is a ``SoftmaxCPR`` (``"cpr"``) or a ``MixtureOfSoftmax``
-        (``"mos"``), which map the states to ``embedding_dim`` themselves;
-        the softmax heads have none (None) and score with the item table,
-        through a ``projection`` when ``hidden`` differs from
-        ``embedding_dim`` (None otherwise).
+        ``head`` is the output head ``config.head`` names, each with the
+        same interface (``call``, ``top_k_candidates``,
+        ``score_candidates``, ``has_index``, ...): a ``SoftmaxCPR``
+        (``"cpr"``), a ``MixtureOfSoftmax`` (``"mos"``) or a
+        ``TiedSoftmax`` (``"softmax"``, and ``"softmax_no_dup"`` with
+        ``exclude_history``). This is the one place that reads the head's
+        name; the rest of the model asks the head. Each maps the encoder's
+        width to ``embedding_dim`` itself (the tied softmax through a
+        ``projection`` only when they differ).
+
+        ``projection`` is the tied softmax's projection or None.
+        ``base_loss_weight`` is ``cpr_base_loss`` for CPR (the weight of
+        its base logits' own loss), else 0.
 
         Args:
             hidden: int, the encoder's width.
@@ -351,7 +358,7 @@ class SequentialRetrievalModel(tfrs.Model):
         config = self.config
         d = config.embedding_dim
         self.projection = None
-        self.head = None
+        self.base_loss_weight = 0.0
         if config.head == "cpr":
             self.head = SoftmaxCPR(
                 use_context=config.cpr_context,
@@ -365,6 +372,7 @@ class SequentialRetrievalModel(tfrs.Model):
                 output_dim=d,
                 name="cpr_head",
             )
+            self.base_loss_weight = float(config.cpr_base_loss)
         elif config.head == "mos":
             self.head = MixtureOfSoftmax(
                 config.mos_components,
@@ -372,8 +380,15 @@ class SequentialRetrievalModel(tfrs.Model):
                 output_dim=d,
                 name="mos_head",
             )
-        elif hidden != d:
-            self.projection = tf.keras.layers.Dense(d, name="projection")
+        else:
+            self.head = TiedSoftmax(
+                exclude_history=config.head == "softmax_no_dup",
+                output_dim=d if hidden != d else None,
+                name="softmax_head",
+            )
+            # The same layer under the model's own name too, so that
+            # checkpoints keep the key "projection/..." they have always had.
+            self.projection = self.head.projection
 
     def _build_sampled_objective(self, item_frequencies: Any) -> None:
         """Creates the parts of the sampled objective, if it is used.
@@ -508,6 +523,14 @@ class SequentialRetrievalModel(tfrs.Model):
         return common.last_positions(history)
 
     def _head_inputs(self, history, states, training):
+        """The head's ``inputs``, after the output dropout.
+
+        A head that reads only the last state gets one-position rows: the
+        dropout then draws for ``[B, 1, d]``, not for a ``[B, L, d]`` that
+        the head would mostly ignore.
+        """
+        if self.head.reads_last_state_only(training):
+            history, states = self.last_position_rows(history, states)
         # The heads read the last position by the same rule as the model.
         hidden = self.output_dropout(states[-1], training=training)
         return {
@@ -516,13 +539,18 @@ class SequentialRetrievalModel(tfrs.Model):
             "layer_hidden_states": [*states[:-1], hidden],
         }
 
-    def _last_state(self, history, states, training):
-        last = self.last_positions(history)
-        h = tf.gather(states[-1], last, batch_dims=1)
-        h = self.output_dropout(h, training=training)
-        if self.projection is not None:
-            h = self.projection(h)
-        return h
+    @classmethod
+    def last_position_rows(cls, history: tf.Tensor, states: list) -> tuple:
+        """Each row cut to its last position (``last_positions``).
+
+        Returns:
+            ``(history, states)``: int32 ``[B, 1]`` and ``[[B, 1, d]]``
+            (the last layer's states only).
+        """
+        last = cls.last_positions(history)
+        ids = tf.gather(history, last, batch_dims=1)[:, None]
+        state = tf.gather(states[-1], last, batch_dims=1)[:, None, :]
+        return ids, [state]
 
     def _scores(
         self,
@@ -530,52 +558,32 @@ class SequentialRetrievalModel(tfrs.Model):
         states,
         training,
         candidate_ids=None,
-        exclude_history=False,
+        exclude_history=None,
         return_base_logits=False,
     ):
-        """Logits [B, N] (or [B, M] for candidate ids [M]) of the head.
+        """The head's logits [B, N] (or [B, M] for candidate ids).
 
-        ``return_base_logits`` (CPR head only): the pair ``(logits, base
-        logits)``, see ``SoftmaxCPR``.
+        ``return_base_logits`` (CPR): the pair ``(logits, base logits)``,
+        see ``SoftmaxCPR``. ``exclude_history`` (the tied softmax):
+        overrides the head's own setting, see ``TiedSoftmax``.
         """
-        table = self.item_embedding.output_embeddings
-        bias = self.item_embedding.output_bias
-        if self.head is not None:
-            extra = {"return_base_logits": True} if return_base_logits else {}
-            return self.head(
-                self._head_inputs(history, states, training),
-                table,
-                item_bias=bias,
-                candidate_ids=candidate_ids,
-                training=training,
-                **extra,
-            )
-        h = self._last_state(history, states, training)
-        logits = self.item_embedding.logits(
-            h, candidate_ids=candidate_ids, training=training
+        extra = {}
+        if return_base_logits:
+            extra["return_base_logits"] = True
+        if exclude_history is not None:
+            extra["exclude_history"] = exclude_history
+        return self.head(
+            self._head_inputs(history, states, training),
+            self.item_embedding.output_embeddings,
+            item_bias=self.item_embedding.output_bias,
+            candidate_ids=candidate_ids,
+            training=training,
+            **extra,
         )
-        logits = tf.cast(logits, tf.float32)
-        if exclude_history:
-            rows = tf.broadcast_to(
-                tf.range(tf.shape(history)[0])[:, None], tf.shape(history)
-            )
-            index = tf.stack([rows, history], axis=-1)
-            logits = tf.tensor_scatter_nd_update(
-                logits, index, tf.fill(tf.shape(history), PADDING_LOGIT)
-            )
-        return logits
-
-    def _exclude_history(self, training):
-        return self.config.head == "softmax_no_dup" and not training
 
     def call(self, inputs, training=False):
         history, states = self.encode(inputs, training=training)
-        return self._scores(
-            history,
-            states,
-            training,
-            exclude_history=self._exclude_history(training),
-        )
+        return self._scores(history, states, training)
 
     # ------------------------------------------------------------ inference
 
@@ -589,12 +597,14 @@ class SequentialRetrievalModel(tfrs.Model):
         Returns:
             float32 ``[B, N]``: what ``call`` returns for those inputs.
         """
-        return self._scores(
-            history,
-            states,
-            False,
-            exclude_history=self._exclude_history(False),
-        )
+        return self._scores(history, states, False)
+
+    @property
+    def has_index(self) -> bool:
+        """Whether ``top_k_candidates`` serves the exact top-k from an
+        index: the head's own ``has_index`` (all heads but the mixture of
+        softmaxes)."""
+        return self.head.has_index
 
     def top_k_candidates(
         self,
@@ -626,49 +636,17 @@ class SequentialRetrievalModel(tfrs.Model):
             to pass on to ``score_candidates``.
 
         Raises:
-            ValueError: the ``"mos"`` head (a mixture of softmaxes does not
-                factorise into one query vector: it has no index).
+            ValueError: a head without an index (``head.has_index`` is
+                False: a mixture of softmaxes does not factorise into one
+                query vector).
         """
-        if self.config.head == "mos":
-            raise ValueError(
-                "A top-k index needs a head with one query vector; a "
-                "mixture of softmaxes has none. Score the catalogue with "
-                "`logits` instead. Received: head='mos'"
-            )
-        table = self.item_embedding.output_embeddings
-        bias = self.item_embedding.output_bias
-        if self.head is not None:
-            return self.head.top_k_candidates(
-                self._head_inputs(history, states, False),
-                table,
-                k,
-                item_bias=bias,
-                extra_ids=extra_ids,
-            )
-        query = tf.cast(self._last_state(history, states, False), tf.float32)
-        count = min(int(k), self.config.num_items - 1)
-        if count == 0:
-            if extra_ids is None:
-                extra_ids = tf.zeros_like(history[:, :0])
-            extra_ids = tf.cast(extra_ids, tf.int32)
-            base = self.item_embedding.logits(query, candidate_ids=extra_ids)
-            return extra_ids, tf.cast(base, tf.float32)
-        exclude = tf.zeros_like(history[:, :1])  # padding
-        if self._exclude_history(False):
-            exclude = tf.concat([exclude, history], axis=1)
-        top, top_logits, product = brute_force_top_k(
-            query,
-            tf.cast(table, tf.float32),
-            count,
-            None if bias is None else tf.cast(bias, tf.float32),
-            exclude_ids=exclude,
+        return self.head.top_k_candidates(
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            k,
+            item_bias=self.item_embedding.output_bias,
+            extra_ids=extra_ids,
         )
-        # Fewer items left than `count`: 0 fills the rest.
-        candidates = tf.where(top_logits > float("-inf"), top, 0)
-        if extra_ids is not None:
-            extra_ids = tf.cast(extra_ids, tf.int32)
-            candidates = tf.concat([candidates, extra_ids], axis=1)
-        return candidates, tf.gather(product, candidates, batch_dims=1)
 
     def score_candidates(
         self,
@@ -700,44 +678,14 @@ class SequentialRetrievalModel(tfrs.Model):
         Returns:
             float32 ``[B, M]``: ``logits`` at the candidates' ids.
         """
-        candidate_ids = tf.cast(candidate_ids, tf.int32)
-        table = self.item_embedding.output_embeddings
-        bias = self.item_embedding.output_bias
-        if self.config.head == "mos":
-            if base_logits is not None:
-                raise ValueError(
-                    "A mixture of softmaxes has no base logits. Received: "
-                    "base_logits with head='mos'"
-                )
-            return self.head.score_candidates(
-                self._head_inputs(history, states, False),
-                table,
-                candidate_ids,
-                item_bias=bias,
-            )
-        if self.head is not None:
-            return self.head.score_candidates(
-                self._head_inputs(history, states, False),
-                table,
-                candidate_ids,
-                item_bias=bias,
-                base_logits=base_logits,
-                assume_unique=assume_unique,
-            )
-        if base_logits is None:
-            scores = self._scores(
-                history, states, False, candidate_ids=candidate_ids
-            )
-        else:
-            scores = tf.where(
-                tf.equal(candidate_ids, 0),
-                tf.constant(PADDING_LOGIT),
-                tf.cast(base_logits, tf.float32),
-            )
-        if self._exclude_history(False):
-            found, _ = history_positions(candidate_ids, history)
-            scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
-        return scores
+        return self.head.score_candidates(
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            tf.cast(candidate_ids, tf.int32),
+            item_bias=self.item_embedding.output_bias,
+            base_logits=base_logits,
+            assume_unique=assume_unique,
+        )
 
     # ----------------------------------------------------------------- loss
 
@@ -809,14 +757,6 @@ class SequentialRetrievalModel(tfrs.Model):
         states = [tf.gather(s, rows) for s in states]
         return history, states, tf.gather_nd(targets, index)
 
-    def _reads_last_state_only(self, training) -> bool:
-        """Whether the scores read only the last state of a history.
-
-        The softmax heads do (``_last_state``), unless they exclude the
-        history's items; CPR and MoS read more of it.
-        """
-        return self.head is None and not self._exclude_history(training)
-
     @staticmethod
     def target_positions(
         history: tf.Tensor, states: list, position_targets: tf.Tensor
@@ -824,7 +764,7 @@ class SequentialRetrievalModel(tfrs.Model):
         """``expand_positions`` for scores that read the last state only.
 
         Row ``(b, p)`` becomes a one-item history (the item at ``p``) with
-        the last layer's state at ``p``: what ``_last_state`` reads of the
+        the last layer's state at ``p``: what such a head reads of the
         expanded row, without copying ``[M, L', d]`` states (training
         windows hold up to ``L`` targets per row).
 
@@ -843,14 +783,14 @@ class SequentialRetrievalModel(tfrs.Model):
         history, states = self.encode(inputs, training=training)
         every_position = POSITION_TARGETS in inputs
         sampled = self.config.objective == "sampled"
-        if training and self.config.head == "cpr" and not sampled:
+        if training and not sampled and self.head.has_cross_entropy:
             # CPR trains without writing its [B, N] logits (nor expanding
             # the rows of training windows); evaluation writes them.
             per_example, ranks = self._partitioned_loss(
                 history, states, training, targets, inputs.get(POSITION_TARGETS)
             )
             return self._record_loss(per_example, ranks, every_position)
-        if every_position and self._reads_last_state_only(training):
+        if every_position and self.head.reads_last_state_only(training):
             history, states, targets = self.target_positions(
                 history, states, inputs[POSITION_TARGETS]
             )
@@ -862,11 +802,18 @@ class SequentialRetrievalModel(tfrs.Model):
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
         # CPR's base logits, trained besides by a plain softmax loss.
-        with_base = self.config.head == "cpr" and self.config.cpr_base_loss > 0
+        with_base = self.base_loss_weight > 0
+        # A head that ranks the history last (at inference) is scored
+        # without that rule for the loss: a target may repeat the history.
+        excludes_history = self.head.excludes_history(training)
         logits = base_logits = None
         if not sampled or not training:
             logits = self._scores(
-                history, states, training, return_base_logits=with_base
+                history,
+                states,
+                training,
+                exclude_history=False if excludes_history else None,
+                return_base_logits=with_base,
             )
             if with_base:
                 logits, base_logits = logits
@@ -891,15 +838,13 @@ class SequentialRetrievalModel(tfrs.Model):
             scores = logits
         per_example = self._per_example_loss(scores, loss_targets)
         if with_base:
-            per_example += self.config.cpr_base_loss * self._per_example_loss(
+            per_example += self.base_loss_weight * self._per_example_loss(
                 base_logits, loss_targets
             )
         ranks = None
         if logits is not None:
-            if self._exclude_history(training):
-                logits = self._scores(
-                    history, states, training, exclude_history=True
-                )
+            if excludes_history:
+                logits = self._scores(history, states, training)
             # One comparison pass over [B, N] for every metric: over a
             # large catalogue it costs as much as the logits themselves.
             ranks = tf_target_ranks(logits, targets)
@@ -952,8 +897,8 @@ class SequentialRetrievalModel(tfrs.Model):
                 rank_labels=None if labels is targets else targets,
             )
         cross_entropy, base_cross_entropy, ranks = losses
-        if self.config.cpr_base_loss > 0:
-            cross_entropy += self.config.cpr_base_loss * base_cross_entropy
+        if self.base_loss_weight > 0:
+            cross_entropy += self.base_loss_weight * base_cross_entropy
         return cross_entropy, ranks
 
     def _record_loss(self, per_example, ranks, every_position):

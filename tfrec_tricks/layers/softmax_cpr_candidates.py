@@ -1,0 +1,409 @@
+"""Candidate scoring of ``SoftmaxCPR``: the serving index's path.
+
+``SoftmaxCPR.top_k_candidates`` retrieves, from one ``[B, N]`` product
+of the base query with the table (an exact top-k index), a candidate set
+that holds the head's top-k; ``SoftmaxCPR.score_candidates`` scores a set
+exactly as ``call`` scores the catalogue, running the reranker cascade
+over the candidates, with no ``[B, N]`` work; ``call`` with
+``candidate_ids`` scores its candidates here too (`candidate_logits`).
+
+This path lives apart from the layer, as functions of the head (their
+first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
+holds two scoring paths: the layer holds the full-catalogue logits,
+``softmax_cpr_loss`` the training loss, this module the candidate sets.
+The head's own pieces (query, projections, history logits, reranker
+scores and merge) stay on the layer and are called through ``head``.
+The layer imports this module, never the reverse (no import cycle).
+"""
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
+    candidate_ids_tensor,
+    first_occurrences,
+    history_positions,
+    is_training,
+    num_rows,
+)
+from tfrec_tricks.layers.top_k import brute_force_top_k, sort_keys
+
+
+def _check_unique(candidates: tf.Tensor, skip_padding: bool) -> None:
+    """Eager only: no id (but padding 0, if skipped) repeats in a row."""
+    if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
+        return
+    rows = np.atleast_2d(np.asarray(candidates.numpy()))
+    for row, ids in enumerate(rows):
+        ids = np.sort(ids[ids != 0] if skip_padding else ids)
+        repeated = ids[1:][ids[1:] == ids[:-1]]
+        if repeated.size:
+            raise ValueError(
+                "With assume_unique=True no item id may repeat within a "
+                "row of `candidate_ids`. Received: candidate_ids whose row "
+                f"{row} repeats {repeated[0]}"
+            )
+
+
+def top_k_candidates(
+    head: Any,
+    inputs: Any,
+    item_embeddings: Any,
+    k: int,
+    item_bias: Any = None,
+    extra_ids: Any = None,
+) -> tuple:
+    """`SoftmaxCPR.top_k_candidates` of ``head``: see there.
+
+    Args:
+        head: the ``SoftmaxCPR`` layer.
+        inputs, item_embeddings, k, item_bias, extra_ids: as the
+            method's.
+
+    Returns:
+        ``(candidate_ids, base_logits)``, as the method's.
+    """
+    hidden, ids, layers, last, table, bias = head._read_inputs(
+        inputs, item_embeddings, item_bias
+    )
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"`k` must be an int >= 0. Received: k={k!r}")
+    extra = None
+    if extra_ids is not None:
+        extra = candidate_ids_tensor(extra_ids, num_rows(table), "extra_ids")
+        if extra.shape.rank != 2:
+            raise ValueError(
+                "`extra_ids` must be per-row ids [B, E]. "
+                f"Received: extra_ids.shape={extra.shape}"
+            )
+    count = sum(head.reranker_ks) + int(k)
+    if table.shape[0] is not None:
+        count = min(count, table.shape[0] - int(head.mask_padding))
+    query = head._query(hidden, ids, layers, last)
+    f_base = head._project(head.base_projection, query, False)
+    if count == 0:
+        if extra is None:
+            extra = tf.zeros_like(ids[:, :0])
+        base = tf.einsum("bd,bed->be", f_base, tf.gather(table, extra))
+        if bias is not None:
+            base += tf.gather(bias, extra)
+        return extra, base
+    # The history (and padding, when masked) is left out of the index.
+    if head.mask_padding:
+        exclude = tf.concat([tf.zeros_like(ids[:, :1]), ids], axis=1)
+    else:
+        exclude = tf.where(tf.not_equal(ids, 0), ids, -1)
+    top, top_logits, product = brute_force_top_k(
+        f_base, table, count, bias, exclude_ids=exclude
+    )
+    # Fewer items outside the history than `count`: 0 fills the rest.
+    top = tf.where(top_logits > float("-inf"), top, 0)
+    is_first = tf.equal(
+        first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
+    )
+    parts = [top, tf.where(is_first, ids, 0)]
+    if extra is not None:
+        parts.append(extra)
+    candidates = tf.concat(parts, axis=1)
+    # The base logits from the index's own product, bitwise equal to
+    # the one `call` ranks with: near-ties break as in `call`.
+    return candidates, tf.gather(product, candidates, batch_dims=1)
+
+
+def score_candidates(
+    head: Any,
+    inputs: Any,
+    item_embeddings: Any,
+    candidate_ids: Any,
+    item_bias: Any = None,
+    training: Any = False,
+    base_logits: Any = None,
+    assume_unique: bool = False,
+) -> tf.Tensor:
+    """`SoftmaxCPR.score_candidates` of ``head``: see there.
+
+    Args:
+        head: the ``SoftmaxCPR`` layer.
+        inputs, item_embeddings, candidate_ids, item_bias, training,
+            base_logits, assume_unique: as the method's.
+
+    Returns:
+        float32 ``[B, M]``: ``head(...)`` at the candidates' ids.
+    """
+    hidden, ids, layers, last, table, bias = head._read_inputs(
+        inputs, item_embeddings, item_bias
+    )
+    candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
+    if base_logits is not None:
+        base_logits = tf.cast(tf.convert_to_tensor(base_logits), tf.float32)
+        expected = tf.TensorShape([None, candidates.shape[-1]])
+        if candidates.shape.rank == 2:
+            expected = candidates.shape
+        if not base_logits.shape.is_compatible_with(expected):
+            raise ValueError(
+                "`base_logits` must give one logit per candidate "
+                f"{expected}. Received: base_logits.shape="
+                f"{base_logits.shape}, candidate_ids.shape="
+                f"{candidates.shape}"
+            )
+    if head.reranker_ks:
+        _check_history_in_candidates(head, ids, candidates)
+    if assume_unique:
+        _check_unique(candidates, head.mask_padding)
+    query = head._query(hidden, ids, layers, last)
+    f_base = head._project(head.base_projection, query, training)
+    return candidate_logits(
+        head,
+        query,
+        f_base,
+        hidden,
+        ids,
+        table,
+        bias,
+        candidates,
+        base_logits,
+        training,
+        assume_unique,
+    )
+
+
+def _check_history_in_candidates(
+    head: Any, ids: tf.Tensor, candidates: tf.Tensor
+) -> None:
+    """Eager only: every history id is among its row's candidates."""
+    if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
+        return
+    history = np.asarray(ids.numpy())
+    pool = np.asarray(candidates.numpy())
+    if pool.ndim == 1:
+        pool = np.broadcast_to(pool, (history.shape[0], pool.size))
+    found = (history[:, :, None] == pool[:, None, :]).any(axis=-1)
+    missing = np.argwhere((history != 0) & ~found)
+    if missing.size:
+        row, position = missing[0]
+        raise ValueError(
+            "With rerankers, each row of `candidate_ids` must hold the "
+            "row's history and the top sum(reranker_ks)="
+            f"{sum(head.reranker_ks)} items by base logit outside it "
+            "(see `top_k_candidates`): the cascade's top-k sets can "
+            "take any of them. Received: candidate_ids whose row "
+            f"{row} lacks its history item {history[row, position]}"
+        )
+
+
+def candidate_logits(
+    head: Any,
+    query: tf.Tensor,
+    f_base: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    base_logits: tf.Tensor | None,
+    training: Any,
+    assume_unique: bool = False,
+    stages: list | None = None,
+    return_base_logits: bool = False,
+) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+    """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``.
+
+    ``stages``: the ``(top, f_rerank)`` pairs of the cascade ``call``
+    ran over the catalogue (sets ``[B, k]``, largest ``k`` first):
+    a candidate gets a stage's term iff that stage selected it, as
+    ``call``'s scatter gives it. None runs the cascade over the
+    candidates (`_candidate_cascade`). ``return_base_logits``: also
+    the candidates' base logits (``call``'s argument).
+    """
+    if candidates.shape.rank == 1 and (
+        head.reranker_ks or base_logits is not None
+    ):
+        # The cascade and given logits are per row.
+        candidates = tf.broadcast_to(
+            candidates[None, :],
+            [tf.shape(ids)[0], tf.shape(candidates)[0]],
+        )
+    vectors = None
+    if candidates.shape.rank == 1:
+        # A set shared by the batch: one [B, d] x [d, M] product.
+        scores = tf.matmul(
+            f_base, tf.gather(table, candidates), transpose_b=True
+        )
+        candidates = tf.broadcast_to(
+            candidates[None, :],
+            [tf.shape(ids)[0], tf.shape(candidates)[0]],
+        )
+    else:
+        if head.reranker_ks or base_logits is None:
+            vectors = tf.gather(table, candidates)  # [B, M, d]
+        if base_logits is None:
+            scores = tf.einsum("bd,bmd->bm", f_base, vectors)
+    if base_logits is not None:
+        scores = base_logits
+    elif bias is not None:
+        scores += tf.gather(bias, candidates)
+    base = scores
+
+    first = None
+    if stages is not None:
+        scores = _merge_stages(
+            head, table, bias, candidates, vectors, scores, stages
+        )
+    elif head.reranker_ks:
+        scores, first = _candidate_cascade(
+            head,
+            query,
+            table,
+            bias,
+            candidates,
+            vectors,
+            scores,
+            training,
+            assume_unique,
+        )
+    if head.mask_padding:
+        scores = tf.where(
+            tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
+        )
+    if head._uses_history(training):
+        found, position = history_positions(candidates, ids)
+        if head.exclude_history and not is_training(training):
+            scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
+        else:
+            equal = None
+            if head.use_pointer:
+                equal = tf.equal(ids[:, :, None], ids[:, None, :])
+            values = head._history_logits(
+                query,
+                f_base,
+                hidden,
+                ids,
+                tf.not_equal(ids, 0),
+                equal,
+                table,
+                bias,
+                training,
+            )
+            scores = tf.where(
+                found, tf.gather(values, position, batch_dims=1), scores
+            )
+    if first is not None:
+        # Every copy of a repeated id takes its first occurrence's
+        # logit (the one the cascade ranked).
+        scores = tf.gather(scores, first, batch_dims=1)
+    if not return_base_logits:
+        return scores
+    if head.mask_padding:
+        base = tf.where(
+            tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), base
+        )
+    return scores, base
+
+
+def _candidate_cascade(
+    head: Any,
+    query: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    vectors: tf.Tensor,
+    logits: tf.Tensor,
+    training: Any,
+    assume_unique: bool,
+) -> tuple:
+    """The reranker cascade over candidate sets ``[B, M]``.
+
+    Stage by stage (largest ``k`` first), the top-``k`` of the
+    gradient-free running logits among the selectable candidates
+    (first occurrences; not padding when masked), ranked by
+    `sort_keys`: larger logit first, ties to the lower id, as
+    ``call``'s `_select` ranks the catalogue. The selected get the
+    stage's reranker term, merged as in ``call``.
+
+    A repeated id enters at its first occurrence only, and its copies
+    take that occurrence's logit at the end: copies' logits computed
+    from rows gathered at different columns can differ in the last
+    bit, and counted twice they would take two slots of a top-k.
+
+    Returns:
+        ``(logits, first)``: float32 ``[B, M]`` (valid at first
+        occurrences) and int32 ``[B, M]``, each entry's first
+        occurrence (None with ``assume_unique``).
+    """
+    first = None
+    selectable = None
+    if not assume_unique:
+        first = first_occurrences(candidates)
+        selectable = tf.equal(first, tf.range(tf.shape(candidates)[1])[None])
+    if head.mask_padding:
+        real = tf.not_equal(candidates, 0)
+        selectable = real if selectable is None else selectable & real
+    lowest = tf.int64.min
+    for k, projection in head._stages():
+        keys = sort_keys(tf.stop_gradient(logits), candidates)
+        if selectable is not None:
+            keys = tf.where(selectable, keys, lowest)
+        # The k-th largest key (keys of selectable entries are
+        # distinct; the padding columns cover rows of fewer than k).
+        padded = tf.pad(keys, [[0, 0], [0, k]], constant_values=lowest)
+        kth = tf.reduce_min(
+            tf.math.top_k(padded, k=k, sorted=False).values, axis=1
+        )
+        selected = keys >= kth[:, None]
+        if selectable is not None:
+            selected &= selectable
+        f_rerank = head._project(projection, query, training)
+        logits = _merge_stage(
+            head, table, bias, candidates, vectors, logits, selected, f_rerank
+        )
+    return logits, first
+
+
+def _merge_stages(
+    head: Any,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    vectors: tf.Tensor | None,
+    logits: tf.Tensor,
+    stages: list,
+) -> tf.Tensor:
+    """The cascade's terms of candidates ``[B, M]``, sets given.
+
+    ``stages``: ``(top, f_rerank)`` per stage in cascade order, each
+    ``top`` a ``[B, k]`` set of distinct ids. Membership is found by a
+    sort and a binary search: ``O((k + M) log k)`` per row.
+    """
+    for top, f_rerank in stages:
+        ordered = tf.sort(top, axis=1)
+        at = tf.searchsorted(
+            ordered, candidates, side="left", out_type=tf.int32
+        )
+        at = tf.minimum(at, tf.shape(ordered)[1] - 1)
+        selected = tf.equal(tf.gather(ordered, at, batch_dims=1), candidates)
+        logits = _merge_stage(
+            head, table, bias, candidates, vectors, logits, selected, f_rerank
+        )
+    return logits
+
+
+def _merge_stage(
+    head: Any,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    vectors: tf.Tensor | None,
+    logits: tf.Tensor,
+    selected: tf.Tensor,
+    f_rerank: tf.Tensor,
+) -> tf.Tensor:
+    """One stage's term on its ``selected`` candidates (bool ``[B, M]``)."""
+    scores = head._rerank_scores(
+        f_rerank, table, bias, candidates, vectors=vectors
+    )
+    if head.merge == "replace":
+        return tf.where(selected, scores, logits)
+    return tf.where(selected, logits + scores, logits)

@@ -1,0 +1,420 @@
+"""Training loss of ``SoftmaxCPR`` without writing out its logits.
+
+``SoftmaxCPR.cross_entropy`` and ``SoftmaxCPR.position_cross_entropy``
+give the cross-entropy of ``call``'s logits and of its base logits, and
+the targets' ranks, from the partitions' entries
+(`partitioned_cross_entropy`): the partitions' logits are never written
+into a ``[B, N]`` tensor. `product_and_rows`, the base product's gradient
+with the gathered table rows' added in place, serves ``call`` too.
+
+This path lives apart from the layer, as functions of the head (their
+first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
+holds two scoring paths: the layer holds the full-catalogue logits,
+``softmax_cpr_candidates`` the candidate sets, this module the training
+loss. The head's own pieces (query, projections, history logits, reranker
+cascade) stay on the layer and are called through ``head``. The layer
+imports this module, never the reverse (no import cycle).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import tensorflow as tf
+
+from tfrec_tricks.layers.common import PADDING_LOGIT, is_training
+from tfrec_tricks.layers.partitioned_cross_entropy import (
+    partitioned_cross_entropy,
+)
+
+
+def product_and_rows(
+    query: tf.Tensor, table: tf.Tensor, row_ids: Any, product: tf.Tensor
+) -> Any:
+    """``query table^T`` (given as ``product``) and ``table[row_ids]``.
+
+    Forward: returns ``product`` (computed by the caller without gradient)
+    and the gathered rows. Backward: the matmul's gradients, with the rows'
+    gradient added into the dense table gradient in place, instead of
+    TensorFlow's separate sparse-to-dense conversion of the gather's
+    gradient (an extra ``[N, d]`` zero-fill and sum).
+    """
+
+    @tf.custom_gradient
+    def forward(query: tf.Tensor, table: tf.Tensor) -> Any:
+        rows = None if row_ids is None else tf.gather(table, row_ids)
+
+        def grad(d_product: tf.Tensor, d_rows: Any = None) -> tuple:
+            d_query = tf.matmul(d_product, table)
+            d_table = tf.matmul(d_product, query, transpose_a=True)
+            if row_ids is not None and d_rows is not None:
+                d_table = tf.tensor_scatter_nd_add(
+                    d_table,
+                    tf.reshape(row_ids, [-1, 1]),
+                    tf.reshape(d_rows, [-1, tf.shape(table)[-1]]),
+                )
+            return d_query, d_table
+
+        if rows is None:
+            return tf.identity(product), grad
+        return (tf.identity(product), rows), grad
+
+    return forward(query, table)
+
+
+def _base_logits_at(
+    base_logits: tf.Tensor,
+    item_ids: tf.Tensor,
+    recomputed: tf.Tensor,
+    bias: tf.Tensor | None,
+) -> tf.Tensor:
+    """``base_logits`` at ``item_ids`` (``[M, K]``), gradient kept sparse.
+
+    Forward, the gather of ``base_logits`` (so that sums over both agree
+    to the bit); backward, through ``recomputed`` (``f_V`` times the ids'
+    gathered table rows, bias added here): a sparse gradient, no
+    ``[M, N]`` scatter.
+    """
+    if bias is not None:
+        recomputed += tf.gather(bias, item_ids)
+    return tf.stop_gradient(tf.gather(base_logits, item_ids, batch_dims=1)) + (
+        recomputed - tf.stop_gradient(recomputed)
+    )
+
+
+def cross_entropy(
+    head: Any,
+    inputs: Any,
+    item_embeddings: Any,
+    labels: Any,
+    item_bias: Any = None,
+    training: Any = None,
+    rank_labels: Any = None,
+) -> tuple:
+    """`SoftmaxCPR.cross_entropy` of ``head``: see there.
+
+    Args:
+        head: the ``SoftmaxCPR`` layer.
+        inputs, item_embeddings, labels, item_bias, training,
+            rank_labels: as the method's.
+
+    Returns:
+        ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
+        each.
+    """
+    hidden, ids, layers, last, table, bias = head._read_inputs(
+        inputs, item_embeddings, item_bias
+    )
+    labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+    query = head._query(hidden, ids, layers, last)
+    f_base = head._project(head.base_projection, query, training)
+    product, selected = head._select_stages(
+        query, f_base, table, bias, training
+    )
+    uses_history = head._uses_history(training)
+    # Rows to gather, in the entries' priority order (the history wins,
+    # then the smallest k's reranker), then the labels.
+    stages = selected[::-1]
+    columns = [ids] if uses_history else []
+    columns += [top for top, _ in stages]
+    columns.append(labels[:, None])
+    if rank_labels is not None:
+        rank_labels = tf.cast(tf.reshape(rank_labels, [-1]), tf.int32)
+        columns.append(rank_labels[:, None])
+    row_ids = tf.concat(columns, axis=1)
+    product, rows = product_and_rows(f_base, table, row_ids, product)
+    base_logits = product if bias is None else product + bias
+    at_ids = _base_logits_at(
+        base_logits, row_ids, tf.einsum("bd,bmd->bm", f_base, rows), bias
+    )
+    sizes = [x.shape[1] or tf.shape(x)[1] for x in columns]
+    row_parts = tf.split(rows, sizes, axis=1)
+    base_parts = tf.split(at_ids, sizes, axis=1)
+
+    history = None
+    if uses_history:
+        valid = tf.not_equal(ids, 0)
+        values = head._history_values(
+            query,
+            f_base,
+            hidden,
+            ids,
+            valid,
+            table,
+            bias,
+            training,
+            row_parts[0],
+        )
+        history = (tf.where(valid, ids, -1), values, base_parts[0])
+    offset = int(uses_history)
+    scored = [
+        (
+            top,
+            head._rerank_scores(
+                f_rerank, table, bias, top, vectors=row_parts[offset + j]
+            ),
+            base_parts[offset + j],
+        )
+        for j, (top, f_rerank) in enumerate(stages)
+    ]
+    count = offset + len(stages)
+    return _entries_loss(
+        head,
+        base_logits,
+        history,
+        scored,
+        labels,
+        base_parts[count][:, 0],
+        rank_labels,
+        None if rank_labels is None else base_parts[count + 1][:, 0],
+    )
+
+
+def _entries_loss(
+    head: Any,
+    base_logits: tf.Tensor,
+    history: tuple | None,
+    stages: list,
+    labels: tf.Tensor,
+    label_base: tf.Tensor,
+    rank_labels: tf.Tensor | None,
+    rank_base: tf.Tensor | None,
+) -> tuple:
+    """`partitioned_cross_entropy` of the partitions' entries.
+
+    Args:
+        base_logits: float32 ``[M, N]``, ``f_V E^T + b`` with gradient.
+        history: ``(ids, values, base)``, each ``[M, L]`` (ids -1
+            where no entry), or None.
+        stages: ``(top, scores, base)`` per reranker, ``[M, k]`` each,
+            smallest ``k`` first (the last written first).
+        labels, label_base: ``[M]``; rank_labels, rank_base: ``[M]``
+            or None.
+        The bases are the base logits at those ids, forward-equal to
+        a gather of ``base_logits``, with a sparse gradient.
+    """
+    entries = ([history] if history is not None else []) + [
+        (top, scores, base) for top, scores, base in stages
+    ]
+    replaces = [tf.ones_like(history[0], tf.bool)] if history else []
+    replaces += [
+        tf.fill(tf.shape(top), head.merge == "replace") for top, _, _ in stages
+    ]
+    if not entries:  # no partition: one entry that names no item
+        none = tf.fill(tf.shape(labels[:, None]), -1)
+        zeros = tf.zeros(tf.shape(none), tf.float32)
+        entries, replaces = [(none, zeros, zeros)], [tf.equal(none, -1)]
+    entry_ids, values, bases = zip(*entries)
+    return partitioned_cross_entropy(
+        base_logits,
+        tf.concat(entry_ids, axis=1),
+        tf.concat(values, axis=1),
+        tf.concat(replaces, axis=1),
+        tf.concat(bases, axis=1),
+        labels,
+        label_base,
+        mask_padding=head.mask_padding,
+        rank_labels=rank_labels,
+        rank_label_base_logits=rank_base,
+    )
+
+
+def position_cross_entropy(
+    head: Any,
+    inputs: Any,
+    item_embeddings: Any,
+    position_targets: Any,
+    item_bias: Any = None,
+    training: Any = None,
+    labels: Any = None,
+) -> tuple:
+    """`SoftmaxCPR.position_cross_entropy` of ``head``: see there.
+
+    Args:
+        head: the ``SoftmaxCPR`` layer.
+        inputs, item_embeddings, position_targets, item_bias, training,
+            labels: as the method's.
+
+    Returns:
+        ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[M]``
+        each, in row-major order of the targets.
+    """
+    hidden, ids, layers, last, table, bias = head._read_inputs(
+        inputs, item_embeddings, item_bias
+    )
+    if isinstance(inputs, Mapping) and "last_positions" in inputs:
+        raise ValueError(
+            "position_cross_entropy reads every target position; it "
+            "takes no `last_positions`. Received: inputs with keys "
+            f"{sorted(inputs)}"
+        )
+    width = tf.shape(ids)[1]
+    targets = tf.cast(position_targets, tf.int32)[:, :width]
+    index = tf.cast(tf.where(targets > 0), tf.int32)  # [M, 2]
+    true_labels = tf.gather_nd(targets, index)
+    rank_labels = None
+    if labels is None:
+        labels = true_labels
+    else:
+        labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
+        rank_labels = true_labels
+
+    query = _position_query(head, hidden, ids, layers)  # [B, L, q]
+
+    def project(layer: Any) -> tf.Tensor:
+        return head._project(layer, query, training)
+
+    def at_targets(grid: tf.Tensor) -> tf.Tensor:
+        return tf.gather_nd(grid, index)
+
+    f_base_grid = project(head.base_projection)
+    f_base = at_targets(f_base_grid)  # [M, d]
+    product, selected = head._select_stages(
+        at_targets(query),
+        f_base,
+        table,
+        bias,
+        training,
+        f_reranks=[at_targets(project(p)) for _, p in head._stages()],
+    )
+    uses_history = head._uses_history(training)
+    stages = selected[::-1]
+    # One gather of table rows for everything, flat: the history's
+    # [B, L] (not [M, L]: rows share it), the sets and the labels.
+    columns = [tf.reshape(ids, [-1])]
+    columns += [tf.reshape(top, [-1]) for top, _ in stages]
+    columns.append(labels)
+    if rank_labels is not None:
+        columns.append(rank_labels)
+    product, rows = product_and_rows(
+        f_base, table, tf.concat(columns, axis=0), product
+    )
+    parts = tf.split(rows, [tf.size(x) for x in columns], axis=0)
+    base_logits = product if bias is None else product + bias
+
+    def base_at(item_ids: tf.Tensor, recomputed: tf.Tensor) -> tf.Tensor:
+        return _base_logits_at(base_logits, item_ids, recomputed, bias)
+
+    vectors = tf.reshape(parts[0], tf.concat([tf.shape(ids), [-1]], 0))
+    history = None
+    if uses_history:
+        history_ids = tf.gather(ids, index[:, 0])  # [M, L]
+        entry = tf.not_equal(history_ids, 0) & (
+            tf.range(width)[None, :] <= index[:, 1:]
+        )
+        base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
+        if head.exclude_history and not is_training(training):
+            values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
+        else:
+            values = at_targets(
+                _position_history_logits(
+                    head, project, base_grid, hidden, ids, vectors, bias
+                )
+            )
+        history = (
+            tf.where(entry, history_ids, -1),
+            values,
+            base_at(history_ids, at_targets(base_grid)),
+        )
+    scored = []
+    for j, (top, f_rerank) in enumerate(stages):
+        top_rows = tf.reshape(parts[1 + j], tf.concat([tf.shape(top), [-1]], 0))
+        scored.append(
+            (
+                top,
+                head._rerank_scores(
+                    f_rerank, table, bias, top, vectors=top_rows
+                ),
+                base_at(top, tf.einsum("md,mkd->mk", f_base, top_rows)),
+            )
+        )
+    position = 1 + len(stages)
+
+    def label_base(item_ids: tf.Tensor, item_rows: tf.Tensor) -> tf.Tensor:
+        recomputed = tf.reduce_sum(f_base * item_rows, -1)
+        return base_at(item_ids[:, None], recomputed[:, None])[:, 0]
+
+    rank_base = None
+    if rank_labels is not None:
+        rank_base = label_base(rank_labels, parts[position + 1])
+    return _entries_loss(
+        head,
+        base_logits,
+        history,
+        scored,
+        labels,
+        label_base(labels, parts[position]),
+        rank_labels,
+        rank_base,
+    )
+
+
+def _position_query(
+    head: Any, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
+) -> tf.Tensor:
+    """`_query` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``."""
+    if not head.use_mi:
+        return hidden
+    width = tf.shape(ids)[1]
+    sources = layers if layers else [hidden]
+    parts = []
+    for states in sources[::-1][: head.mi_layers]:
+        states = tf.cast(states, hidden.dtype)
+        window = []
+        for j in range(head.mi_window):
+            # The state j steps back: zeros before the history starts
+            # and at padding, as `_query` gives them.
+            back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
+            real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
+            window.append(back * tf.cast(real, back.dtype)[:, :, None])
+        parts.append(tf.concat(window, axis=-1))
+    mixed = head.mi_projection(tf.concat(parts, axis=-1))
+    mixed = tf.nn.gelu(mixed, approximate=True)
+    return tf.concat([hidden, tf.cast(mixed, hidden.dtype)], axis=-1)
+
+
+def _position_history_logits(
+    head: Any,
+    project: Any,
+    base_grid: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    vectors: tf.Tensor,
+    bias: tf.Tensor | None,
+) -> tf.Tensor:
+    """`_history_logits` at every position: ``[B, L(p), L(t)]``.
+
+    Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]``
+    read at position ``p`` (its pointer term averages the keys of its
+    occurrences at positions ``<= p``); only ``t <= p`` is meaningful.
+    """
+    values = base_grid
+    if head.use_context:
+        context = tf.einsum(
+            "bpd,btd->bpt", project(head.context_projection), vectors
+        )
+        values = context if head.merge == "replace" else values + context
+    if bias is not None:
+        values += tf.gather(bias, ids)[:, None, :]
+    if head.use_pointer:
+        f_pointer = project(head.pointer_projection)
+        kernel = tf.cast(head.key_projection.kernel, tf.float32)
+        key_bias = tf.cast(head.key_projection.bias, tf.float32)
+        reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)
+        scores = (
+            tf.einsum("bph,buh->bpu", reader, tf.cast(hidden, tf.float32))
+            + tf.einsum("bpd,d->bp", f_pointer, key_bias)[:, :, None]
+        )
+        width = tf.shape(ids)[1]
+        causal = tf.cast(
+            tf.range(width)[None, :] <= tf.range(width)[:, None],
+            tf.float32,
+        )  # [p, u]
+        valid = tf.not_equal(ids, 0)
+        same = tf.cast(
+            tf.equal(ids[:, :, None], ids[:, None, :]) & valid[:, None],
+            tf.float32,
+        )  # [b, t, u]
+        total = tf.einsum("btu,bpu->bpt", same, scores * causal)
+        count = tf.einsum("btu,pu->bpt", same, causal)
+        values += total / tf.maximum(count, 1.0)
+    return values
