@@ -295,3 +295,20 @@ def test_export_reads_no_head_internals():
     for path in sorted(folder.glob("*.py")):
         found = internals.findall(path.read_text())
         assert not found, f"{path.name} reads {found}"
+
+
+@pytest.mark.parametrize(
+    "scoring, has_index, resolved",
+    [
+        ("auto", True, "index"),
+        ("auto", False, "full"),
+        ("full", True, "full"),
+        ("index", True, "index"),
+    ],
+)
+def test_scoring_follows_whether_the_model_has_an_index(
+    scoring, has_index, resolved
+):
+    from tfrec_tricks.export.serving_module import _resolved_scoring
+
+    assert _resolved_scoring(scoring, has_index, "softmax") == resolved

@@ -46,6 +46,53 @@ def load_item_vocabulary(vocabulary: Any) -> list:
     return [str(item) for item in items]
 
 
+def _checked_vocabulary(vocabulary: Any, num_items: int) -> list:
+    """``load_item_vocabulary``, checked: one distinct raw id per item."""
+    items = load_item_vocabulary(vocabulary)
+    if len(items) != num_items:
+        raise ValueError(
+            "The vocabulary must have one raw id per item id of the "
+            f"model (num_items={num_items}, padding included). "
+            f"Received: {len(items)} raw ids"
+        )
+    if len(set(items)) != len(items):
+        raise ValueError(
+            "The vocabulary's raw ids must be distinct. Received: "
+            f"{len(items) - len(set(items))} duplicates"
+        )
+    return items
+
+
+def _check_k(k: Any, num_items: int) -> None:
+    """Raises ValueError unless ``1 <= k <= num_items - 1``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
+    if k > num_items - 1:
+        raise ValueError(
+            f"`k` must be at most the number of real items "
+            f"{num_items - 1}. Received: k={k}"
+        )
+
+
+def _resolved_scoring(scoring: str, has_index: bool, head: str) -> str:
+    """``"index"`` or ``"full"``: ``"auto"`` takes the index if the model
+    has one; ``"index"`` without one is a ValueError."""
+    if scoring not in SCORING_MODES:
+        raise ValueError(
+            f"`scoring` must be one of {SCORING_MODES}. "
+            f"Received: scoring={scoring!r}"
+        )
+    if scoring == "auto":
+        return "index" if has_index else "full"
+    if scoring == "index" and not has_index:
+        raise ValueError(
+            "scoring='index' needs a head with an index (a mixture of "
+            "softmaxes does not factorise into one query vector). "
+            f"Received: head={head!r}; use scoring='full'"
+        )
+    return scoring
+
+
 class ServingModule(tf.Module):
     """Raw-id recommendation signatures around a trained model.
 
@@ -126,39 +173,9 @@ class ServingModule(tf.Module):
     ) -> None:
         super().__init__(name=name)
         config = model.config
-        items = load_item_vocabulary(vocabulary)
-        if len(items) != config.num_items:
-            raise ValueError(
-                "The vocabulary must have one raw id per item id of the "
-                f"model (num_items={config.num_items}, padding included). "
-                f"Received: {len(items)} raw ids"
-            )
-        if len(set(items)) != len(items):
-            raise ValueError(
-                "The vocabulary's raw ids must be distinct. Received: "
-                f"{len(items) - len(set(items))} duplicates"
-            )
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
-        if k > config.num_items - 1:
-            raise ValueError(
-                f"`k` must be at most the number of real items "
-                f"{config.num_items - 1}. Received: k={k}"
-            )
-        if scoring not in SCORING_MODES:
-            raise ValueError(
-                f"`scoring` must be one of {SCORING_MODES}. "
-                f"Received: scoring={scoring!r}"
-            )
-        has_index = model.has_index
-        if scoring == "auto":
-            scoring = "index" if has_index else "full"
-        if scoring == "index" and not has_index:
-            raise ValueError(
-                "scoring='index' needs a head with an index (a mixture of "
-                "softmaxes does not factorise into one query vector). "
-                f"Received: head={config.head!r}; use scoring='full'"
-            )
+        items = _checked_vocabulary(vocabulary, config.num_items)
+        _check_k(k, config.num_items)
+        scoring = _resolved_scoring(scoring, model.has_index, config.head)
         # A model rebuilt by `load_model` creates (and restores) its head
         # weights on its first call.
         model(

@@ -210,54 +210,16 @@ def partitioned_cross_entropy(
     ids, merged, base, distinct = merge_entries(
         entry_ids, entry_values, entry_replaces, entry_base_logits
     )
-    lowest = tf.fill(tf.shape(merged), tf.float32.min)
-    shift = tf.stop_gradient(
-        tf.maximum(
-            tf.reduce_max(base_logits, 1),
-            tf.reduce_max(tf.where(distinct, merged, lowest), 1),
-        )
-    )[:, None]
+    shift = _shift(base_logits, merged, distinct)  # [B, 1]
     exp_base = tf.exp(base_logits - shift)
-    # The rest of the catalogue: every item but the re-scored ones (and
-    # padding, when masked), summed as it is rather than as the whole sum
-    # minus the re-scored terms, which would cancel in float32 when those
-    # hold nearly all of the mass. A boolean mask, no gradient: its
-    # gradient is the dense exp itself, zero at the re-scored items.
-    coordinates = tf.where(distinct)
-    index = tf.stack(
-        [tf.cast(coordinates[:, 0], tf.int32), tf.gather_nd(ids, coordinates)],
-        axis=1,
-    )
-    if mask_padding:
-        rows = tf.range(tf.shape(labels)[0])
-        index = tf.concat(
-            [index, tf.stack([rows, tf.zeros_like(rows)], axis=1)], axis=0
-        )
-    rescored = tf.tensor_scatter_nd_update(
-        tf.zeros(tf.shape(base_logits), tf.bool),
-        index,
-        tf.ones(tf.shape(index)[:1], tf.bool),
-    )
+    rescored = _rescored_mask(base_logits, ids, distinct, labels, mask_padding)
+    # The rest of the catalogue summed as it is (see `_rescored_mask`).
     outside = tf.cast(
         tf.reduce_sum(tf.where(rescored, 0.0, exp_base), 1), tf.float64
     )
-    frozen = tf.stop_gradient(exp_base)
-
-    def entry_sum(
-        logits: tf.Tensor, dense: tf.Tensor | None = None
-    ) -> tf.Tensor:
-        # sum over the distinct entries of exp(logits - shift), in float64;
-        # `dense`: the same terms as exp_base holds them, taken forward.
-        exps = tf.exp(tf.where(distinct, logits - shift, tf.zeros_like(logits)))
-        if dense is not None:
-            exps = dense + (exps - tf.stop_gradient(exps))
-        exps = tf.cast(exps, tf.float64)
-        return tf.reduce_sum(tf.where(distinct, exps, tf.zeros_like(exps)), 1)
-
-    base_sum = outside + entry_sum(
-        base, tf.gather(frozen, tf.maximum(ids, 0), batch_dims=1)
+    base_sum, merged_sum = _normalisers(
+        exp_base, outside, shift, ids, merged, base, distinct
     )
-    merged_sum = outside + entry_sum(merged)
     label_logit = _label_logit(
         ids, merged, distinct, labels, label_base_logits, mask_padding
     )
@@ -265,12 +227,8 @@ def partitioned_cross_entropy(
     if mask_padding:
         label_base = tf.where(tf.equal(labels, 0), PADDING_LOGIT, label_base)
     shift = shift[:, 0]
-    cross_entropy = (
-        tf.cast(tf.math.log(merged_sum), tf.float32) + shift - label_logit
-    )
-    base_cross_entropy = (
-        tf.cast(tf.math.log(base_sum), tf.float32) + shift - label_base
-    )
+    cross_entropy = _cross_entropy(merged_sum, shift, label_logit)
+    base_cross_entropy = _cross_entropy(base_sum, shift, label_base)
     if rank_labels is not None:
         rank_labels = tf.cast(tf.reshape(rank_labels, [-1]), tf.int32)
         label_logit = _label_logit(
@@ -285,3 +243,103 @@ def partitioned_cross_entropy(
         base_logits, ids, merged, base, distinct, label_logit, mask_padding
     )
     return cross_entropy, base_cross_entropy, ranks
+
+
+def _shift(
+    base_logits: tf.Tensor, merged: tf.Tensor, distinct: tf.Tensor
+) -> tf.Tensor:
+    """Each row's largest logit, base or merged, ``[B, 1]``, no gradient.
+
+    Subtracted before ``exp`` so that no term overflows; a constant to
+    the gradient, as in any log-sum-exp.
+    """
+    lowest = tf.fill(tf.shape(merged), tf.float32.min)
+    return tf.stop_gradient(
+        tf.maximum(
+            tf.reduce_max(base_logits, 1),
+            tf.reduce_max(tf.where(distinct, merged, lowest), 1),
+        )
+    )[:, None]
+
+
+def _rescored_mask(
+    base_logits: tf.Tensor,
+    ids: tf.Tensor,
+    distinct: tf.Tensor,
+    labels: tf.Tensor,
+    mask_padding: bool,
+) -> tf.Tensor:
+    """bool ``[B, N]``: the re-scored items (and padding, when masked).
+
+    The rest of the catalogue, every other item, is summed as it is
+    rather than as the whole sum minus the re-scored terms, which would
+    cancel in float32 when those hold nearly all of the mass. A boolean
+    mask, no gradient: the sum's gradient is the dense exp itself, zero
+    at the re-scored items.
+    """
+    coordinates = tf.where(distinct)
+    index = tf.stack(
+        [tf.cast(coordinates[:, 0], tf.int32), tf.gather_nd(ids, coordinates)],
+        axis=1,
+    )
+    if mask_padding:
+        rows = tf.range(tf.shape(labels)[0])
+        index = tf.concat(
+            [index, tf.stack([rows, tf.zeros_like(rows)], axis=1)], axis=0
+        )
+    return tf.tensor_scatter_nd_update(
+        tf.zeros(tf.shape(base_logits), tf.bool),
+        index,
+        tf.ones(tf.shape(index)[:1], tf.bool),
+    )
+
+
+def _normalisers(
+    exp_base: tf.Tensor,
+    outside: tf.Tensor,
+    shift: tf.Tensor,
+    ids: tf.Tensor,
+    merged: tf.Tensor,
+    base: tf.Tensor,
+    distinct: tf.Tensor,
+) -> tuple:
+    """``(base_sum, merged_sum)``: float64 ``[B]``, the shifted softmax sums.
+
+    Both are ``outside`` plus the distinct entries' terms: their base
+    logits' (forward, the very terms ``exp_base`` holds, gradient
+    through ``base``, the sparse path) or their merged logits'.
+    """
+    frozen = tf.stop_gradient(exp_base)
+    base_sum = outside + _entry_sum(
+        base,
+        shift,
+        distinct,
+        tf.gather(frozen, tf.maximum(ids, 0), batch_dims=1),
+    )
+    merged_sum = outside + _entry_sum(merged, shift, distinct)
+    return base_sum, merged_sum
+
+
+def _entry_sum(
+    logits: tf.Tensor,
+    shift: tf.Tensor,
+    distinct: tf.Tensor,
+    dense: tf.Tensor | None = None,
+) -> tf.Tensor:
+    """Sum over the distinct entries of ``exp(logits - shift)``, float64.
+
+    ``dense``: the same terms as ``exp_base`` holds them, taken forward
+    (the gradient still flows through ``logits``).
+    """
+    exps = tf.exp(tf.where(distinct, logits - shift, tf.zeros_like(logits)))
+    if dense is not None:
+        exps = dense + (exps - tf.stop_gradient(exps))
+    exps = tf.cast(exps, tf.float64)
+    return tf.reduce_sum(tf.where(distinct, exps, tf.zeros_like(exps)), 1)
+
+
+def _cross_entropy(
+    total: tf.Tensor, shift: tf.Tensor, label_logit: tf.Tensor
+) -> tf.Tensor:
+    """``log sum exp - label logit``, float32 ``[B]``, from a shifted sum."""
+    return tf.cast(tf.math.log(total), tf.float32) + shift - label_logit

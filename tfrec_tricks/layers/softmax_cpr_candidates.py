@@ -12,7 +12,9 @@ first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
 holds two scoring paths: the layer holds the full-catalogue logits,
 ``softmax_cpr_loss`` the training loss, this module the candidate sets.
 The head's own pieces (query, projections, history logits, reranker
-scores and merge) stay on the layer and are called through ``head``.
+stages and scores) stay on the layer as its methods and are called
+through ``head``: ``head._query``, ``head._project``,
+``head._history_logits``, ``head._stages``, ``head._rerank_scores``.
 The layer imports this module, never the reverse (no import cycle).
 """
 
@@ -218,24 +220,77 @@ def candidate_logits(
     candidates (`_candidate_cascade`). ``return_base_logits``: also
     the candidates' base logits (``call``'s argument).
     """
+    candidates, vectors, scores = _candidate_base_logits(
+        head, f_base, table, bias, ids, candidates, base_logits
+    )
+    base = scores
+    scores, first = _cascade_logits(
+        head,
+        query,
+        table,
+        bias,
+        candidates,
+        vectors,
+        scores,
+        training,
+        assume_unique,
+        stages,
+    )
+    if head.mask_padding:
+        scores = _padding_masked(candidates, scores)
+    if head._uses_history(training):
+        scores = _with_history_logits(
+            head,
+            query,
+            f_base,
+            hidden,
+            ids,
+            table,
+            bias,
+            candidates,
+            scores,
+            training,
+        )
+    if first is not None:
+        # Every copy of a repeated id takes its first occurrence's
+        # logit (the one the cascade ranked).
+        scores = tf.gather(scores, first, batch_dims=1)
+    if not return_base_logits:
+        return scores
+    if head.mask_padding:
+        base = _padding_masked(candidates, base)
+    return scores, base
+
+
+def _candidate_base_logits(
+    head: Any,
+    f_base: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    ids: tf.Tensor,
+    candidates: tf.Tensor,
+    base_logits: tf.Tensor | None,
+) -> tuple:
+    """The candidates' base logits, ``base_logits`` if given.
+
+    Returns:
+        ``(candidates, vectors, logits)``: int32 ``[B, M]``, the
+        candidates per row; float32 ``[B, M, d]``, their table rows,
+        when the cascade or the base logits need them (else None); and
+        float32 ``[B, M]``, ``f_V e_x + b_x`` at the candidates.
+    """
     if candidates.shape.rank == 1 and (
         head.reranker_ks or base_logits is not None
     ):
         # The cascade and given logits are per row.
-        candidates = tf.broadcast_to(
-            candidates[None, :],
-            [tf.shape(ids)[0], tf.shape(candidates)[0]],
-        )
+        candidates = _per_row(candidates, ids)
     vectors = None
     if candidates.shape.rank == 1:
         # A set shared by the batch: one [B, d] x [d, M] product.
         scores = tf.matmul(
             f_base, tf.gather(table, candidates), transpose_b=True
         )
-        candidates = tf.broadcast_to(
-            candidates[None, :],
-            [tf.shape(ids)[0], tf.shape(candidates)[0]],
-        )
+        candidates = _per_row(candidates, ids)
     else:
         if head.reranker_ks or base_logits is None:
             vectors = tf.gather(table, candidates)  # [B, M, d]
@@ -245,62 +300,101 @@ def candidate_logits(
         scores = base_logits
     elif bias is not None:
         scores += tf.gather(bias, candidates)
-    base = scores
+    return candidates, vectors, scores
 
-    first = None
+
+def _per_row(candidates: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
+    """A shared candidate set ``[M]`` repeated for each row: ``[B, M]``."""
+    return tf.broadcast_to(
+        candidates[None, :],
+        [tf.shape(ids)[0], tf.shape(candidates)[0]],
+    )
+
+
+def _padding_masked(candidates: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    """``logits`` with the padding logit where a candidate is item 0."""
+    return tf.where(tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), logits)
+
+
+def _with_history_logits(
+    head: Any,
+    query: tf.Tensor,
+    f_base: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    logits: tf.Tensor,
+    training: Any,
+) -> tf.Tensor:
+    """``logits`` with the history partition's written over them.
+
+    Candidates in the row's history get ``head._history_logits`` (a
+    method of the head, as ``call`` computes them), or the padding logit
+    when the history is excluded at inference; the others keep theirs.
+    """
+    found, position = history_positions(candidates, ids)
+    if head.exclude_history and not is_training(training):
+        return tf.where(found, tf.constant(PADDING_LOGIT), logits)
+    equal = None
+    if head.use_pointer:
+        equal = tf.equal(ids[:, :, None], ids[:, None, :])
+    values = head._history_logits(
+        query,
+        f_base,
+        hidden,
+        ids,
+        tf.not_equal(ids, 0),
+        equal,
+        table,
+        bias,
+        training,
+    )
+    return tf.where(found, tf.gather(values, position, batch_dims=1), logits)
+
+
+def _cascade_logits(
+    head: Any,
+    query: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidates: tf.Tensor,
+    vectors: tf.Tensor | None,
+    logits: tf.Tensor,
+    training: Any,
+    assume_unique: bool,
+    stages: list | None,
+) -> tuple:
+    """``logits`` with the reranker cascade's terms.
+
+    With ``stages`` (the sets ``call`` chose over the catalogue), each
+    stage's term goes to the candidates it selected (`_merge_stages`);
+    without, the cascade runs over the candidates themselves
+    (`_candidate_cascade`); without rerankers, ``logits`` stay as given.
+
+    Returns:
+        ``(logits, first)``: float32 ``[B, M]``, and int32 ``[B, M]``,
+        each entry's first occurrence, when the cascade ran over the
+        candidates and they may repeat (else None).
+    """
     if stages is not None:
-        scores = _merge_stages(
-            head, table, bias, candidates, vectors, scores, stages
-        )
-    elif head.reranker_ks:
-        scores, first = _candidate_cascade(
-            head,
-            query,
-            table,
-            bias,
-            candidates,
-            vectors,
-            scores,
-            training,
-            assume_unique,
-        )
-    if head.mask_padding:
-        scores = tf.where(
-            tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), scores
-        )
-    if head._uses_history(training):
-        found, position = history_positions(candidates, ids)
-        if head.exclude_history and not is_training(training):
-            scores = tf.where(found, tf.constant(PADDING_LOGIT), scores)
-        else:
-            equal = None
-            if head.use_pointer:
-                equal = tf.equal(ids[:, :, None], ids[:, None, :])
-            values = head._history_logits(
-                query,
-                f_base,
-                hidden,
-                ids,
-                tf.not_equal(ids, 0),
-                equal,
-                table,
-                bias,
-                training,
-            )
-            scores = tf.where(
-                found, tf.gather(values, position, batch_dims=1), scores
-            )
-    if first is not None:
-        # Every copy of a repeated id takes its first occurrence's
-        # logit (the one the cascade ranked).
-        scores = tf.gather(scores, first, batch_dims=1)
-    if not return_base_logits:
-        return scores
-    if head.mask_padding:
-        base = tf.where(
-            tf.equal(candidates, 0), tf.constant(PADDING_LOGIT), base
-        )
-    return scores, base
+        return _merge_stages(
+            head, table, bias, candidates, vectors, logits, stages
+        ), None
+    if not head.reranker_ks:
+        return logits, None
+    return _candidate_cascade(
+        head,
+        query,
+        table,
+        bias,
+        candidates,
+        vectors,
+        logits,
+        training,
+        assume_unique,
+    )
 
 
 def _candidate_cascade(
@@ -319,9 +413,9 @@ def _candidate_cascade(
     Stage by stage (largest ``k`` first), the top-``k`` of the
     gradient-free running logits among the selectable candidates
     (first occurrences; not padding when masked), ranked by
-    `sort_keys`: larger logit first, ties to the lower id, as
-    ``call``'s `_select` ranks the catalogue. The selected get the
-    stage's reranker term, merged as in ``call``.
+    `sort_keys`: larger logit first, ties to the lower id, as ``call``
+    ranks the catalogue (``head._select``, a method of the head). The
+    selected get the stage's reranker term, merged as in ``call``.
 
     A repeated id enters at its first occurrence only, and its copies
     take that occurrence's logit at the end: copies' logits computed

@@ -12,8 +12,10 @@ first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
 holds two scoring paths: the layer holds the full-catalogue logits,
 ``softmax_cpr_candidates`` the candidate sets, this module the training
 loss. The head's own pieces (query, projections, history logits, reranker
-cascade) stay on the layer and are called through ``head``. The layer
-imports this module, never the reverse (no import cycle).
+cascade) stay on the layer as its methods and are called through
+``head``: ``head._query``, ``head._project``, ``head._history_values``,
+``head._select_stages``, ``head._rerank_scores``. The layer imports this
+module, never the reverse (no import cycle).
 """
 
 from collections.abc import Mapping
@@ -241,45 +243,144 @@ def position_cross_entropy(
     hidden, ids, layers, last, table, bias = head._read_inputs(
         inputs, item_embeddings, item_bias
     )
+    _check_no_last_positions(inputs)
+    width = tf.shape(ids)[1]
+    index, labels, rank_labels = _target_labels(position_targets, width, labels)
+    query = _position_query(head, hidden, ids, layers)  # [B, L, q]
+    f_base_grid, f_base, product, stages = _position_stages(
+        head, query, index, table, bias, training
+    )
+    base_logits, vectors, parts = _position_rows(
+        f_base, table, bias, ids, stages, labels, rank_labels, product
+    )
+    history = _position_history(
+        head,
+        query,
+        f_base_grid,
+        hidden,
+        ids,
+        vectors,
+        index,
+        width,
+        base_logits,
+        bias,
+        training,
+    )
+    scored = _position_stage_entries(
+        head, stages, parts[1:], f_base, table, base_logits, bias
+    )
+    label_base, rank_base = _label_bases(
+        base_logits, f_base, labels, rank_labels, parts[1 + len(stages) :], bias
+    )
+    return _entries_loss(
+        head,
+        base_logits,
+        history,
+        scored,
+        labels,
+        label_base,
+        rank_labels,
+        rank_base,
+    )
+
+
+def _check_no_last_positions(inputs: Any) -> None:
+    """Refuses ``"last_positions"``: every target position is read."""
     if isinstance(inputs, Mapping) and "last_positions" in inputs:
         raise ValueError(
             "position_cross_entropy reads every target position; it "
             "takes no `last_positions`. Received: inputs with keys "
             f"{sorted(inputs)}"
         )
-    width = tf.shape(ids)[1]
+
+
+def _target_labels(
+    position_targets: Any, width: tf.Tensor, labels: Any
+) -> tuple:
+    """The targets' positions and the labels to score and to rank.
+
+    Args:
+        position_targets: int ``[B, L']``, 0 where no target.
+        width: int32 scalar, the history's length ``L``.
+        labels: int ``[M]`` or None, as `position_cross_entropy`'s.
+
+    Returns:
+        ``(index, labels, rank_labels)``: int32 ``[M, 2]``, the
+        ``(row, position)`` of each target in row-major order; int32
+        ``[M]``, the items whose cross-entropy is taken; and int32
+        ``[M]``, the true targets to rank when ``labels`` are given
+        (else None: the labels are the targets).
+    """
     targets = tf.cast(position_targets, tf.int32)[:, :width]
     index = tf.cast(tf.where(targets > 0), tf.int32)  # [M, 2]
     true_labels = tf.gather_nd(targets, index)
-    rank_labels = None
     if labels is None:
-        labels = true_labels
-    else:
-        labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-        rank_labels = true_labels
+        return index, true_labels, None
+    return index, tf.cast(tf.reshape(labels, [-1]), tf.int32), true_labels
 
-    query = _position_query(head, hidden, ids, layers)  # [B, L, q]
 
-    def project(layer: Any) -> tf.Tensor:
-        return head._project(layer, query, training)
+def _position_stages(
+    head: Any,
+    query: tf.Tensor,
+    index: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    training: Any,
+) -> tuple:
+    """The base projection and the rerankers' sets at the targets.
 
-    def at_targets(grid: tf.Tensor) -> tf.Tensor:
-        return tf.gather_nd(grid, index)
+    The projections run on the ``[B, L, q]`` grid (one dropout mask per
+    position, as the expanded rows would get) and are then read at the
+    targets. Their dropouts are drawn in this order, base first, then the
+    rerankers' in cascade order: inside a ``tf.function`` a dropout's
+    seed depends on the ops built before it, so the order is kept.
 
-    f_base_grid = project(head.base_projection)
-    f_base = at_targets(f_base_grid)  # [M, d]
+    Returns:
+        ``(f_base_grid, f_base, product, stages)``: float32
+        ``[B, L, d]`` and ``[M, d]``, the base projection everywhere
+        and at the targets; the gradient-free ``[M, N]`` base product;
+        and ``(top, f_rerank)`` per reranker, smallest ``k`` first (the
+        entries' priority order).
+    """
+    f_base_grid = head._project(head.base_projection, query, training)
+    f_base = tf.gather_nd(f_base_grid, index)  # [M, d]
     product, selected = head._select_stages(
-        at_targets(query),
+        tf.gather_nd(query, index),
         f_base,
         table,
         bias,
         training,
-        f_reranks=[at_targets(project(p)) for _, p in head._stages()],
+        f_reranks=[
+            tf.gather_nd(head._project(projection, query, training), index)
+            for _, projection in head._stages()
+        ],
     )
-    uses_history = head._uses_history(training)
-    stages = selected[::-1]
-    # One gather of table rows for everything, flat: the history's
-    # [B, L] (not [M, L]: rows share it), the sets and the labels.
+    return f_base_grid, f_base, product, selected[::-1]
+
+
+def _position_rows(
+    f_base: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    ids: tf.Tensor,
+    stages: list,
+    labels: tf.Tensor,
+    rank_labels: tf.Tensor | None,
+    product: tf.Tensor,
+) -> tuple:
+    """The base logits with gradient, and every table row the loss reads.
+
+    One gather of table rows for everything, flat: the history's
+    ``[B, L]`` (not ``[M, L]``: a row's targets share it), the sets and
+    the labels (and rank labels), so that their gradients reach the
+    table in place (`product_and_rows`).
+
+    Returns:
+        ``(base_logits, vectors, parts)``: float32 ``[M, N]``,
+        ``f_V E^T + b`` with gradient; the history's rows ``[B, L, d]``;
+        and the rows of each of those, flat ``[size, d]`` each, in that
+        order (the history's first).
+    """
     columns = [tf.reshape(ids, [-1])]
     columns += [tf.reshape(top, [-1]) for top, _ in stages]
     columns.append(labels)
@@ -290,68 +391,139 @@ def position_cross_entropy(
     )
     parts = tf.split(rows, [tf.size(x) for x in columns], axis=0)
     base_logits = product if bias is None else product + bias
-
-    def base_at(item_ids: tf.Tensor, recomputed: tf.Tensor) -> tf.Tensor:
-        return _base_logits_at(base_logits, item_ids, recomputed, bias)
-
     vectors = tf.reshape(parts[0], tf.concat([tf.shape(ids), [-1]], 0))
-    history = None
-    if uses_history:
-        history_ids = tf.gather(ids, index[:, 0])  # [M, L]
-        entry = tf.not_equal(history_ids, 0) & (
-            tf.range(width)[None, :] <= index[:, 1:]
+    return base_logits, vectors, parts
+
+
+def _position_history(
+    head: Any,
+    query: tf.Tensor,
+    f_base_grid: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    vectors: tf.Tensor,
+    index: tf.Tensor,
+    width: tf.Tensor,
+    base_logits: tf.Tensor,
+    bias: tf.Tensor | None,
+    training: Any,
+) -> tuple | None:
+    """The history partition's entries of every target, ``[M, L]`` each.
+
+    A target at position ``p`` has its row's history items up to ``p``
+    as entries. Their values and base logits come from ``[B, L, L]``
+    products of the projections at every position with the history's
+    rows (``vectors``, ``[B, L, d]``), read at the targets.
+
+    Returns:
+        ``(ids, values, base)`` as `_entries_loss` takes them (ids -1
+        where no entry), or None when the head has no history partition.
+    """
+    if not head._uses_history(training):
+        return None
+    history_ids = tf.gather(ids, index[:, 0])  # [M, L]
+    entry = tf.not_equal(history_ids, 0) & (
+        tf.range(width)[None, :] <= index[:, 1:]
+    )
+    base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
+    if head.exclude_history and not is_training(training):
+        values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
+    else:
+        values = tf.gather_nd(
+            _position_history_logits(
+                head, query, training, base_grid, hidden, ids, vectors, bias
+            ),
+            index,
         )
-        base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
-        if head.exclude_history and not is_training(training):
-            values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
-        else:
-            values = at_targets(
-                _position_history_logits(
-                    head, project, base_grid, hidden, ids, vectors, bias
-                )
-            )
-        history = (
-            tf.where(entry, history_ids, -1),
-            values,
-            base_at(history_ids, at_targets(base_grid)),
-        )
+    return (
+        tf.where(entry, history_ids, -1),
+        values,
+        _base_logits_at(
+            base_logits, history_ids, tf.gather_nd(base_grid, index), bias
+        ),
+    )
+
+
+def _position_stage_entries(
+    head: Any,
+    stages: list,
+    parts: list,
+    f_base: tf.Tensor,
+    table: tf.Tensor,
+    base_logits: tf.Tensor,
+    bias: tf.Tensor | None,
+) -> list:
+    """``(top, scores, base)`` per reranker, ``[M, k]`` each.
+
+    ``parts``: the sets' flat gathered rows, one per stage in ``stages``
+    order (further parts are ignored); the scores and base logits are
+    computed from them, not from new gathers.
+    """
     scored = []
-    for j, (top, f_rerank) in enumerate(stages):
-        top_rows = tf.reshape(parts[1 + j], tf.concat([tf.shape(top), [-1]], 0))
+    for (top, f_rerank), flat_rows in zip(stages, parts):
+        top_rows = tf.reshape(flat_rows, tf.concat([tf.shape(top), [-1]], 0))
         scored.append(
             (
                 top,
                 head._rerank_scores(
                     f_rerank, table, bias, top, vectors=top_rows
                 ),
-                base_at(top, tf.einsum("md,mkd->mk", f_base, top_rows)),
+                _base_logits_at(
+                    base_logits,
+                    top,
+                    tf.einsum("md,mkd->mk", f_base, top_rows),
+                    bias,
+                ),
             )
         )
-    position = 1 + len(stages)
+    return scored
 
-    def label_base(item_ids: tf.Tensor, item_rows: tf.Tensor) -> tf.Tensor:
-        recomputed = tf.reduce_sum(f_base * item_rows, -1)
-        return base_at(item_ids[:, None], recomputed[:, None])[:, 0]
 
+def _label_bases(
+    base_logits: tf.Tensor,
+    f_base: tf.Tensor,
+    labels: tf.Tensor,
+    rank_labels: tf.Tensor | None,
+    parts: list,
+    bias: tf.Tensor | None,
+) -> tuple:
+    """``(label_base, rank_base)``: the labels' base logits, ``[M]`` each.
+
+    ``parts``: the labels' flat gathered rows, then the rank labels'.
+    ``rank_base`` is None without rank labels. The rank labels' ops are
+    built first, as they always were, so that a graph calling this keeps
+    its op count and order (random ops built later keep their seeds).
+    """
     rank_base = None
     if rank_labels is not None:
-        rank_base = label_base(rank_labels, parts[position + 1])
-    return _entries_loss(
-        head,
-        base_logits,
-        history,
-        scored,
-        labels,
-        label_base(labels, parts[position]),
-        rank_labels,
-        rank_base,
-    )
+        rank_base = _label_base(
+            base_logits, f_base, rank_labels, parts[1], bias
+        )
+    return _label_base(base_logits, f_base, labels, parts[0], bias), rank_base
+
+
+def _label_base(
+    base_logits: tf.Tensor,
+    f_base: tf.Tensor,
+    item_ids: tf.Tensor,
+    item_rows: tf.Tensor,
+    bias: tf.Tensor | None,
+) -> tf.Tensor:
+    """The base logit of one item per target, ``[M]``, from its row."""
+    recomputed = tf.reduce_sum(f_base * item_rows, -1)
+    return _base_logits_at(
+        base_logits, item_ids[:, None], recomputed[:, None], bias
+    )[:, 0]
 
 
 def _position_query(
     head: Any, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
 ) -> tf.Tensor:
-    """`_query` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``."""
+    """``head._query`` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``.
+
+    ``_query`` is a method of the head (``SoftmaxCPR._query``), which
+    reads the last position only; this reads every position.
+    """
     if not head.use_mi:
         return hidden
     width = tf.shape(ids)[1]
@@ -362,7 +534,7 @@ def _position_query(
         window = []
         for j in range(head.mi_window):
             # The state j steps back: zeros before the history starts
-            # and at padding, as `_query` gives them.
+            # and at padding, as ``head._query`` gives them.
             back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
             real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
             window.append(back * tf.cast(real, back.dtype)[:, :, None])
@@ -374,29 +546,37 @@ def _position_query(
 
 def _position_history_logits(
     head: Any,
-    project: Any,
+    query: tf.Tensor,
+    training: Any,
     base_grid: tf.Tensor,
     hidden: tf.Tensor,
     ids: tf.Tensor,
     vectors: tf.Tensor,
     bias: tf.Tensor | None,
 ) -> tf.Tensor:
-    """`_history_logits` at every position: ``[B, L(p), L(t)]``.
+    """``head._history_logits`` at every position: ``[B, L(p), L(t)]``.
 
-    Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]``
-    read at position ``p`` (its pointer term averages the keys of its
+    ``_history_logits`` is a method of the head
+    (``SoftmaxCPR._history_logits``), for the last position only; this
+    reads every position of ``query`` (``[B, L, q]``), projected with
+    ``head._project``.
+
+    Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]`` read
+    at position ``p`` (its pointer term averages the keys of its
     occurrences at positions ``<= p``); only ``t <= p`` is meaningful.
     """
     values = base_grid
     if head.use_context:
         context = tf.einsum(
-            "bpd,btd->bpt", project(head.context_projection), vectors
+            "bpd,btd->bpt",
+            head._project(head.context_projection, query, training),
+            vectors,
         )
         values = context if head.merge == "replace" else values + context
     if bias is not None:
         values += tf.gather(bias, ids)[:, None, :]
     if head.use_pointer:
-        f_pointer = project(head.pointer_projection)
+        f_pointer = head._project(head.pointer_projection, query, training)
         kernel = tf.cast(head.key_projection.kernel, tf.float32)
         key_bias = tf.cast(head.key_projection.bias, tf.float32)
         reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)

@@ -779,67 +779,67 @@ class SequentialRetrievalModel(tfrs.Model):
         return last, [state], tf.gather_nd(targets, index)
 
     def compute_loss(self, inputs, training=False):
+        """The batch's loss; updates the loss tracker and ranking metrics.
+
+        1. Encode the histories.
+        2. In training, a head with its own cross-entropy (CPR,
+           ``_partitioned_loss``) gives the loss without writing its
+           ``[B, N]`` logits (nor expanding the rows of training windows);
+           evaluation writes them.
+        3. Otherwise, with every position a target, one row per target
+           position (``_position_rows``).
+        4. The loss of the head's logits and the targets' ranks
+           (``_logits_loss``).
+        """
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
         history, states = self.encode(inputs, training=training)
         every_position = POSITION_TARGETS in inputs
         sampled = self.config.objective == "sampled"
         if training and not sampled and self.head.has_cross_entropy:
-            # CPR trains without writing its [B, N] logits (nor expanding
-            # the rows of training windows); evaluation writes them.
             per_example, ranks = self._partitioned_loss(
                 history, states, training, targets, inputs.get(POSITION_TARGETS)
             )
             return self._record_loss(per_example, ranks, every_position)
-        if every_position and self.head.reads_last_state_only(training):
-            history, states, targets = self.target_positions(
-                history, states, inputs[POSITION_TARGETS]
+        if every_position:
+            history, states, targets = self._position_rows(
+                history, states, inputs[POSITION_TARGETS], training
             )
-        elif every_position:
-            history, states, targets = self.expand_positions(
-                history, states, inputs[POSITION_TARGETS]
-            )
+        per_example, ranks = self._logits_loss(
+            history, states, training, targets
+        )
+        return self._record_loss(per_example, ranks, every_position)
+
+    def _position_rows(self, history, states, position_targets, training):
+        """One row per target position: ``target_positions`` for a head
+        that reads the last state only, else ``expand_positions``."""
+        if self.head.reads_last_state_only(training):
+            return self.target_positions(history, states, position_targets)
+        return self.expand_positions(history, states, position_targets)
+
+    def _logits_loss(self, history, states, training, targets):
+        """Loss and ranks from the head's logits.
+
+        The loss is that of the (label-SSE perturbed) targets, plus
+        ``base_loss_weight`` times that of CPR's base logits; the ranks
+        are the true targets', None when the logits were not written (the
+        sampled objective in training).
+
+        Returns:
+            ``(per_example, ranks)``: float32 ``[M]`` and ``[M]`` or None.
+        """
         loss_targets = targets
         if self.label_sse is not None:
             loss_targets = self.label_sse(targets, training=training)
-        # CPR's base logits, trained besides by a plain softmax loss.
-        with_base = self.base_loss_weight > 0
         # A head that ranks the history last (at inference) is scored
         # without that rule for the loss: a target may repeat the history.
         excludes_history = self.head.excludes_history(training)
-        logits = base_logits = None
-        if not sampled or not training:
-            logits = self._scores(
-                history,
-                states,
-                training,
-                exclude_history=False if excludes_history else None,
-                return_base_logits=with_base,
-            )
-            if with_base:
-                logits, base_logits = logits
-        if sampled and logits is not None:
-            # Evaluation has the full logits already: the candidates' are
-            # a gather, not a second pass over the catalogue (for CPR's
-            # rerankers, a second top-k over [B, N]).
-            scores = tf.gather(logits, loss_targets, axis=1)
-            if with_base:
-                base_logits = tf.gather(base_logits, loss_targets, axis=1)
-        elif sampled:
-            scores = self._scores(
-                history,
-                states,
-                training,
-                candidate_ids=loss_targets,
-                return_base_logits=with_base,
-            )
-            if with_base:
-                scores, base_logits = scores
-        else:
-            scores = logits
+        logits, scores, base_scores = self._loss_scores(
+            history, states, training, loss_targets, excludes_history
+        )
         per_example = self._per_example_loss(scores, loss_targets)
-        if with_base:
+        if base_scores is not None:
             per_example += self.base_loss_weight * self._per_example_loss(
-                base_logits, loss_targets
+                base_scores, loss_targets
             )
         ranks = None
         if logits is not None:
@@ -848,7 +848,53 @@ class SequentialRetrievalModel(tfrs.Model):
             # One comparison pass over [B, N] for every metric: over a
             # large catalogue it costs as much as the logits themselves.
             ranks = tf_target_ranks(logits, targets)
-        return self._record_loss(per_example, ranks, every_position)
+        return per_example, ranks
+
+    def _loss_scores(
+        self, history, states, training, loss_targets, excludes_history
+    ):
+        """The scores the loss reads.
+
+        Returns:
+            ``(logits, scores, base_scores)``: the ``[B, N]`` logits (None
+            for the sampled objective in training, which scores only the
+            in-batch candidates), the loss's scores (the logits, or
+            ``[B, B]`` at the candidates) and CPR's base scores alike
+            (None without a base loss).
+        """
+        sampled = self.config.objective == "sampled"
+        # CPR's base logits, trained besides by a plain softmax loss.
+        with_base = self.base_loss_weight > 0
+        if sampled and training:
+            scores = self._scores(
+                history,
+                states,
+                training,
+                candidate_ids=loss_targets,
+                return_base_logits=with_base,
+            )
+            if with_base:
+                return None, *scores
+            return None, scores, None
+        logits = self._scores(
+            history,
+            states,
+            training,
+            exclude_history=False if excludes_history else None,
+            return_base_logits=with_base,
+        )
+        base_logits = None
+        if with_base:
+            logits, base_logits = logits
+        if not sampled:
+            return logits, logits, base_logits
+        # Evaluation has the full logits already: the candidates' are a
+        # gather, not a second pass over the catalogue (for CPR's
+        # rerankers, a second top-k over [B, N]).
+        scores = tf.gather(logits, loss_targets, axis=1)
+        if with_base:
+            base_logits = tf.gather(base_logits, loss_targets, axis=1)
+        return logits, scores, base_logits
 
     def _partitioned_loss(
         self, history, states, training, targets, position_targets=None
