@@ -65,6 +65,53 @@ def test_resumed_run_keeps_the_best_epoch_from_before_the_interruption(
     )
 
 
+@pytest.mark.parametrize("stopped_early", [False, True])
+def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
+    tmp_path, monkeypatch, stopped_early
+):
+    # Interrupted while evaluating: fit had returned and emptied backup/.
+    overrides = {"epochs": 9, "patience": 1} if stopped_early else {}
+    config = tiny_config(tmp_path, **overrides)
+    import tfrec_tricks.runs.training as training
+
+    evaluate = training._results
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_results", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0)
+    run_dir = tmp_path / "run"
+    assert not list((run_dir / "backup").iterdir())
+    epochs = _val_ndcg(run_dir)
+    assert stopped_early == (len(epochs) < config.epochs)
+    best = (run_dir / "checkpoints" / "best.index").read_bytes()
+    monkeypatch.setattr(training, "_results", evaluate)
+    result = train(config, verbose=0)
+    # Nothing was trained again: no epoch, the same history and best
+    # weights, and the model evaluated is the best epoch's.
+    assert result.history == {}
+    assert _val_ndcg(run_dir) == epochs
+    assert (run_dir / "checkpoints" / "best.index").read_bytes() == best
+    assert result.metrics["epochs_run"] == len(epochs)
+    assert result.metrics["validation"]["ndcg@10"] == pytest.approx(
+        max(epochs), abs=1e-6
+    )
+    assert json.loads((run_dir / "run.json").read_text())["status"] == (
+        "finished"
+    )
+
+
+def test_a_run_interrupted_during_its_fit_still_resumes_training(tmp_path):
+    # The history of an unfinished fit does not meet the stopping rule.
+    config = tiny_config(tmp_path, epochs=4)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=1)])
+    result = train(config, verbose=0)
+    assert len(result.history["loss"]) == 2
+
+
 def _val_ndcg(run_dir) -> list:
     with open(run_dir / "history.csv") as handle:
         return [float(row["val_ndcg@10"]) for row in csv.DictReader(handle)]

@@ -23,6 +23,11 @@ class EpochTimer(tf.keras.callbacks.Callback):
     (2, True)
     """
 
+    def __init__(self):
+        super().__init__()
+        # Empty until a fit runs (a run that skips its fit reports none).
+        self.seconds = []
+
     def on_train_begin(self, logs=None):
         self.seconds = []
 

@@ -379,22 +379,77 @@ def _train(
     _start(config, opened, data, head_choice)
     model, inputs = _build(config, opened.model_config, data, strategy)
     monitor = f"val_ndcg@{opened.model_config.metric_ks[0]}"
-    done, timer, fit_callbacks = _fit_callbacks(
-        config, opened, monitor, verbose
-    )
-    history = model.fit(
-        inputs.train,
-        steps_per_epoch=inputs.steps_per_epoch,
-        validation_data=inputs.validation,
-        validation_steps=inputs.validation_steps,
-        epochs=config.epochs,
-        callbacks=[*fit_callbacks, *(callbacks or [])],
-        verbose=verbose,
-    )
+    done = _finished_fit(config, opened, monitor)
+    if done:
+        # Training had ended before the interruption (in the evaluation or
+        # the saving): its best weights are evaluated, not trained over.
+        _log(
+            verbose,
+            f"The interrupted run had finished training ({len(done)} "
+            "epochs): evaluating its best epoch",
+        )
+        model.load_weights(_best_checkpoint(opened.run_dir)).expect_partial()
+        timer, history = EpochTimer(), {}
+    else:
+        done, timer, fit_callbacks = _fit_callbacks(
+            config, opened, monitor, verbose
+        )
+        history = model.fit(
+            inputs.train,
+            steps_per_epoch=inputs.steps_per_epoch,
+            validation_data=inputs.validation,
+            validation_steps=inputs.validation_steps,
+            epochs=config.epochs,
+            callbacks=[*fit_callbacks, *(callbacks or [])],
+            verbose=verbose,
+        ).history
     results = _results(model, inputs, data, config, opened, verbose)
     results.update(_run_facts(model, data, done, timer, strategy))
     _save(model, results, opened, verbose)
-    return RunResult(run_dir, results, history.history, model)
+    return RunResult(run_dir, results, history, model)
+
+
+def _best_checkpoint(directory: str) -> str:
+    """The best epoch's weights (``ModelCheckpoint``) of a run's folder."""
+    return os.path.join(directory, "checkpoints", "best")
+
+
+def _finished_fit(
+    config: TrainConfig, opened: _OpenedRun, monitor: str
+) -> list:
+    """The monitored values of an interrupted run whose fit had ended.
+
+    ``BackupAndRestore`` empties ``backup/`` when ``fit`` returns, so a
+    run interrupted after that (while evaluating or saving) has no backup
+    to resume; trained afresh, its first epoch would overwrite the best
+    epoch's weights. Such a run is recognised by its ``history.csv``: the
+    epochs it records meet the stopping rule (``config.epochs`` run, or
+    ``patience`` epochs after the best), and ``checkpoints/best`` exists.
+    The files read are the run directory's, so every worker of a cluster
+    takes the same branch.
+
+    Returns:
+        The monitored value of each epoch run, or [] (a new run, one to
+        resume from its backup, or one that had not finished its fit).
+    """
+    if opened.action != "resume":
+        return []
+    backup = os.path.join(opened.run_dir, "backup")
+    if os.path.isdir(backup) and os.listdir(backup):
+        return []
+    if not tf.io.gfile.glob(_best_checkpoint(opened.run_dir) + ".index"):
+        return []
+    values = monitor_history(
+        os.path.join(opened.run_dir, "history.csv"), monitor
+    )
+    if not values:
+        return []
+    # EarlyStopping's rule: the first best epoch, then `patience` without
+    # an improvement.
+    waited = len(values) - 1 - int(np.argmax(values))
+    if len(values) >= config.epochs or waited >= config.patience:
+        return values
+    return []
 
 
 def _finished_before_loading(
@@ -562,7 +617,7 @@ def _fit_callbacks(
             f"Resuming the interrupted run from {backup_dir} after "
             f"{len(done)} epochs",
         )
-    best_checkpoint = os.path.join(opened.write_dir, "checkpoints", "best")
+    best_checkpoint = _best_checkpoint(opened.write_dir)
     timer = EpochTimer()
     callbacks = [
         # First: a NaN or inf loss raises before the others save the epoch.
