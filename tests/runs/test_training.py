@@ -101,6 +101,10 @@ def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
     assert json.loads((run_dir / "run.json").read_text())["status"] == (
         "finished"
     )
+    # No epoch was timed in this process: the summary says so by omission.
+    assert result.metrics["seconds_per_epoch_median"] is None
+    summary = format_results(result.metrics, str(run_dir))
+    assert f"{len(epochs)} epochs, " in summary and "s/epoch" not in summary
 
 
 def test_a_run_interrupted_during_its_fit_still_resumes_training(tmp_path):

@@ -1017,9 +1017,11 @@ def format_results(results: dict, run_dir: str) -> str:
             row = "".join(f"{excluded[n]:>{width}.4f}" for n in names)
             lines.append(f"{split:<12}{row}   (seen items ranked last)")
     seconds = results["seconds_per_epoch_median"]
+    # None when this process trained no epoch (its fit had ended before).
+    timing = "" if seconds is None else f", median {seconds:.1f} s/epoch"
     lines.append(
-        f"\n{results['epochs_run']} epochs, median "
-        f"{seconds:.1f} s/epoch, {results['num_parameters']:,} parameters. "
+        f"\n{results['epochs_run']} epochs{timing}, "
+        f"{results['num_parameters']:,} parameters. "
         f"Run directory: {run_dir}"
     )
     return "\n".join(lines)
