@@ -34,6 +34,13 @@ adds ``use_mi=True`` over 2 layers x 3 positions, ``+add`` sets
 logits to the loss (``--cpr-base-loss 1``) and ``+written`` is the
 written-out path (``--heads`` takes any of them).
 
+The sampled objective (``--objective sampled``): ``sampled`` is the tied
+softmax over the batch's ``B`` targets (in-batch negatives, the table's
+gradient its rows); ``CPR:k+sampled`` is CPR scoring the same candidates,
+its reranker sets chosen over the catalogue, and ``CPR:k+sampled+within``
+chooses them among the candidates and the history
+(``rerank_within_candidates``).
+
 Usage::
 
     python -m benchmarks.output_head             # full run, ~10 min
@@ -107,9 +114,23 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
     items.build(None)
     table, bias = items.output_embeddings, items.output_bias
 
-    def cpr(ks, mi, merge="replace", base=False, written=False):
+    def sampled_loss(scores):
+        # The in-batch sampled softmax: row i's positive is candidate i
+        # (the model's sampled objective; no rank pass in its train step).
+        labels = tf.eye(tf.shape(scores)[0], tf.shape(scores)[1])
+        loss = tf.keras.losses.categorical_crossentropy(
+            labels, scores, from_logits=True
+        )
+        return tf.reduce_mean(loss), tf.zeros([0])
+
+    def cpr(ks, mi, merge="replace", base=False, written=False, sampled=None):
         layer = SoftmaxCPR(
-            reranker_ks=ks, use_mi=mi, mi_layers=2, mi_window=3, merge=merge
+            reranker_ks=ks,
+            use_mi=mi,
+            mi_layers=2,
+            mi_window=3,
+            merge=merge,
+            rerank_within_candidates=sampled == "within",
         )
 
         def head_inputs(h_states, layer0, ids):
@@ -140,6 +161,19 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
                 cross_entropy += base_cross_entropy
             return tf.reduce_mean(cross_entropy), ranks
 
+        def candidate_loss(h_states, layer0, ids):
+            # The model's sampled objective: the in-batch targets scored.
+            scores = layer(
+                head_inputs(h_states, layer0, ids),
+                table,
+                item_bias=bias,
+                candidate_ids=targets,
+                training=True,
+            )
+            return sampled_loss(scores)
+
+        if sampled:
+            return layer, logits, candidate_loss
         if written:
             return layer, logits, None
         return layer, logits, loss
@@ -158,12 +192,22 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
                 lambda h_states, _, ids: items(h_states[:, -1], reverse=True),
                 None,
             )
+        if name == "sampled":
+
+            def tied_sampled_loss(h_states, _, ids):
+                scores = items.logits(
+                    h_states[:, -1], candidate_ids=targets, training=True
+                )
+                return sampled_loss(scores)
+
+            return None, lambda h_states, _, ids: None, tied_sampled_loss
         if name == "CP":
             return cpr((), False)
         if name.startswith("CPR:"):
-            # CPR:K[,K...][+Mi][+add][+base][+written]
+            # CPR:K[,K...][+Mi][+add][+base][+written][+sampled[+within]]
             sizes, *options = name[4:].split("+")
-            unknown = set(options) - {"Mi", "add", "base", "written"}
+            known = {"Mi", "add", "base", "written", "sampled", "within"}
+            unknown = set(options) - known
             if unknown:
                 raise ValueError(f"unknown CPR options. Received: {name!r}")
             ks = tuple(int(k) for k in sizes.split(","))
@@ -174,6 +218,9 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
                 merge,
                 "base" in options,
                 "written" in options,
+                ("within" if "within" in options else "catalogue")
+                if "sampled" in options
+                else None,
             )
         if name.startswith("MoS"):
             mos = MixtureOfSoftmax(num_components=4)
@@ -227,6 +274,10 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
             # Reduce every gradient so the step's work cannot be pruned.
             total = loss + tf.reduce_sum(ranks) * 0.0
             for grad in grads:
+                if isinstance(grad, tf.IndexedSlices):
+                    # A sparse update touches these rows only (the sampled
+                    # objective's table gradient).
+                    grad = grad.values
                 if grad is not None:
                     total += tf.reduce_sum(tf.convert_to_tensor(grad)) * 0.0
             return total

@@ -370,6 +370,17 @@ def test_output_head_steps_of_cpr_variants_run_and_add_the_base_loss():
         output_head.build_steps(["CPR:4+sum"], 30, 4, 6, 8)
 
 
+def test_output_head_sampled_steps_score_the_in_batch_candidates():
+    losses = {}
+    for name in ["sampled", "CPR:3+sampled", "CPR:3+sampled+within"]:
+        tf.keras.utils.set_random_seed(0)
+        steps, arguments = output_head.build_steps([name], 30, 4, 6, 8)
+        losses[name] = float(steps[name](*arguments))
+    # A softmax over the batch's 4 targets: about log(4) at random weights.
+    for loss in losses.values():
+        assert 0.1 < loss < 5.0
+
+
 def test_name_list_keeps_the_given_order_once_and_names_the_choices():
     parse = common.name_list(("a", "b", "c"), "letters")
     assert parse("c, a,c") == ["c", "a"]

@@ -1219,3 +1219,113 @@ def test_table_gradient_matches_plain_autodiff():
         grads.append(tf.convert_to_tensor(tape.gradient(loss, table)))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5)
     assert np.abs(grads[0].numpy()).sum() > 0
+
+
+# ----------------------------------------- rerankers within the candidates
+
+WITHIN_CONFIGS = {
+    "C+P+R": dict(reranker_ks=(2, 4)),
+    "R add": dict(use_context=False, reranker_ks=(3,), merge="add"),
+    "C+P+R+Mi": dict(reranker_ks=(2,), use_mi=True, mi_layers=2),
+}
+
+
+def _sub_catalogue_logits(layer, data, row, candidates, mi_layers):
+    """``call`` on one row over a catalogue of its candidates and history."""
+    pool = sorted(set(candidates.tolist()) | set(data["ids"][row].tolist()))
+    keep = [0] + [item for item in pool if item != 0]
+    index = {item: position for position, item in enumerate(keep)}
+    sub = {
+        "hidden": data["hidden"][row : row + 1],
+        "layer0": data["layer0"][row : row + 1],
+        "ids": np.vectorize(index.get)(data["ids"][row : row + 1]),
+        "table": data["table"][keep],
+        "bias": data["bias"][keep],
+    }
+    sub["ids"] = sub["ids"].astype("int32")
+    logits = _call(layer, sub, mi_layers=mi_layers, training=True)
+    return logits.numpy()[0, [index[c] for c in candidates]]
+
+
+@pytest.mark.parametrize("name", list(WITHIN_CONFIGS))
+def test_within_candidates_each_row_is_scored_as_over_its_pool(name):
+    # Its definition: each row as `call` scores it over a catalogue of
+    # just its candidates and its history (the same weights).
+    kwargs = WITHIN_CONFIGS[name]
+    mi_layers = kwargs.get("use_mi", False)
+    data = _data(seed=11)
+    layer = SoftmaxCPR(rerank_within_candidates=True, **kwargs)
+    candidates = np.array([1, 2, 11, 12, 13, 3], "int32")
+    logits, base = _call(
+        layer,
+        data,
+        mi_layers=mi_layers,
+        candidate_ids=tf.constant(candidates),
+        training=True,
+        return_base_logits=True,
+    )
+    for row in range(len(HISTORY)):
+        np.testing.assert_allclose(
+            logits.numpy()[row],
+            _sub_catalogue_logits(layer, data, row, candidates, mi_layers),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+    # The catalogue's sets are others: without the option, other logits.
+    exact = SoftmaxCPR(**kwargs)
+    _call(exact, data, mi_layers=mi_layers)
+    exact.set_weights(layer.get_weights())
+    over_catalogue = _call(
+        exact,
+        data,
+        mi_layers=mi_layers,
+        candidate_ids=tf.constant(candidates),
+        training=True,
+    )
+    assert np.abs(over_catalogue.numpy() - logits.numpy()).max() > 1e-3
+    # The base logits are the candidates' f_V logits, as over the catalogue.
+    full_base = _call(
+        layer, data, mi_layers=mi_layers, training=True, return_base_logits=True
+    )[1]
+    np.testing.assert_allclose(
+        base.numpy(), full_base.numpy()[:, candidates], rtol=1e-5, atol=1e-5
+    )
+
+
+def test_within_candidates_only_in_training():
+    data = _data(seed=12)
+    within = SoftmaxCPR(rerank_within_candidates=True, reranker_ks=(2,))
+    candidates = tf.constant([1, 2, 11])
+    at_inference = _call(within, data, candidate_ids=candidates)
+    full = _call(within, data)
+    np.testing.assert_allclose(
+        at_inference.numpy(), full.numpy()[:, [1, 2, 11]], atol=1e-5
+    )
+
+
+def test_within_candidates_never_scores_the_catalogue():
+    # No [B, N] tensor in the step, and the table's gradient is its rows.
+    num_items, batch = 5003, 4
+    rng = np.random.default_rng(0)
+    table = tf.Variable(rng.normal(size=(num_items, D)).astype("float32"))
+    layer = SoftmaxCPR(rerank_within_candidates=True, reranker_ks=(3,))
+    inputs = _inputs(_data(seed=13, batch=batch))
+    candidates = tf.constant([7, 8, 9, 10, 4000])
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            logits = layer(
+                inputs, table, candidate_ids=candidates, training=True
+            )
+            loss = tf.reduce_sum(logits)
+        return tape.gradient(loss, table)
+
+    gradient = step()
+    assert isinstance(gradient, tf.IndexedSlices)
+    graph = step.get_concrete_function().graph
+    for op in graph.get_operations():
+        for output in op.outputs:
+            shape = output.shape
+            if shape.rank is not None and shape.rank >= 2:
+                assert shape[-1] != num_items, (op.type, op.name, shape)

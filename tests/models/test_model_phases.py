@@ -390,3 +390,11 @@ def test_the_layers_are_tracked_in_the_order_of_the_steps():
 def test_the_model_has_an_index_when_its_head_has(head, has_index):
     # The serving module asks the model, which asks its head.
     assert build(head=head, cpr_reranker_ks=(2,)).has_index is has_index
+
+
+@pytest.mark.parametrize("within", [False, True])
+def test_cpr_gets_where_its_rerankers_choose_in_training(within):
+    model = build(
+        head="cpr", cpr_reranker_ks=(2,), cpr_rerank_within_candidates=within
+    )
+    assert model.head.rerank_within_candidates is within

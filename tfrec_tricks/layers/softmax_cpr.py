@@ -169,6 +169,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             The Mi and key projections keep ``kernel_initializer``.
             ``ModelConfig`` turns it on (why:
             docs/decisions.md#cpr-start-as-softmax). Defaults to ``False``.
+        rerank_within_candidates: bool. In training with ``candidate_ids``
+            (a sampled objective), the rerankers choose their top-``k``
+            sets among the candidates and the row's history instead of
+            the catalogue: each row is scored as ``call`` would score it
+            over a catalogue of just those items, and the step costs
+            ``O(B (M + L) d)`` with no ``[B, N]`` product (which the top-k
+            over the catalogue needs). At inference the sets are the
+            catalogue's, as without. Defaults to ``False``.
         kernel_initializer: str or initializer. Kernels of the
             projections (see ``start_as_softmax``). Defaults to
             ``"glorot_uniform"``.
@@ -268,6 +276,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         mask_padding: bool = True,
         output_dim: int | None = None,
         start_as_softmax: bool = False,
+        rerank_within_candidates: bool = False,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
         **kwargs: Any,
@@ -329,6 +338,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         self.mask_padding = bool(mask_padding)
         self.output_dim = output_dim
         self.start_as_softmax = bool(start_as_softmax)
+        self.rerank_within_candidates = bool(rerank_within_candidates)
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
 
@@ -855,8 +865,22 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
         With rerankers the cascade's sets are chosen over the whole
         catalogue first (`_select_stages`); the candidates are then scored
-        by `softmax_cpr_candidates.candidate_logits`.
+        by `softmax_cpr_candidates.candidate_logits`. In training with
+        ``rerank_within_candidates``, they are chosen among the candidates
+        and the history instead (`_within_candidates_call`).
         """
+        if self.rerank_within_candidates and is_training(training):
+            return self._within_candidates_call(
+                query,
+                f_base,
+                hidden,
+                ids,
+                table,
+                bias,
+                candidate_ids,
+                training,
+                return_base_logits,
+            )
         selected = None
         if self.reranker_ks:
             _, selected = self._select_stages(
@@ -880,6 +904,48 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             stages=selected,
             return_base_logits=return_base_logits,
         )
+
+    def _within_candidates_call(
+        self,
+        query: tf.Tensor,
+        f_base: tf.Tensor,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        table: tf.Tensor,
+        bias: tf.Tensor | None,
+        candidate_ids: tf.Tensor,
+        training: Any,
+        return_base_logits: bool,
+    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+        """Candidate logits, the cascade run over candidates and history.
+
+        Each row's pool is its candidates followed by its history; the
+        cascade ranks the pool (first occurrences, padding left out) as
+        ``call`` ranks the catalogue, and only the candidates' columns
+        are returned. No row of the table outside the pool is read.
+        """
+        count = tf.shape(candidate_ids)[-1]
+        if candidate_ids.shape.rank == 1:
+            candidate_ids = tf.broadcast_to(
+                candidate_ids[None, :], [tf.shape(ids)[0], count]
+            )
+        pool = tf.concat([candidate_ids, ids], axis=1)
+        logits = softmax_cpr_candidates.candidate_logits(
+            self,
+            query,
+            f_base,
+            hidden,
+            ids,
+            table,
+            bias,
+            pool,
+            None,
+            training,
+            return_base_logits=return_base_logits,
+        )
+        if return_base_logits:
+            return tuple(x[:, :count] for x in logits)
+        return logits[:, :count]
 
     def _product_with_rows(
         self,
@@ -1295,6 +1361,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 "mask_padding": self.mask_padding,
                 "output_dim": self.output_dim,
                 "start_as_softmax": self.start_as_softmax,
+                "rerank_within_candidates": self.rerank_within_candidates,
                 "kernel_initializer": tf.keras.initializers.serialize(
                     self.kernel_initializer
                 ),

@@ -257,6 +257,15 @@ class ModelConfig:
         check="non_negative",
         metavar="W",
     )
+    cpr_rerank_within_candidates: bool = option(
+        False,
+        "CPR under --objective sampled: in training, the rerankers choose "
+        "their top-k among the sampled candidates and the history, not "
+        "the catalogue (no pass over every item; serving stays exact).",
+        const=True,
+        switch_help="CPR rerankers choose among the sampled candidates and "
+        "the history in training (--objective sampled)",
+    )
     mos_components: int = option(
         4,
         "mixture of softmax components K.",

@@ -368,6 +368,7 @@ class SequentialRetrievalModel(tfrs.Model):
                 mi_layers=min(2, config.num_layers),
                 merge=config.cpr_merge,
                 start_as_softmax=config.cpr_start_as_softmax,
+                rerank_within_candidates=config.cpr_rerank_within_candidates,
                 dropout=config.head_dropout_rate(),
                 output_dim=d,
                 name="cpr_head",

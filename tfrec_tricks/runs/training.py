@@ -113,6 +113,7 @@ LATER_OPTIONS = {
 MODEL_LATER_OPTIONS = {
     "cpr_base_loss": (0.0, ("head", "cpr")),
     "sasrec_norm": ("post", ("encoder", "sasrec")),
+    "cpr_rerank_within_candidates": (False, ("head", "cpr")),
 }
 TENSORBOARD_DIR = "tensorboard"
 
