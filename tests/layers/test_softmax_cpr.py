@@ -1329,3 +1329,6 @@ def test_within_candidates_never_scores_the_catalogue():
             shape = output.shape
             if shape.rank is not None and shape.rank >= 2:
                 assert shape[-1] != num_items, (op.type, op.name, shape)
+                # Nor a whole read of the table: a model's lookup gathers
+                # from it, after which a whole read copies it every step.
+                assert shape[0] != num_items, (op.type, op.name, shape)

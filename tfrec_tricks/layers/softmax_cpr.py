@@ -33,6 +33,27 @@ from tfrec_tricks.serialization import register
 _MERGE_MODES = ("replace", "add")
 
 
+def _row_sources(item_embeddings: Any, item_bias: Any, units: Any) -> Any:
+    """``(item_embeddings, item_bias)`` themselves when both are float32
+    variables of the right shapes (or the bias None), to gather rows from;
+    else None (`as_item_table` reads and checks them)."""
+
+    def is_variable(value: Any, rank: int) -> bool:
+        return (
+            isinstance(value, tf.Variable)
+            and value.dtype == tf.float32
+            and value.shape.rank == rank
+        )
+
+    if not is_variable(item_embeddings, 2):
+        return None
+    if item_embeddings.shape[-1] not in (None, units):
+        return None
+    if item_bias is not None and not is_variable(item_bias, 1):
+        return None
+    return item_embeddings, item_bias
+
+
 @register
 class SoftmaxCPR(tf.keras.layers.Layer):
     """Softmax-CPR output layer: per-partition projections of the query.
@@ -750,10 +771,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         inputs: Any,
         item_embeddings: Any,
         item_bias: Any,
+        rows_only: bool = False,
     ) -> tuple:
         """Checked ``(hidden, ids, layers, last, table, bias)`` of a call.
 
         Builds the layer first when a public method is its first call.
+        ``rows_only``: float32 variables are returned as they are (to
+        gather rows from, never read whole).
         """
         hidden, ids, layers, last = unpack_head_inputs(inputs)
         if not self.built:
@@ -767,7 +791,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             with tf.init_scope():
                 self.build(shapes)
         units = self.output_dim or hidden.shape[-1]
-        table, bias = as_item_table(item_embeddings, item_bias, units)
+        sources = _row_sources(item_embeddings, item_bias, units)
+        if rows_only and sources is not None:
+            table, bias = sources
+        else:
+            table, bias = as_item_table(item_embeddings, item_bias, units)
         num_items = num_rows(table)
         checks = self._check_ks(num_items, table.shape[0])
         check_ids_in_range("history_ids", ids, num_items)
@@ -784,10 +812,20 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any = None,
         return_base_logits: bool = False,
     ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
-        hidden, ids, layers, last, table, bias = self._read_inputs(
-            inputs, item_embeddings, item_bias
+        # Rows only: the within-candidates step gathers from the variables
+        # themselves. A whole read of a table that the model's lookup
+        # gathers from copies it on every step (copy-on-read, see
+        # `as_item_table`): 256 MB at a million items.
+        rows_only = (
+            candidate_ids is not None
+            and self.rerank_within_candidates
+            and is_training(training)
         )
-        num_items = tf.shape(table)[0]
+        hidden, ids, layers, last, table, bias = self._read_inputs(
+            inputs, item_embeddings, item_bias, rows_only=rows_only
+        )
+        # (`tf.shape` of a variable would read it whole.)
+        num_items = num_rows(table) if rows_only else tf.shape(table)[0]
         if candidate_ids is not None:
             candidate_ids = candidate_ids_tensor(candidate_ids, num_items)
 
