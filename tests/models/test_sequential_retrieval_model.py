@@ -384,8 +384,13 @@ def test_sampled_loss_matches_a_hand_computation(data, overrides):
         {"tie_embeddings": False},
         {"head": "cpr", "cpr_reranker_ks": (4,)},
         {"head": "cpr", "cpr_reranker_ks": (3, 8), "cpr_mi": True},
+        {
+            "head": "cpr",
+            "cpr_reranker_ks": (3, 8),
+            "cpr_rerank_within_candidates": True,
+        },
     ],
-    ids=["softmax", "untied", "cpr", "cpr_cascade_mi"],
+    ids=["softmax", "untied", "cpr", "cpr_cascade_mi", "cpr_within"],
 )
 def test_a_sampled_step_touches_only_the_batchs_item_rows(
     data, batch, overrides
