@@ -3,6 +3,7 @@
 from tfrec_tricks.callbacks.epoch_timer import EpochTimer
 from tfrec_tricks.callbacks.resumable_early_stopping import (
     ResumableEarlyStopping,
+    epochs_since_best,
     monitor_history,
 )
 from tfrec_tricks.callbacks.stop_on_divergence import StopOnDivergence
@@ -11,5 +12,6 @@ __all__ = [
     "EpochTimer",
     "ResumableEarlyStopping",
     "StopOnDivergence",
+    "epochs_since_best",
     "monitor_history",
 ]

@@ -44,6 +44,22 @@ def monitor_history(history_path: str, monitor: str) -> list[float]:
     return values
 
 
+def epochs_since_best(
+    values: Sequence[float], maximise: bool = True
+) -> tuple[int, int]:
+    """``(best_epoch, epochs waited since)`` of monitored values.
+
+    The first epoch with the best value, as Keras' ``EarlyStopping`` keeps
+    the first; it stops once the epochs waited reach ``patience``.
+
+    >>> epochs_since_best([0.30, 0.35, 0.34, 0.35])
+    (1, 2)
+    """
+    pick = np.argmax if maximise else np.argmin
+    best_epoch = int(pick(values))
+    return best_epoch, len(values) - 1 - best_epoch
+
+
 class ResumableEarlyStopping(tf.keras.callbacks.EarlyStopping):
     """``EarlyStopping`` that continues from an interrupted run's epochs.
 
@@ -100,12 +116,11 @@ class ResumableEarlyStopping(tf.keras.callbacks.EarlyStopping):
         super().on_train_begin(logs)
         if not self.resumed_values:
             return
-        pick = np.argmax if self.maximise else np.argmin
-        # The first epoch with the best value, as Keras keeps the first.
-        best_epoch = int(pick(self.resumed_values))
+        best_epoch, self.wait = epochs_since_best(
+            self.resumed_values, self.maximise
+        )
         self.best = self.resumed_values[best_epoch]
         self.best_epoch = best_epoch
-        self.wait = len(self.resumed_values) - 1 - best_epoch
         if self.restore_best_weights:
             self.best_weights = _IN_CHECKPOINT
 

@@ -791,8 +791,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             with tf.init_scope():
                 self.build(shapes)
         units = self.output_dim or hidden.shape[-1]
-        sources = _row_sources(item_embeddings, item_bias, units)
-        if rows_only and sources is not None:
+        sources = None
+        if rows_only:
+            sources = _row_sources(item_embeddings, item_bias, units)
+        if sources is not None:
             table, bias = sources
         else:
             table, bias = as_item_table(item_embeddings, item_bias, units)
@@ -964,9 +966,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         """
         count = tf.shape(candidate_ids)[-1]
         if candidate_ids.shape.rank == 1:
-            candidate_ids = tf.broadcast_to(
-                candidate_ids[None, :], [tf.shape(ids)[0], count]
-            )
+            candidate_ids = softmax_cpr_candidates.per_row(candidate_ids, ids)
         pool = tf.concat([candidate_ids, ids], axis=1)
         logits = softmax_cpr_candidates.candidate_logits(
             self,

@@ -283,14 +283,14 @@ def _candidate_base_logits(
         head.reranker_ks or base_logits is not None
     ):
         # The cascade and given logits are per row.
-        candidates = _per_row(candidates, ids)
+        candidates = per_row(candidates, ids)
     vectors = None
     if candidates.shape.rank == 1:
         # A set shared by the batch: one [B, d] x [d, M] product.
         scores = tf.matmul(
             f_base, tf.gather(table, candidates), transpose_b=True
         )
-        candidates = _per_row(candidates, ids)
+        candidates = per_row(candidates, ids)
     else:
         if head.reranker_ks or base_logits is None:
             vectors = tf.gather(table, candidates)  # [B, M, d]
@@ -303,7 +303,7 @@ def _candidate_base_logits(
     return candidates, vectors, scores
 
 
-def _per_row(candidates: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
+def per_row(candidates: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
     """A shared candidate set ``[M]`` repeated for each row: ``[B, M]``."""
     return tf.broadcast_to(
         candidates[None, :],

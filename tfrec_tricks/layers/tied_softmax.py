@@ -300,20 +300,18 @@ class TiedSoftmax(tf.keras.layers.Layer):
         del assume_unique  # no cascade to deduplicate
         candidate_ids = tf.cast(candidate_ids, tf.int32)
         if base_logits is None:
-            scores = self.call(
+            return self.call(
                 inputs,
                 item_embeddings,
                 item_bias,
                 candidate_ids=candidate_ids,
                 training=False,
-                exclude_history=False,
             )
-        else:
-            scores = tf.where(
-                tf.equal(candidate_ids, 0),
-                tf.constant(PADDING_LOGIT),
-                tf.cast(base_logits, tf.float32),
-            )
+        scores = tf.where(
+            tf.equal(candidate_ids, 0),
+            tf.constant(PADDING_LOGIT),
+            tf.cast(base_logits, tf.float32),
+        )
         if not self._excludes(False, None):
             return scores
         _, ids, _, _ = unpack_head_inputs(inputs)

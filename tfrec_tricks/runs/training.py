@@ -31,6 +31,7 @@ from tfrec_tricks.callbacks import (
     EpochTimer,
     ResumableEarlyStopping,
     StopOnDivergence,
+    epochs_since_best,
     monitor_history,
 )
 from tfrec_tricks.data.prepared_format import read_metadata
@@ -438,16 +439,14 @@ def _finished_fit(
     backup = os.path.join(opened.run_dir, "backup")
     if os.path.isdir(backup) and os.listdir(backup):
         return []
-    if not tf.io.gfile.glob(_best_checkpoint(opened.run_dir) + ".index"):
+    if not tf.io.gfile.exists(_best_checkpoint(opened.run_dir) + ".index"):
         return []
     values = monitor_history(
         os.path.join(opened.run_dir, "history.csv"), monitor
     )
     if not values:
         return []
-    # EarlyStopping's rule: the first best epoch, then `patience` without
-    # an improvement.
-    waited = len(values) - 1 - int(np.argmax(values))
+    _, waited = epochs_since_best(values)
     if len(values) >= config.epochs or waited >= config.patience:
         return values
     return []
