@@ -289,3 +289,22 @@ def test_run_layer_test():
         expected_num_trainable_weights=2,
         run_functional=False,
     )
+
+
+@pytest.mark.slow
+def test_saved_model_in_fresh_process():
+    data = _data(seed=10, width=6)
+    layer = TiedSoftmax(exclude_history=True, output_dim=D)
+    table = tf.Variable(data["table"])
+
+    class Head(tf.keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.softmax = layer
+            self.table = table
+
+        def call(self, inputs):
+            return self.softmax(inputs, self.table)
+
+    served = testing.assert_saved_model_in_fresh_process(Head(), _inputs(data))
+    assert served["output_0"].shape == (3, N)
