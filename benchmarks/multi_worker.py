@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
         prepared,
         "--epochs",
         str(args.epochs),
+        "--head",
+        "softmax",
         "--output-dir",
         os.path.join(work, "runs"),
         "--overwrite",

@@ -5,12 +5,15 @@ import json
 import numpy as np
 import pytest
 
+from tfrec_tricks.cli.options import train_config
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
+from tfrec_tricks.models.config import AUTO_HEAD
 from tfrec_tricks.runs.head_choice import (
     FEW_REPEATS,
     MANY_REPEATS,
     choose_head,
+    requested_head,
     with_chosen_head,
 )
 from tfrec_tricks.runs.train_config import TrainConfig
@@ -75,6 +78,23 @@ def test_auto_is_replaced_by_the_chosen_head(model, repeats, head):
     chosen.model_config(50)  # a valid model
 
 
+@pytest.mark.parametrize("repeats, head", [(0, "softmax_no_dup"), (4, "cpr")])
+def test_a_run_that_names_no_head_chooses_it_from_its_data(repeats, head):
+    config = TrainConfig(model={"cpr_reranker_ks": (20,)})
+    chosen, choice = with_chosen_head(config, statistics(10, repeats), 50)
+    assert choice.head == head
+    assert chosen.model == {"cpr_reranker_ks": (20,), "head": head}
+
+
+def test_the_cli_default_head_is_auto():
+    from tfrec_tricks.cli.parser import build_parser, parse
+
+    args = parse(build_parser(), ["train"])
+    config = train_config(args)
+    assert "head" not in config.model
+    assert requested_head(config.model) == AUTO_HEAD
+
+
 def test_auto_on_data_that_does_not_record_repeats_is_refused():
     config = TrainConfig(model={"head": "auto"})
     with pytest.raises(DataError, match="prepare` again, or pass --head"):
@@ -93,10 +113,11 @@ def write_sessions(path, repeat: bool) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "repeat, head", [(False, "softmax_no_dup"), (True, "cpr")]
+    "repeat, head, requested",
+    [(False, "softmax_no_dup", {"head": "auto"}), (True, "cpr", {})],
 )
 def test_a_run_with_head_auto_trains_the_head_its_data_calls_for(
-    tmp_path, repeat, head
+    tmp_path, repeat, head, requested
 ):
     from tfrec_tricks.runs.training import train
 
@@ -108,7 +129,7 @@ def test_a_run_with_head_auto_trains_the_head_its_data_calls_for(
         epochs=1,
         max_len=10,
         output_dir=str(tmp_path / "runs"),
-        model={"head": "auto", "embedding_dim": 8, "cpr_reranker_ks": (5,)},
+        model={**requested, "embedding_dim": 8, "cpr_reranker_ks": (5,)},
     )
     result = train(config, verbose=0)
     settings = json.loads(

@@ -366,3 +366,58 @@ def test_feature_choices_add_all_features_only_when_several():
 )
 def test_reranker_choices_are_below_the_catalogue_size(num_items, expected):
     assert module._reranker_choices(num_items) == expected
+
+
+def _sequences_data(repeat: bool):
+    """40 users of 12 items over a catalogue of 200: all distinct, or
+    every other one repeats the item before."""
+    from tfrec_tricks.data import Interactions, prepare
+
+    users, items, times = [], [], []
+    for user in range(40):
+        for t in range(12):
+            item = (
+                user * 5 + t if not repeat or t % 2 == 0 else user * 5 + t - 1
+            )
+            users.append(f"u{user}")
+            items.append(f"i{item % 200}")
+            times.append(t)
+    interactions = Interactions(
+        np.array(users), np.array(items), np.array(times, np.float64)
+    )
+    return prepare(interactions, max_len=10)
+
+
+@pytest.mark.parametrize(
+    "repeat, fixed, head",
+    [
+        (False, {}, "softmax_no_dup"),
+        (True, {}, "cpr"),
+        (True, {"encoder": "sasrec"}, "softmax"),
+        (True, {"cpr_reranker_ks": (500,)}, "softmax"),  # 500 > 200 items
+    ],
+)
+def test_first_trial_head_is_the_one_train_chooses_from_the_data(
+    repeat, fixed, head
+):
+    data = _sequences_data(repeat)
+    hypermodel = SequentialRetrievalHyperModel(data, fixed=fixed)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hp.get("head") == head
+    assert hypermodel.model_config(hp).head == head
+    assert "head" in hypermodel.searched_names()  # still searched
+
+
+@pytest.mark.parametrize(
+    "repeat, head", [(False, "softmax_no_dup"), (True, "cpr")]
+)
+def test_fixed_head_auto_is_fixed_to_the_datas_choice(repeat, head):
+    hypermodel = SequentialRetrievalHyperModel(
+        _sequences_data(repeat), fixed={"head": "auto"}
+    )
+    assert hypermodel.fixed["head"] == head
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hypermodel.model_config(hp).head == head
+    assert "head" not in hypermodel.searched_names()

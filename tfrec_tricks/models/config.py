@@ -12,8 +12,9 @@ from tfrec_tricks.config_fields import (
 
 ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
-#: A training run's ``--head auto``: the run chooses one of ``HEADS`` from
-#: its data (``tfrec_tricks.runs.head_choice``); a model has a real head.
+#: A training run's ``--head auto``, its default: the run chooses one of
+#: ``HEADS`` from its data (``tfrec_tricks.runs.head_choice``); a model has
+#: a real head, and ``ModelConfig`` defaults to ``softmax``.
 AUTO_HEAD = "auto"
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
@@ -199,6 +200,7 @@ class ModelConfig:
         "0.01: softmax_no_dup; 0.01 to 0.05: softmax; from 0.05: cpr, or "
         "softmax with sasrec, whose attention copies by itself).",
         choices=(*HEADS, AUTO_HEAD),
+        default_text="auto (a ModelConfig built in Python: softmax)",
     )
     cpr_context: bool = option(
         True,

@@ -1,5 +1,9 @@
 """``--head auto``: the output head chosen from the training data.
 
+``auto`` is a training run's default: a ``TrainConfig`` whose model names
+no head (``tfrec-tricks train`` without ``--head``) gets one from its
+data. A ``ModelConfig`` is one model and defaults to ``softmax``.
+
 Whether the next item repeats one the user had before decides which head
 pays, and the training data says how often it does: the share of training
 targets whose item is earlier in the user's sequence
@@ -34,6 +38,16 @@ FEW_REPEATS = 0.01
 MANY_REPEATS = 0.05
 #: Encoders whose softmax copies from the history as well as CPR does.
 COPYING_ENCODERS = ("sasrec",)
+
+
+def requested_head(model: dict) -> str:
+    """The head a run's ``model`` settings ask for: ``AUTO_HEAD`` when
+    they name none.
+
+    >>> requested_head({}), requested_head({"head": "cpr"})
+    ('auto', 'cpr')
+    """
+    return model.get("head", AUTO_HEAD)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,27 +127,25 @@ def choose_head(repeat_share: float, encoder: str) -> HeadChoice:
     )
 
 
-def with_chosen_head(
-    config: TrainConfig, statistics: TrainingStatistics, num_items: int
-) -> tuple[TrainConfig, HeadChoice | None]:
-    """``config`` with ``--head auto`` replaced by the head for its data.
+def head_for_data(
+    model: dict, statistics: TrainingStatistics, num_items: int
+) -> HeadChoice:
+    """The head ``auto`` chooses for ``model``'s settings on this data.
 
     Args:
-        config: the run's ``TrainConfig``.
-        statistics: its training data's ``TrainingStatistics``.
+        model: a run's model settings (``TrainConfig.model``); its encoder
+            and reranker sizes, or ``ModelConfig``'s defaults.
+        statistics: the training data's ``TrainingStatistics``.
         num_items: int. The catalogue's size, padding included.
 
     Returns:
-        ``(config, choice)``: ``config`` unchanged and None when it names
-        its head, else the config with the chosen head and the choice.
+        A ``HeadChoice``: ``choose_head``'s, or the plain softmax when the
+        catalogue is smaller than CPR's largest reranker.
 
     Raises:
         DataError: the data does not record its repeat share (a dataset
             prepared by an earlier version).
     """
-    model = config.model
-    if model.get("head") != AUTO_HEAD:
-        return config, None
     share = statistics.repeat_share
     if share is None:
         raise DataError(
@@ -155,5 +167,31 @@ def with_chosen_head(
             f"{choice.reason}, but the catalogue's {num_items - 1} items "
             f"are fewer than its reranker's {max(ks)}: the plain softmax",
         )
+    return choice
+
+
+def with_chosen_head(
+    config: TrainConfig, statistics: TrainingStatistics, num_items: int
+) -> tuple[TrainConfig, HeadChoice | None]:
+    """``config`` with ``--head auto`` (or no head) replaced by the head
+    for its data (``head_for_data``).
+
+    Args:
+        config: the run's ``TrainConfig``.
+        statistics: its training data's ``TrainingStatistics``.
+        num_items: int. The catalogue's size, padding included.
+
+    Returns:
+        ``(config, choice)``: ``config`` unchanged and None when it names
+        its head, else the config with the chosen head and the choice.
+
+    Raises:
+        DataError: the data does not record its repeat share (a dataset
+            prepared by an earlier version).
+    """
+    model = config.model
+    if requested_head(model) != AUTO_HEAD:
+        return config, None
+    choice = head_for_data(model, statistics, num_items)
     chosen = dataclasses.replace(config, model={**model, "head": choice.head})
     return chosen, choice

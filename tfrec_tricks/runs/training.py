@@ -45,7 +45,7 @@ from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import AUTO_HEAD, as_trained
 from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
-from tfrec_tricks.runs.head_choice import with_chosen_head
+from tfrec_tricks.runs.head_choice import requested_head, with_chosen_head
 from tfrec_tricks.runs.memory_budget import check_training_memory
 from tfrec_tricks.runs.optimizers import make_optimizer
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
@@ -457,9 +457,10 @@ def _finished_before_loading(
 ) -> bool:
     """Whether the run directory holds this run, finished, by what it
     recorded: a refusal (another run) or a reuse is then quick, before
-    the data is loaded. ``--head auto`` is known only after loading."""
+    the data is loaded. ``--head auto`` (no head) is known only after
+    loading."""
     recorded = None if overwrite else read_run_file(run_dir)
-    if recorded is None or config.model.get("head") == AUTO_HEAD:
+    if recorded is None or requested_head(config.model) == AUTO_HEAD:
         return False
     num_items = recorded["fingerprint"].get("model", {}).get("num_items")
     if not isinstance(num_items, int):

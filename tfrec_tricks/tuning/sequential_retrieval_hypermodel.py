@@ -23,10 +23,12 @@ from tfrec_tricks.models import (  # noqa: E402
     SequentialRetrievalModel,
 )
 from tfrec_tricks.models.config import (  # noqa: E402
+    AUTO_HEAD,
     ENCODERS,
     HEADS,
     default_head_dropout,
 )
+from tfrec_tricks.runs.head_choice import head_for_data  # noqa: E402
 from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.runs.train_config import (  # noqa: E402
     TrainConfig,
@@ -61,11 +63,13 @@ def _default_space(
     num_items: int,
     head: str | None = None,
     train_windows: bool = False,
+    first_head: str = "softmax",
 ) -> list:
     """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
 
-    The first trial must train what ``train`` trains, and two of its
-    defaults depend on other settings: the head dropout on a fixed
+    The first trial must train what ``train`` trains, and three of its
+    defaults depend on other settings: the head on the data
+    (``first_head``, ``--head auto``'s choice), the head dropout on a fixed
     ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
     (``train_windows``: 5e-3, else 1e-3).
 
@@ -78,7 +82,7 @@ def _default_space(
         *_optimisation_rows(train_windows),
         *_regularisation_rows(),
         *_feature_rows(feature_names),
-        *_head_rows(num_items, head),
+        *_head_rows(num_items, head, first_head),
     ]
 
 
@@ -188,13 +192,16 @@ def _reranker_choices(num_items: int) -> list[str]:
     ]
 
 
-def _head_rows(num_items: int, head: str | None) -> list:
-    """The head, the CPR settings, the head dropout and the MoS size."""
+def _head_rows(
+    num_items: int, head: str | None, first_head: str = "softmax"
+) -> list:
+    """The head (``first_head`` first), the CPR settings, the head dropout
+    and the MoS size."""
     return [
         (
             "head",
             "Choice",
-            {"values": list(HEADS)},
+            {"values": list(HEADS), "default": first_head},
         ),
         *_cpr_rows(num_items),
         (
@@ -303,7 +310,9 @@ sizes below N only (CPR) |
     ``features``, the SSE probabilities on ``sse``, the attention heads on
     ``encoder``: a trial only carries the ones that apply. Every default
     is what ``tfrec-tricks train`` trains (``ModelConfig``'s and
-    ``TrainConfig``'s defaults, SSE off), so the tuners of
+    ``TrainConfig``'s defaults, SSE off; the head is the one ``--head
+    auto`` chooses from ``data``, ``fixed={"head": "auto"}`` fixes it
+    there), so the tuners of
     ``tfrec_tricks.tuning.tuners`` start from it: their first trial takes
     the defaults. Tuple fields
     (``cpr_reranker_ks``, ``features``) are comma-joined strings, "none"
@@ -412,11 +421,15 @@ sizes below N only (CPR) |
         self.hyperparameters = hyperparameters
         self.seed = seed
         self.compile_options = dict(compile_options or {})
+        first_head = self._first_head(data)
+        if self.fixed.get("head") == AUTO_HEAD:
+            self.fixed["head"] = first_head
         self._space = _default_space(
             list(data.feature_names),
             data.num_items,
             head=self.fixed.get("head"),
             train_windows=window_stride is not None,
+            first_head=first_head,
         )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
@@ -464,6 +477,22 @@ sizes below N only (CPR) |
         )
         # Fail now, not in every trial, on fixed values ModelConfig rejects.
         self.model_config(keras_tuner.HyperParameters())
+
+    def _first_head(self, data: Any) -> str:
+        """The head ``train`` trains on ``data`` with the fixed settings:
+        ``--head auto``'s choice (``head_for_data``; the default encoder
+        unless fixed), or softmax for data that does not record its repeat
+        share."""
+        if (
+            data.statistics.repeat_share is None
+            and self.fixed.get("head") != AUTO_HEAD
+        ):
+            return "softmax"
+        settings = {
+            k: decode_value(k, v) if isinstance(v, str) else v
+            for k, v in self.fixed.items()
+        }
+        return head_for_data(settings, data.statistics, data.num_items).head
 
     # ---------------------------------------------------------- the space
 
