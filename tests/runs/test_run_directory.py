@@ -16,7 +16,12 @@ from tfrec_tricks.runs.run_directory import (
     open_run,
     publish_model,
 )
-from tfrec_tricks.runs.training import TrainConfig, finished_metrics, train
+from tfrec_tricks.runs.training import (
+    TrainConfig,
+    finished_metrics,
+    train,
+    with_recorded_head,
+)
 
 
 def tiny_config(tmp_path, **overrides):
@@ -395,3 +400,32 @@ def test_only_what_train_writes_is_a_run_directory(tmp_path):
     mine.mkdir()
     (mine / ".git").mkdir()
     assert not is_run_directory(str(mine))
+
+
+@pytest.mark.slow
+def test_a_config_without_a_head_finds_the_run_its_auto_choice_made(run_root):
+    # tiny_config names no head: train chose one (40 items: the softmax)
+    # and recorded it; the same config finds the run before any loading.
+    config = tiny_config(run_root)
+    assert "head" not in config.model
+    settings = json.loads((run_root / "run" / "config.json").read_text())
+    assert settings["head_choice"]["head"] == "softmax"
+    recorded = with_recorded_head(config, str(run_root / "run"))
+    assert recorded.model == {**config.model, "head": "softmax"}
+    assert finished_metrics(config) is not None
+
+
+@pytest.mark.slow
+def test_a_run_that_named_its_head_is_matched_to_auto_only_after_loading(
+    tmp_path,
+):
+    named = tiny_config(tmp_path, model={"embedding_dim": 8, "head": "softmax"})
+    metrics = train(named, verbose=0).metrics
+    auto = tiny_config(tmp_path)  # no head: auto
+    # Before loading, auto's choice is unknown: not taken for this run...
+    assert with_recorded_head(auto, str(tmp_path / "run")) == auto
+    assert finished_metrics(auto) is None
+    # ...and after loading it is the softmax (40 items), the same run.
+    before = snapshot(tmp_path)
+    assert train(auto, verbose=0).metrics == metrics
+    assert snapshot(tmp_path) == before

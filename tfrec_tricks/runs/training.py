@@ -42,7 +42,7 @@ from tfrec_tricks.evaluation.full_ranking import (
     tf_target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
-from tfrec_tricks.models.config import AUTO_HEAD, as_trained
+from tfrec_tricks.models.config import AUTO_HEAD, HEADS, as_trained
 from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
 from tfrec_tricks.runs.head_choice import requested_head, with_chosen_head
@@ -209,6 +209,9 @@ def finished_metrics(config: TrainConfig) -> dict | None:
         return None
     recorded = run["fingerprint"]
     try:
+        config = with_recorded_head(config, run_dir)
+        if requested_head(config.model) == AUTO_HEAD:
+            return None  # a run that named its head: known after loading
         current = fingerprint(config, recorded["model"]["num_items"])
     except (KeyError, TypeError, ValueError):
         return None
@@ -218,6 +221,28 @@ def finished_metrics(config: TrainConfig) -> dict | None:
         return None
     with open(os.path.join(run_dir, "metrics.json")) as handle:
         return json.load(handle)
+
+
+def with_recorded_head(config: TrainConfig, run_dir: str) -> TrainConfig:
+    """``config`` with the head that ``run_dir``'s run chose by ``--head
+    auto``, when ``config`` asks for auto (or names no head): known before
+    the data is loaded.
+
+    The choice is a function of the data and the settings, which the
+    fingerprint holds too: if they all match, so would the choice. A run
+    that named its head (recorded no ``head_choice``) is left to the check
+    after loading, where auto's choice is known.
+    """
+    if requested_head(config.model) != AUTO_HEAD:
+        return config
+    try:
+        with open(os.path.join(run_dir, "config.json")) as handle:
+            head = json.load(handle).get("head_choice", {}).get("head")
+    except (OSError, ValueError, AttributeError):
+        return config
+    if head not in HEADS:
+        return config
+    return dataclasses.replace(config, model={**config.model, "head": head})
 
 
 def train(
@@ -457,13 +482,16 @@ def _finished_before_loading(
 ) -> bool:
     """Whether the run directory holds this run, finished, by what it
     recorded: a refusal (another run) or a reuse is then quick, before
-    the data is loaded. ``--head auto`` (no head) is known only after
-    loading."""
+    the data is loaded. ``--head auto`` (no head) takes the head the run
+    recorded (``with_recorded_head``)."""
     recorded = None if overwrite else read_run_file(run_dir)
-    if recorded is None or requested_head(config.model) == AUTO_HEAD:
+    if recorded is None:
         return False
     num_items = recorded["fingerprint"].get("model", {}).get("num_items")
     if not isinstance(num_items, int):
+        return False
+    config = with_recorded_head(config, run_dir)
+    if requested_head(config.model) == AUTO_HEAD:
         return False
     action = open_run(
         run_dir,
