@@ -207,17 +207,11 @@ def finished_metrics(config: TrainConfig) -> dict | None:
         return None
     if run is None or run.get("status") != "finished":
         return None
-    recorded = run["fingerprint"]
     try:
-        config = with_recorded_head(config, run_dir)
-        if requested_head(config.model) == AUTO_HEAD:
-            return None  # a run that named its head: known after loading
-        current = fingerprint(config, recorded["model"]["num_items"])
+        same = _is_run_of(run["fingerprint"], run_dir, config)
     except (KeyError, TypeError, ValueError):
         return None
-    if differences(
-        as_trained_fingerprint(recorded), as_trained_fingerprint(current)
-    ):
+    if not same:
         return None
     with open(os.path.join(run_dir, "metrics.json")) as handle:
         return json.load(handle)
@@ -352,10 +346,24 @@ def _holds_run_of(run_dir: str, config: TrainConfig) -> bool:
         run = read_run_file(run_dir)
         if run is None or run.get("status") == "finished":
             return False
-        recorded = run["fingerprint"]
-        current = fingerprint(config, recorded["model"]["num_items"])
+        return _is_run_of(run["fingerprint"], run_dir, config)
     except (KeyError, TypeError, ValueError, OSError):
         return False
+
+
+def _is_run_of(recorded: dict, run_dir: str, config: TrainConfig) -> bool:
+    """Whether the fingerprint ``run_dir`` recorded is ``config``'s, before
+    the data is loaded: a config that asks for ``--head auto`` takes the
+    head the run chose (``with_recorded_head``); against a run that named
+    its head it is not known yet (False).
+
+    Raises:
+        KeyError, TypeError, ValueError: a malformed record.
+    """
+    config = with_recorded_head(config, run_dir)
+    if requested_head(config.model) == AUTO_HEAD:
+        return False
+    current = fingerprint(config, recorded["model"]["num_items"])
     return not differences(
         as_trained_fingerprint(recorded), as_trained_fingerprint(current)
     )
