@@ -7,44 +7,26 @@ import pytest
 import tensorflow as tf
 
 import tfrec_tricks.layers
+from tests.layers.head_inputs import (
+    HISTORY,
+    D,
+    L,
+    N,
+    call_head,
+    head_data,
+    head_inputs,
+)
 from tfrec_tricks import testing
 from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR
 
 NEG = -1e9
-N, D, L, K = 11, 4, 5, 3
-HISTORY = np.array([[2, 4, 0, 0, 0], [0, 0, 1, 3, 3], [0, 0, 0, 0, 0]], "int32")
+K = 3
 
 
 @pytest.fixture(autouse=True)
 def _seeded():
     # Layer weights come from unseeded initializers: fix them per test.
     tf.keras.utils.set_random_seed(1234)
-
-
-def _data(seed=0):
-    rng = np.random.default_rng(seed)
-    return {
-        "hidden": rng.normal(size=(3, L, D)).astype("float32"),
-        "ids": HISTORY,
-        "table": rng.normal(size=(N, D)).astype("float32"),
-        "bias": rng.normal(size=(N,)).astype("float32"),
-    }
-
-
-def _inputs(data):
-    return {
-        "hidden_states": tf.constant(data["hidden"]),
-        "history_ids": tf.constant(data["ids"]),
-    }
-
-
-def _call(layer, data, use_bias=True, **kwargs):
-    return layer(
-        _inputs(data),
-        tf.constant(data["table"]),
-        item_bias=tf.constant(data["bias"]) if use_bias else None,
-        **kwargs,
-    )
 
 
 def _proj(dense, x):
@@ -82,9 +64,9 @@ def reference(layer, data, use_bias=True):
 @pytest.mark.parametrize("use_bias", [True, False])
 @pytest.mark.parametrize("mask_padding", [True, False])
 def test_matches_numpy_reference(use_bias, mask_padding):
-    data = _data(seed=1)
+    data = head_data(seed=1)
     layer = MixtureOfSoftmax(K, mask_padding=mask_padding)
-    log_probs = _call(layer, data, use_bias=use_bias)
+    log_probs = call_head(layer, data, use_bias=use_bias)
     assert log_probs.dtype == tf.float32 and log_probs.shape == (3, N)
     expected = reference(layer, data, use_bias=use_bias)
     np.testing.assert_allclose(
@@ -97,68 +79,69 @@ def test_matches_numpy_reference(use_bias, mask_padding):
 
 
 def test_one_component_is_a_plain_softmax_of_tanh_query():
-    data = _data(seed=2)
+    data = head_data(seed=2)
     layer = MixtureOfSoftmax(1)
-    log_probs = _call(layer, data).numpy()
+    log_probs = call_head(layer, data).numpy()
     np.testing.assert_allclose(log_probs, reference(layer, data), atol=1e-5)
 
 
 def test_candidate_scores_equal_full_log_probs():
-    data = _data(seed=3)
+    data = head_data(seed=3)
     layer = MixtureOfSoftmax(K)
-    full = _call(layer, data).numpy()
+    full = call_head(layer, data).numpy()
     shared = np.array([0, 3, 7, 3], "int32")
     np.testing.assert_array_equal(
-        _call(layer, data, candidate_ids=tf.constant(shared)).numpy(),
+        call_head(layer, data, candidate_ids=tf.constant(shared)).numpy(),
         full[:, shared],
     )
     per_example = np.array([[1, 2], [3, 0], [10, 9]], "int32")
     np.testing.assert_array_equal(
-        _call(layer, data, candidate_ids=tf.constant(per_example)).numpy(),
+        call_head(layer, data, candidate_ids=tf.constant(per_example)).numpy(),
         np.take_along_axis(full, per_example, axis=1),
     )
 
 
 def test_score_candidates_equal_full_log_probs():
-    data = _data(seed=3)
+    data = head_data(seed=3)
     layer = MixtureOfSoftmax(K, dropout=0.2)
     # A direct first use builds the layer.
     per_example = np.array([[1, 2, 2], [3, 0, 10], [10, 9, 4]], "int32")
     scores = layer.score_candidates(
-        _inputs(data),
+        head_inputs(data),
         tf.constant(data["table"]),
         per_example,
         item_bias=tf.constant(data["bias"]),
     ).numpy()
-    full = _call(layer, data).numpy()
+    full = call_head(layer, data).numpy()
     np.testing.assert_array_equal(
         scores, np.take_along_axis(full, per_example, axis=1)
     )
     shared = layer.score_candidates(
-        _inputs(data), tf.constant(data["table"]), tf.constant([0, 3, 7])
+        head_inputs(data), tf.constant(data["table"]), tf.constant([0, 3, 7])
     )
     np.testing.assert_array_equal(
-        shared.numpy(), _call(layer, data, use_bias=False).numpy()[:, [0, 3, 7]]
+        shared.numpy(),
+        call_head(layer, data, use_bias=False).numpy()[:, [0, 3, 7]],
     )
 
 
 def test_same_call_api_as_softmax_cpr():
-    data = _data(seed=4)
+    data = head_data(seed=4)
     for head in (MixtureOfSoftmax(2), SoftmaxCPR(reranker_ks=(3,))):
-        assert _call(head, data).shape == (3, N)
+        assert call_head(head, data).shape == (3, N)
         every_item = tf.range(N)
         scores = head.score_candidates(
-            _inputs(data), tf.constant(data["table"]), every_item
+            head_inputs(data), tf.constant(data["table"]), every_item
         )
         assert scores.shape == (3, N)
 
 
 def test_gradients_reach_prior_and_components_and_table():
-    data = _data(seed=5)
+    data = head_data(seed=5)
     layer = MixtureOfSoftmax(K, dropout=0.1)
     table = tf.Variable(data["table"])
     with tf.GradientTape() as tape:
-        log_probs = layer(_inputs(data), table, training=True)
+        log_probs = layer(head_inputs(data), table, training=True)
         loss = -tf.reduce_mean(tf.gather(log_probs, [1, 2, 3], batch_dims=1))
     grads = tape.gradient(loss, [table, *layer.trainable_weights])
     for grad in grads:
@@ -168,7 +151,7 @@ def test_gradients_reach_prior_and_components_and_table():
 
 
 def test_run_layer_test():
-    data = _data(seed=6)
+    data = head_data(seed=6)
     testing.run_layer_test(
         MixtureOfSoftmax,
         {
@@ -177,7 +160,7 @@ def test_run_layer_test():
             "output_dim": D,
             "kernel_initializer": "he_normal",
         },
-        _inputs(data),
+        head_inputs(data),
         expected_output_shape=(3, N),
         expected_output_dtype="float32",
         call_kwargs={
@@ -191,7 +174,7 @@ def test_run_layer_test():
 
 @pytest.mark.slow
 def test_saved_model_in_fresh_process():
-    data = _data(seed=7)
+    data = head_data(seed=7)
     layer = MixtureOfSoftmax(K)
     table = tf.Variable(data["table"])
 
@@ -204,16 +187,18 @@ def test_saved_model_in_fresh_process():
         def call(self, inputs):
             return self.mos(inputs, self.table)
 
-    served = testing.assert_saved_model_in_fresh_process(Head(), _inputs(data))
+    served = testing.assert_saved_model_in_fresh_process(
+        Head(), head_inputs(data)
+    )
     assert served["output_0"].shape == (3, N)
 
 
 def test_mixed_precision_output_is_float32_and_finite():
-    data = _data(seed=8)
+    data = head_data(seed=8)
     previous = tf.keras.mixed_precision.global_policy()
     tf.keras.mixed_precision.set_global_policy("mixed_float16")
     try:
-        log_probs = _call(MixtureOfSoftmax(K), data)
+        log_probs = call_head(MixtureOfSoftmax(K), data)
     finally:
         tf.keras.mixed_precision.set_global_policy(previous)
     assert log_probs.dtype == tf.float32
@@ -250,9 +235,9 @@ def test_bad_arguments(kwargs, match):
 
 
 def test_bad_call_arguments():
-    data = _data(seed=9)
+    data = head_data(seed=9)
     bad = dict(data, ids=np.where(HISTORY == 4, 11, HISTORY).astype("int32"))
     with pytest.raises(ValueError, match="Received: history_ids containing 11"):
-        _call(MixtureOfSoftmax(2), bad)
+        call_head(MixtureOfSoftmax(2), bad)
     with pytest.raises(ValueError, match="candidate_ids containing -1"):
-        _call(MixtureOfSoftmax(2), data, candidate_ids=tf.constant([-1]))
+        call_head(MixtureOfSoftmax(2), data, candidate_ids=tf.constant([-1]))

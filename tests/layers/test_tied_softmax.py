@@ -5,46 +5,25 @@ import pytest
 import tensorflow as tf
 
 import tfrec_tricks.layers
+from tests.layers.head_inputs import (
+    D,
+    L,
+    N,
+    call_head,
+    head_data,
+    head_inputs,
+)
 from tfrec_tricks import testing
 from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
 from tfrec_tricks.layers.top_k import top_k_positions
 
 NEG = -1e9
-N, D, L = 11, 4, 5
-# Right-padded, left-padded with a repeat, empty.
-HISTORY = np.array([[2, 4, 0, 0, 0], [0, 0, 1, 3, 3], [0, 0, 0, 0, 0]], "int32")
 
 
 @pytest.fixture(autouse=True)
 def _seeded():
     # The projection comes from unseeded initializers: fix it per test.
     tf.keras.utils.set_random_seed(1234)
-
-
-def _data(seed=0, width=D):
-    rng = np.random.default_rng(seed)
-    return {
-        "hidden": rng.normal(size=(3, L, width)).astype("float32"),
-        "ids": HISTORY,
-        "table": rng.normal(size=(N, D)).astype("float32"),
-        "bias": rng.normal(size=(N,)).astype("float32"),
-    }
-
-
-def _inputs(data):
-    return {
-        "hidden_states": tf.constant(data["hidden"]),
-        "history_ids": tf.constant(data["ids"]),
-    }
-
-
-def _call(layer, data, use_bias=True, **kwargs):
-    return layer(
-        _inputs(data),
-        tf.constant(data["table"]),
-        item_bias=tf.constant(data["bias"]) if use_bias else None,
-        **kwargs,
-    )
 
 
 def reference(layer, data, use_bias=True, exclude=False):
@@ -71,9 +50,9 @@ def reference(layer, data, use_bias=True, exclude=False):
 @pytest.mark.parametrize("use_bias", [True, False])
 @pytest.mark.parametrize("mask_padding", [True, False])
 def test_matches_numpy_reference(use_bias, mask_padding):
-    data = _data(seed=1)
+    data = head_data(seed=1)
     layer = TiedSoftmax(mask_padding=mask_padding)
-    logits = _call(layer, data, use_bias=use_bias)
+    logits = call_head(layer, data, use_bias=use_bias)
     assert logits.dtype == tf.float32 and logits.shape == (3, N)
     np.testing.assert_allclose(
         logits.numpy(), reference(layer, data, use_bias), rtol=1e-5, atol=1e-5
@@ -81,9 +60,9 @@ def test_matches_numpy_reference(use_bias, mask_padding):
 
 
 def test_a_wider_encoder_is_projected_to_the_table():
-    data = _data(seed=2, width=7)
+    data = head_data(seed=2, width=7)
     layer = TiedSoftmax(output_dim=D)
-    logits = _call(layer, data)
+    logits = call_head(layer, data)
     assert layer.projection.kernel.shape == (7, D)
     np.testing.assert_allclose(
         logits.numpy(), reference(layer, data), rtol=1e-5, atol=1e-5
@@ -92,15 +71,15 @@ def test_a_wider_encoder_is_projected_to_the_table():
 
 def test_without_output_dim_there_is_no_projection():
     layer = TiedSoftmax()
-    _call(layer, _data())
+    call_head(layer, head_data())
     assert layer.projection is None and not layer.weights
 
 
 def test_history_is_ranked_last_at_inference_only():
-    data = _data(seed=3)
+    data = head_data(seed=3)
     layer = TiedSoftmax(exclude_history=True)
     np.testing.assert_allclose(
-        _call(layer, data, training=False).numpy(),
+        call_head(layer, data, training=False).numpy(),
         reference(layer, data, exclude=True),
         rtol=1e-5,
         atol=1e-5,
@@ -108,34 +87,34 @@ def test_history_is_ranked_last_at_inference_only():
     kept = reference(layer, data)
     for overrides in ({"training": True}, {"exclude_history": False}):
         np.testing.assert_allclose(
-            _call(layer, data, **overrides).numpy(), kept, atol=1e-5
+            call_head(layer, data, **overrides).numpy(), kept, atol=1e-5
         )
     # And a plain head excludes on request.
     plain = TiedSoftmax()
     np.testing.assert_array_equal(
-        _call(plain, data, exclude_history=True).numpy(),
-        _call(layer, data).numpy(),
+        call_head(plain, data, exclude_history=True).numpy(),
+        call_head(layer, data).numpy(),
     )
 
 
 @pytest.mark.parametrize("exclude_history", [False, True])
 def test_candidate_logits_equal_the_full_logits(exclude_history):
-    data = _data(seed=4)
+    data = head_data(seed=4)
     layer = TiedSoftmax(exclude_history=exclude_history)
-    full = _call(layer, data).numpy()
+    full = call_head(layer, data).numpy()
     shared = np.array([0, 3, 4, 3], "int32")
     np.testing.assert_array_equal(
-        _call(layer, data, candidate_ids=tf.constant(shared)).numpy(),
+        call_head(layer, data, candidate_ids=tf.constant(shared)).numpy(),
         full[:, shared],
     )
     per_example = np.array([[1, 2], [3, 0], [10, 9]], "int32")
     expected = np.take_along_axis(full, per_example, axis=1)
     np.testing.assert_array_equal(
-        _call(layer, data, candidate_ids=tf.constant(per_example)).numpy(),
+        call_head(layer, data, candidate_ids=tf.constant(per_example)).numpy(),
         expected,
     )
     scores = layer.score_candidates(
-        _inputs(data),
+        head_inputs(data),
         tf.constant(data["table"]),
         per_example,
         item_bias=tf.constant(data["bias"]),
@@ -146,25 +125,25 @@ def test_candidate_logits_equal_the_full_logits(exclude_history):
 @pytest.mark.parametrize("exclude_history", [False, True])
 @pytest.mark.parametrize("k", [1, 4, 10])
 def test_the_index_serves_the_exact_top_k(exclude_history, k):
-    data = _data(seed=5)
+    data = head_data(seed=5)
     # Ties: the index breaks them by the lower id, as the full ranking.
     data["table"][7] = data["table"][5]
     data["bias"][7] = data["bias"][5]
     layer = TiedSoftmax(exclude_history=exclude_history)
     table, bias = tf.constant(data["table"]), tf.constant(data["bias"])
-    ids, base = layer.top_k_candidates(_inputs(data), table, k, bias)
+    ids, base = layer.top_k_candidates(head_inputs(data), table, k, bias)
     scores = layer.score_candidates(
-        _inputs(data), table, ids, item_bias=bias, base_logits=base
+        head_inputs(data), table, ids, item_bias=bias, base_logits=base
     )
     # Without the base logits the table is read again: the same scores
     # (up to the rounding of another product).
     np.testing.assert_allclose(
         scores.numpy(),
-        layer.score_candidates(_inputs(data), table, ids, item_bias=bias),
+        layer.score_candidates(head_inputs(data), table, ids, item_bias=bias),
         rtol=1e-5,
         atol=1e-5,
     )
-    full = _call(layer, data)
+    full = call_head(layer, data)
     count = min(k, int(ids.shape[1]))
     served = tf.gather(
         ids, top_k_positions(scores, ids, count), batch_dims=1
@@ -177,11 +156,11 @@ def test_the_index_serves_the_exact_top_k(exclude_history, k):
 
 
 def test_the_index_appends_extra_ids_and_scores_them():
-    data = _data(seed=6)
+    data = head_data(seed=6)
     layer = TiedSoftmax()
     table, bias = tf.constant(data["table"]), tf.constant(data["bias"])
     extra = tf.constant([[9], [1], [0]])
-    ids, base = layer.top_k_candidates(_inputs(data), table, 2, bias, extra)
+    ids, base = layer.top_k_candidates(head_inputs(data), table, 2, bias, extra)
     assert ids.shape == (3, 3)
     np.testing.assert_array_equal(ids.numpy()[:, 2], [9, 1, 0])
     # The rows' last states: positions 1, 4 and 0 (the empty row).
@@ -192,17 +171,19 @@ def test_the_index_appends_extra_ids_and_scores_them():
         np.take_along_axis(full.numpy(), ids.numpy(), axis=1),
         rtol=1e-6,
     )
-    only_extra, _ = layer.top_k_candidates(_inputs(data), table, 0, bias, extra)
+    only_extra, _ = layer.top_k_candidates(
+        head_inputs(data), table, 0, bias, extra
+    )
     np.testing.assert_array_equal(only_extra.numpy(), extra.numpy())
 
 
 def test_training_reads_candidate_rows_sparsely():
-    data = _data(seed=7)
+    data = head_data(seed=7)
     layer = TiedSoftmax()
     table = tf.Variable(data["table"])
     with tf.GradientTape() as tape:
         logits = layer(
-            _inputs(data), table, candidate_ids=[1, 2, 3], training=True
+            head_inputs(data), table, candidate_ids=[1, 2, 3], training=True
         )
         loss = tf.reduce_sum(logits[:, 1:])
     assert isinstance(tape.gradient(loss, table), tf.IndexedSlices)
@@ -219,26 +200,28 @@ def test_interface_members():
 
 
 def test_the_heads_share_one_interface():
-    data = _data(seed=8)
+    data = head_data(seed=8)
     table = tf.constant(data["table"])
     heads = (TiedSoftmax(), SoftmaxCPR(reranker_ks=(3,)), MixtureOfSoftmax(2))
     for head in heads:
-        assert _call(head, data).shape == (3, N)
+        assert call_head(head, data).shape == (3, N)
         assert head.excludes_history(False) in (True, False)
         ids = tf.constant([[0, 1, 2, 4], [1, 3, 5, 6], [1, 2, 3, 4]])
         if head.has_index:
-            ids, base = head.top_k_candidates(_inputs(data), table, 2)
+            ids, base = head.top_k_candidates(head_inputs(data), table, 2)
             scores = head.score_candidates(
-                _inputs(data), table, ids, base_logits=base
+                head_inputs(data), table, ids, base_logits=base
             )
         else:
             with pytest.raises(ValueError, match="one query vector"):
-                head.top_k_candidates(_inputs(data), table, 2)
-            scores = head.score_candidates(_inputs(data), table, ids)
+                head.top_k_candidates(head_inputs(data), table, 2)
+            scores = head.score_candidates(head_inputs(data), table, ids)
         np.testing.assert_allclose(
             scores.numpy(),
             np.take_along_axis(
-                _call(head, data, use_bias=False).numpy(), np.asarray(ids), 1
+                call_head(head, data, use_bias=False).numpy(),
+                np.asarray(ids),
+                1,
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -252,10 +235,10 @@ def test_bad_output_dim_is_an_error(output_dim):
 
 
 def test_history_ids_outside_the_table_are_an_error():
-    data = _data()
+    data = head_data()
     data["ids"] = np.array([[2, N, 0, 0, 0]] * 3, "int32")
     with pytest.raises(ValueError, match="Received: history_ids containing"):
-        _call(TiedSoftmax(), data)
+        call_head(TiedSoftmax(), data)
 
 
 def test_config_round_trip_and_registration():
@@ -275,11 +258,11 @@ def test_config_round_trip_and_registration():
 
 
 def test_run_layer_test():
-    data = _data(seed=9, width=6)
+    data = head_data(seed=9, width=6)
     testing.run_layer_test(
         TiedSoftmax,
         {"exclude_history": True, "output_dim": D},
-        _inputs(data),
+        head_inputs(data),
         expected_output_shape=(3, N),
         expected_output_dtype="float32",
         call_kwargs={
@@ -293,7 +276,7 @@ def test_run_layer_test():
 
 @pytest.mark.slow
 def test_saved_model_in_fresh_process():
-    data = _data(seed=10, width=6)
+    data = head_data(seed=10, width=6)
     layer = TiedSoftmax(exclude_history=True, output_dim=D)
     table = tf.Variable(data["table"])
 
@@ -306,5 +289,7 @@ def test_saved_model_in_fresh_process():
         def call(self, inputs):
             return self.softmax(inputs, self.table)
 
-    served = testing.assert_saved_model_in_fresh_process(Head(), _inputs(data))
+    served = testing.assert_saved_model_in_fresh_process(
+        Head(), head_inputs(data)
+    )
     assert served["output_0"].shape == (3, N)
