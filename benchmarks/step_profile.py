@@ -6,7 +6,10 @@ d=64, full softmax, Adam 1e-3), with the TensorFlow profiler, and sums the
 kernels' run time by op type (``MatMul``, ``TopKV2``, ...). Each encoder
 runs in its faster pipeline of ``epoch_speed.md``: GRU4Rec on length-bucketed
 batches, SASRec with every position of a session in one row (about 128
-target positions per batch).
+target positions per batch). With ``--window-stride S`` both encoders
+train ``train --train-windows``' batches instead: 128 windows of
+``max_len`` items, ``S`` apart, a target at every position (issue 42's
+windowed ml-1m epoch, where CPR's step is 2.2-2.7x the softmax's).
 
 "Wall" is the median time of one step over ``--repeats`` passes over the
 same ``--steps`` batches, untraced, each step one call of a compiled
@@ -16,6 +19,8 @@ head adds to a step is the difference of the two heads' columns, op type
 by op type.
 
     python -m benchmarks.step_profile --data-path ../shared/data
+    python -m benchmarks.step_profile --data-path ../shared/data \
+        --data ml-1m --window-stride 50
 
 Writes ``benchmarks/results/step_profile.md`` and ``step_profile.png``.
 """
@@ -40,6 +45,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.epoch_speed import HEADS, ours  # noqa: E402
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.train_windows import check_stride  # noqa: E402
 
 #: Each encoder's faster pipeline in epoch_speed.md: every position?
 EVERY_POSITION = {"gru4rec": False, "sasrec": True}
@@ -171,7 +177,7 @@ def report(results: dict, steps_per_epoch: dict, top: int) -> str:
     return "\n".join(lines)
 
 
-def plot(results: dict, path: str, top: int) -> None:
+def plot(results: dict, path: str, top: int, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,7 +205,7 @@ def plot(results: dict, path: str, top: int) -> None:
     ax.set_xlabel("kernel time per training step, ms (summed over threads)")
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("Where a training step's time goes (yoochoose-100k)")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -221,6 +227,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--top", type=int, default=12, help="op types shown. Default: 12"
     )
+    parser.add_argument(
+        "--window-stride",
+        type=int,
+        default=None,
+        metavar="S",
+        help="both encoders train windows of max_len items S apart\n"
+        "(train --train-windows --window-stride S), 128 windows per\n"
+        "batch. Default: each encoder's faster pipeline",
+    )
     common.add_report_dir_option(parser)
     return parser
 
@@ -236,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         load_source(args.data, data_path=args.data_path).interactions,
         split=args.split,
     )
+    if args.window_stride is not None:
+        try:
+            check_stride(args.window_stride, data.max_len)
+        except ValueError as error:
+            raise SystemExit(f"--window-stride: {error}") from None
     results, steps_per_epoch = {}, {}
     for encoder, every_position in EVERY_POSITION.items():
         dataset = make_dataset(
@@ -244,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             shuffle=True,
             seed=0,
             bucket_by_length=True,
-            every_position=every_position,
+            every_position=every_position and args.window_stride is None,
+            window_stride=args.window_stride,
         )
         steps_per_epoch[encoder] = sum(1 for _ in dataset)
         batches = list(dataset.take(args.steps))
@@ -259,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{encoder} {'every position' if every else 'bucketed batches'}"
         for encoder, every in EVERY_POSITION.items()
     )
+    if args.window_stride is not None:
+        pipelines = (
+            f"both encoders on windows of {data.max_len} items, "
+            f"{args.window_stride} apart, 128 per batch"
+        )
     text = "\n".join(
         [
             f"Command: `{command}`",
@@ -274,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     common.write_report(
         common.report_stem(args.report_dir, "step_profile"),
         text,
-        chart=lambda path: plot(results, path, args.top),
+        chart=lambda path: plot(
+            results,
+            path,
+            args.top,
+            f"Where a training step's time goes ({args.data})",
+        ),
     )
     print(text)
     return 0

@@ -123,7 +123,8 @@ DEFAULTS = {
     }),
     "step_profile": ([], {
         "data": "yoochoose-100k", "data_path": None, "split": "recbole",
-        "steps": 40, "repeats": 5, "top": 12, "report_dir": common.RESULTS,
+        "steps": 40, "repeats": 5, "top": 12, "window_stride": None,
+        "report_dir": common.RESULTS,
     }),
     "tuning_search": ([], {
         "data": "yoochoose-100k", "data_path": None, "encoder": "gru4rec",

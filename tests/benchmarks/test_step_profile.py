@@ -71,6 +71,20 @@ def test_main_writes_the_table_and_the_plot(tmp_path):
     assert (tmp_path / "step_profile.png").stat().st_size > 0
 
 
+def test_window_stride_profiles_windowed_batches_of_both_encoders(tmp_path):
+    argv = ["--data", "synthetic", "--steps", "2", "--repeats", "1"]
+    argv += ["--window-stride", "25", "--report-dir", str(tmp_path)]
+    assert step_profile.main(argv) == 0
+    table = (tmp_path / "step_profile.md").read_text()
+    assert "both encoders on windows of 50 items, 25 apart" in table
+    assert "gru4rec: CPR extra" in table and "sasrec: CPR extra" in table
+
+
+def test_main_rejects_a_stride_beyond_max_len():
+    with pytest.raises(SystemExit, match="--window-stride: .*stride=51"):
+        step_profile.main(["--data", "synthetic", "--window-stride", "51"])
+
+
 def test_main_rejects_zero_steps():
     with pytest.raises(SystemExit, match="--steps must be at least 1"):
         step_profile.main(["--steps", "0"])
