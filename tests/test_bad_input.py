@@ -103,19 +103,22 @@ CASES = [
         "finished-run-other-options",
         ["train", *TINY, *FINISHED, "--embedding-dim", "16", "--epochs", "2"],
         1,
-        ["finished run with other settings", "model.embedding_dim: 8 -> 16"],
+        [
+            "holds a finished run with other settings",
+            "model.embedding_dim: 8 -> 16",
+        ],
     ),
     Case(
         "finished-run-other-seed",
         ["train", *TINY, *FINISHED, "--seed", "1"],
         1,
-        ["finished run with other settings", "train.seed: 0 -> 1"],
+        ["holds a finished run with other settings", "train.seed: 0 -> 1"],
     ),
     Case(
         "interrupted-run-other-seed",
         ["train", *TINY, *INTERRUPTED, "--seed", "1"],
         1,
-        ["interrupted run with other settings", "train.seed: 0 -> 1"],
+        ["holds an interrupted run with other settings", "train.seed: 0 -> 1"],
     ),
     Case(
         "interrupted-run-other-model",

@@ -65,7 +65,7 @@ def test_other_settings_on_a_finished_run_are_refused_untouched(run_root):
     with pytest.raises(RunDirectoryError) as error:
         train(config, verbose=0)
     message = str(error.value)
-    assert "finished run with other settings" in message
+    assert "holds a finished run with other settings" in message
     assert "train.seed: 0 -> 1" in message
     assert "model.embedding_dim: 8 -> 16" in message
     assert "--overwrite" in message

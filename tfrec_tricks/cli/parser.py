@@ -9,6 +9,7 @@ from tfrec_tricks.cli.options import add_field_arguments
 # Re-exported: build_parser, parse, then train_config gives a TrainConfig.
 from tfrec_tricks.cli.options import train_config as train_config
 from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.runs.recipes import RECIPES, recipe_options
 from tfrec_tricks.runs.train_config import TrainConfig
 
 DESCRIPTION = """\
@@ -46,6 +47,15 @@ def add_config_arguments(
         help="JSON options, e.g. a run's config.json or the best "
         "configuration `tfrec-tricks tune` writes; flags given on the "
         "command line override it",
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        help="a measured result's settings as defaults, which flags "
+        "override (not with --config). "
+        + "; ".join(
+            f"{name}: {recipe['summary']}" for name, recipe in RECIPES.items()
+        ),
     )
     groups["output"].add_argument(
         "--quiet",
@@ -87,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
-    """Parses ``argv``; a --config file supplies defaults that flags beat.
+    """Parses ``argv``; --config FILE or --recipe NAME gives defaults.
+
+    Flags given on the command line beat those defaults.
 
     ``prepare --engine beam`` passes the arguments it does not know on to
     Beam as pipeline options (``args.pipeline_args``); every other command
@@ -102,8 +114,17 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
         )
     args.pipeline_args = unknown
     args.config_model = {}
-    if getattr(args, "config", None):
-        values = load_config_file(args.config)
+    config, recipe = (
+        getattr(args, "config", None),
+        getattr(args, "recipe", None),
+    )
+    if config and recipe:
+        parser.command_parsers[args.command].error(
+            "--recipe and --config both set the defaults: give one, and "
+            f"flags for the rest. Received: --recipe {recipe} --config {config}"
+        )
+    if config or recipe:
+        values = load_config_file(config) if config else recipe_options(recipe)
         parser.command_parsers[args.command].set_defaults(**values["train"])
         args = parser.parse_args(argv)
         args.config_model = values["model"]

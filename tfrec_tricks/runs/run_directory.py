@@ -299,9 +299,9 @@ def open_run(
         recorded, fingerprint = as_compared(recorded), as_compared(fingerprint)
     changed = differences(recorded, fingerprint)
     if changed:
-        what = "finished" if state == "finished" else "interrupted"
+        what = "a finished" if state == "finished" else "an interrupted"
         raise RunDirectoryError(
-            f"{run_dir} holds an {what} run with other settings, which this "
+            f"{run_dir} holds {what} run with other settings, which this "
             "run would mix with or replace. Differences (run -> now):\n  "
             + "\n  ".join(changed)
             + "\nChoose another --name, run the original command, or pass "

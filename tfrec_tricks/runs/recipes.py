@@ -1,0 +1,66 @@
+"""Named recipes: the settings of a measured result, by name.
+
+``tfrec-tricks train --data ml-1m --recipe long-histories`` trains the
+model of ``benchmarks/results/ml-1m-long-histories``. A recipe is a set of
+defaults, as a ``--config`` file's are: flags on the command line override
+it, and the run records the values, not the recipe's name, so a run with
+the recipe and one with the same flags spelled out are the same run.
+
+The values stay out of the defaults because they help long histories and
+cost session data: 200-item windows and 200 epochs are wasted on sessions
+of 5 items (docs/decisions.md#recipes).
+"""
+
+import copy
+
+RECIPES = {
+    "long-histories": {
+        "summary": "SASRec 2 x 64 with 1 head and dropout 0.1, 200-item "
+        "windows 100 apart, lr 2e-3, up to 200 epochs with patience 10, "
+        "seen items excluded from the ranking: the MovieLens-1M recipe "
+        "(users with hundreds of items)",
+        "train": {
+            "max_len": 200,
+            "train_windows": True,
+            "window_stride": 100,
+            "learning_rate": 0.002,
+            "epochs": 200,
+            "patience": 10,
+            "eval_seen_excluded": True,
+        },
+        "model": {
+            "encoder": "sasrec",
+            "num_layers": 2,
+            "num_heads": 1,
+            "embedding_dim": 64,
+            "dropout": 0.1,
+            "attention_dropout": 0.1,
+        },
+    },
+}
+
+
+def recipe_options(name: str) -> dict:
+    """A recipe's options, as ``load_config_file`` returns a file's.
+
+    Args:
+        name: str. One of ``RECIPES``.
+
+    Returns:
+        ``{"train": {...}, "model": {...}}``, a copy the caller may change.
+
+    Raises:
+        ValueError: for a name that is not a recipe, naming the recipes.
+
+    Example:
+
+    >>> recipe_options("long-histories")["model"]["encoder"]
+    'sasrec'
+    """
+    if name not in RECIPES:
+        raise ValueError(
+            f"Unknown recipe. Expected one of {sorted(RECIPES)}. "
+            f"Received: {name!r}"
+        )
+    recipe = RECIPES[name]
+    return {part: copy.deepcopy(recipe[part]) for part in ("train", "model")}
