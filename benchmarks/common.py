@@ -107,6 +107,19 @@ def check_file_options(
         parser.error("--data file needs --data-path FILE")
 
 
+def add_synthetic_options(parser: argparse.ArgumentParser) -> None:
+    """``--synthetic-users N`` and ``--synthetic-items N`` of ``--data
+    synthetic`` (train's defaults: 1,000 each)."""
+    for what in ("users", "items"):
+        parser.add_argument(
+            f"--synthetic-{what}",
+            type=int,
+            default=1000,
+            metavar="N",
+            help=f"with --data synthetic, the generated {what}. Default: 1000",
+        )
+
+
 def data_file_path(args: argparse.Namespace) -> str | None:
     """``--data-path``, or the subset file of ``--max-sessions`` (written
     under ``<output-dir>/data`` by ``first_sessions``)."""
@@ -122,11 +135,18 @@ def data_file_path(args: argparse.Namespace) -> str | None:
 def data_label(args: argparse.Namespace, by_name: bool = True) -> str:
     """What the runs and the report are named after.
 
-    ``--name`` when given and ``by_name``; else the data source, or the
+    ``--name`` when given and ``by_name``; else the data source (with
+    ``-UxI`` for synthetic data of other sizes than 1,000 x 1,000), or the
     file's stem (with ``-N`` for ``--max-sessions N``).
     """
     if by_name and args.name:
         return args.name
+    sizes = (
+        getattr(args, "synthetic_users", 1000),
+        getattr(args, "synthetic_items", 1000),
+    )
+    if args.data == "synthetic" and sizes != (1000, 1000):
+        return f"synthetic-{sizes[0]}x{sizes[1]}"
     if args.data != "file":
         return args.data
     stem = os.path.splitext(os.path.basename(args.data_path or "file"))[0]

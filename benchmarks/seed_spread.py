@@ -115,6 +115,8 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
         data=args.data,
         data_path=common.data_file_path(args),
         file_format=args.file_format,
+        synthetic_users=args.synthetic_users,
+        synthetic_items=args.synthetic_items,
         epochs=args.epochs,
         patience=args.patience,
         every_position=args.every_position,
@@ -149,6 +151,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """
     common.add_data_options(parser, default="yoochoose-100k")
     common.add_file_options(parser)
+    common.add_synthetic_options(parser)
     parser.add_argument("--encoder", default="sasrec")
     parser.add_argument(
         "--num-layers",

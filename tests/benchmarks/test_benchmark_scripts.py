@@ -28,6 +28,8 @@ TRAINING_RUNS = {
     "data_path": None,
     "file_format": "auto",
     "max_sessions": None,
+    "synthetic_users": 1000,
+    "synthetic_items": 1000,
     "encoder": "sasrec",
     "num_layers": None,
     "rows": ["Softmax", "Softmax + CPR:100 + Mi"],

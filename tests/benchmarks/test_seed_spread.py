@@ -206,6 +206,21 @@ def test_a_file_of_sessions_names_the_runs_and_keeps_its_first_sessions(
     assert common.data_label(args, by_name=False) == "clicks-2"
 
 
+def test_synthetic_sizes_reach_the_config_and_name_the_runs():
+    argv = ["--data", "synthetic", "--encoder", "gru4rec"]
+    default = seed_spread.base_config(
+        seed_spread.build_parser().parse_args(argv)
+    )
+    assert (default.synthetic_users, default.synthetic_items) == (1000, 1000)
+    assert default.name == "synthetic-gru4rec"
+    args = seed_spread.build_parser().parse_args(
+        [*argv, "--synthetic-users", "300", "--synthetic-items", "40000"]
+    )
+    config = seed_spread.base_config(args)
+    assert (config.synthetic_users, config.synthetic_items) == (300, 40000)
+    assert config.name == "synthetic-300x40000-gru4rec"
+
+
 def test_report_stem_names_only_a_non_default_split(tmp_path):
     # The stems of seed_spread's and repeat_headroom's reports.
     args = argparse.Namespace(
