@@ -9,7 +9,7 @@ batches, SASRec with every position of a session in one row (about 128
 target positions per batch). With ``--window-stride S`` both encoders
 train ``train --train-windows``' batches instead: 128 windows of
 ``max_len`` items, ``S`` apart, a target at every position (issue 42's
-windowed ml-1m epoch, where CPR's step is 2.2-2.7x the softmax's).
+windowed ml-1m epoch, where CPR's epoch took 2.2-2.7x the softmax's).
 
 "Wall" is the median time of one step over ``--repeats`` passes over the
 same ``--steps`` batches, untraced, each step one call of a compiled
