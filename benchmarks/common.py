@@ -107,16 +107,23 @@ def check_file_options(
         parser.error("--data file needs --data-path FILE")
 
 
+#: Users and items of ``--data synthetic`` unless given: train's defaults
+#: (``TrainConfig.synthetic_users`` / ``synthetic_items``; a test pins them
+#: equal without importing TensorFlow here).
+SYNTHETIC_SIZE = 1000
+
+
 def add_synthetic_options(parser: argparse.ArgumentParser) -> None:
     """``--synthetic-users N`` and ``--synthetic-items N`` of ``--data
-    synthetic`` (train's defaults: 1,000 each)."""
+    synthetic`` (``SYNTHETIC_SIZE`` each unless given)."""
     for what in ("users", "items"):
         parser.add_argument(
             f"--synthetic-{what}",
             type=int,
-            default=1000,
+            default=SYNTHETIC_SIZE,
             metavar="N",
-            help=f"with --data synthetic, the generated {what}. Default: 1000",
+            help=f"with --data synthetic, the generated {what}. "
+            f"Default: {SYNTHETIC_SIZE}",
         )
 
 
@@ -142,10 +149,10 @@ def data_label(args: argparse.Namespace, by_name: bool = True) -> str:
     if by_name and args.name:
         return args.name
     sizes = (
-        getattr(args, "synthetic_users", 1000),
-        getattr(args, "synthetic_items", 1000),
+        getattr(args, "synthetic_users", SYNTHETIC_SIZE),
+        getattr(args, "synthetic_items", SYNTHETIC_SIZE),
     )
-    if args.data == "synthetic" and sizes != (1000, 1000):
+    if args.data == "synthetic" and sizes != (SYNTHETIC_SIZE,) * 2:
         return f"synthetic-{sizes[0]}x{sizes[1]}"
     if args.data != "file":
         return args.data

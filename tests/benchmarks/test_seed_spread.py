@@ -5,8 +5,10 @@ import argparse
 import pytest
 
 from benchmarks import common, seed_spread
+from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.runs import ablation
 from tfrec_tricks.runs.ablation import run_ablation
+from tfrec_tricks.runs.train_config import TrainConfig
 
 pytestmark = pytest.mark.slow
 
@@ -212,6 +214,8 @@ def test_synthetic_sizes_reach_the_config_and_name_the_runs():
         seed_spread.build_parser().parse_args(argv)
     )
     assert (default.synthetic_users, default.synthetic_items) == (1000, 1000)
+    for name in ("synthetic_users", "synthetic_items"):
+        assert common.SYNTHETIC_SIZE == field_default(TrainConfig, name)
     assert default.name == "synthetic-gru4rec"
     args = seed_spread.build_parser().parse_args(
         [*argv, "--synthetic-users", "300", "--synthetic-items", "40000"]
