@@ -111,12 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the ablation row of the CPR model compared with the softmax. "
         f"Default: {CPR}",
     )
-    parser.add_argument(
-        "--synthetic-users", type=int, default=1000, metavar="N"
-    )
-    parser.add_argument(
-        "--synthetic-items", type=int, default=1000, metavar="N"
-    )
+    common.add_synthetic_options(parser)
     parser.add_argument(
         "--encoders",
         type=common.name_list(tuple(ENCODERS), "encoders"),

@@ -226,9 +226,10 @@ def test_a_tiny_run_end_to_end(tmp_path, monkeypatch):
         str(tmp_path / "results"),
     ]  # fmt: skip
     assert diagnosis.main(argv) == 0
-    stem = tmp_path / "results" / "cpr_diagnosis-synthetic"
+    # Synthetic data of other sizes than the default names its sizes.
+    stem = tmp_path / "results" / "cpr_diagnosis-synthetic-80x150"
     text = (stem.with_suffix(".md")).read_text()
-    assert text.startswith("# Why CPR loses new targets: synthetic\n")
+    assert text.startswith("# Why CPR loses new targets: synthetic-80x150\n")
     assert "\n- **gru4rec: " in text
     assert (stem.with_suffix(".png")).read_bytes()[:4] == b"\x89PNG"
     results = json.loads((stem.with_suffix(".json")).read_text())
