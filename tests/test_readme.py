@@ -54,7 +54,7 @@ def test_readme_first_section_has_the_two_commands():
     commands = re.findall(r"```bash\n(.*?)```", quick_start, re.S)
     assert [c.strip() for c in commands] == [
         "pip install . && tfrec-tricks train",
-        'pip install ".[test]" && pytest && TF_USE_LEGACY_KERAS=0 pytest '
+        'pip install ".[test]" && pytest -n 2 && TF_USE_LEGACY_KERAS=0 pytest '
         "tests/layers tests/test_doctests.py",
     ]
 
