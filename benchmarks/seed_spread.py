@@ -415,7 +415,9 @@ def plot(results: dict, rows: list, seeds: list, path: str, data: str) -> None:
     axis.set_yticks(range(len(rows)), rows)
     axis.invert_yaxis()
     axis.set_xlabel("test NDCG@10 (dots: seeds; bar: mean)")
-    axis.set_title(f"{data}: seed-to-seed spread")
+    # Over the figure, not the axes: long row labels leave the axes narrow,
+    # and an axes title over them was cut at the figure's edge.
+    fig.suptitle(f"{data}: seed-to-seed spread")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
