@@ -9,6 +9,7 @@ command can act on, and they bury its output.
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -35,15 +36,42 @@ def native_stderr_silenced(enabled: bool = True) -> Iterator[None]:
         os.close(null)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Holds a Ctrl-C (SIGINT) back until the block ends, then delivers it.
+
+    The ``KeyboardInterrupt`` is raised right after the block instead of
+    inside it. Where signals cannot be blocked (not POSIX), the block runs
+    as it is.
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        # A SIGINT that arrived meanwhile is delivered here, before this
+        # call returns.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def load_tensorflow(verbose: bool) -> None:
-    """Imports TensorFlow under tf-keras, quietly unless ``verbose``."""
+    """Imports TensorFlow under tf-keras, quietly unless ``verbose``.
+
+    A Ctrl-C during the import takes effect when it ends (a few seconds).
+    Raised inside TensorFlow's import, it can interrupt Python code that
+    its C++ runs through the C API; CPython then counts the interrupt as
+    unhandled and ends the process by SIGINT on exit, even after ``main``
+    caught it and returned 130.
+    """
     if not verbose:
         # C++ INFO and WARNING lines after start-up (errors still show).
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from tfrec_tricks.keras_version import use_legacy_keras
 
     use_legacy_keras()
-    with native_stderr_silenced(not verbose):
+    with interrupts_deferred(), native_stderr_silenced(not verbose):
         import tensorflow as tf
 
         import tfrec_tricks.models  # noqa: F401  (tf-keras and TFRS)

@@ -1,0 +1,49 @@
+"""tfrec_tricks.cli.quiet: TensorFlow's start-up, quiet and uninterrupted."""
+
+import contextlib
+import signal
+import subprocess
+import sys
+
+from tfrec_tricks.cli import quiet
+
+DEFERRED = """
+import os, signal
+from tfrec_tricks.cli.quiet import interrupts_deferred
+reached_the_end = False
+try:
+    with interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # each loop turn checks for signals
+            pass
+        reached_the_end = True
+except KeyboardInterrupt:
+    print("after the block" if reached_the_end else "inside the block")
+"""
+
+
+def test_a_ctrl_c_inside_the_block_is_raised_after_it():
+    result = subprocess.run(
+        [sys.executable, "-c", DEFERRED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "after the block\n"
+
+
+def test_tensorflow_loads_with_ctrl_c_deferred(monkeypatch):
+    # A Ctrl-C inside TensorFlow's import made the process die by SIGINT
+    # (exit -2) although main returned 130: the import holds it back.
+    masks = []
+
+    @contextlib.contextmanager
+    def record_the_mask(enabled=True):
+        masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+        yield
+
+    monkeypatch.setattr(quiet, "native_stderr_silenced", record_the_mask)
+    quiet.load_tensorflow(verbose=True)
+    assert signal.SIGINT in masks[0]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
