@@ -47,3 +47,13 @@ def test_tensorflow_loads_with_ctrl_c_deferred(monkeypatch):
     quiet.load_tensorflow(verbose=True)
     assert signal.SIGINT in masks[0]
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+def test_a_callers_blocked_ctrl_c_stays_blocked():
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with quiet.interrupts_deferred():
+            pass
+        assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

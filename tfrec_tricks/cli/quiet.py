@@ -47,13 +47,13 @@ def interrupts_deferred() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        # A SIGINT that arrived meanwhile is delivered here, before this
-        # call returns.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        # The caller's mask again; a SIGINT that arrived meanwhile is
+        # delivered before this call returns (unless the caller blocked it).
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def load_tensorflow(verbose: bool) -> None:
