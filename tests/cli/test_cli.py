@@ -31,6 +31,18 @@ def test_help_reads_like_documentation(capsys):
         assert expected in text
 
 
+def test_tune_has_no_learning_rate_schedule(capsys):
+    # Trials train for differing epochs: one schedule over --epochs would
+    # not be one curve, so the search trains at a constant rate.
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    assert "--lr-schedule {constant,cosine}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["tune", "--help"])
+    text = capsys.readouterr().out
+    assert "--lr-schedule" not in text and "--warmup-epochs" not in text
+
+
 @pytest.mark.slow
 def test_train_one_epoch_on_tiny_synthetic_data(tmp_path):
     result = run_cli(
@@ -275,6 +287,37 @@ def test_bad_config_file_is_reported(tmp_path, content, fragment):
     path.write_text(content)
     result = run_cli("train", "--config", str(path))
     _assert_clean_error(result, fragment)
+
+
+@pytest.mark.parametrize(
+    "command, setting",
+    [
+        ("tune", '"lr_schedule": "cosine"'),
+        ("tune", '"eval_negatives": 100'),
+        ("ablation", '"distribute": "multi-worker"'),
+    ],
+)
+def test_a_file_setting_the_command_has_no_flag_for_is_refused(
+    tmp_path, capsys, command, setting
+):
+    # The command would drop it without a word (a search at a constant
+    # rate, ranking without negatives).
+    path = tmp_path / "config.json"
+    path.write_text('{"train": {%s}}' % setting)
+    assert cli.main([command, "--config", str(path)]) != 0
+    error = capsys.readouterr().err
+    name = setting.split('"')[1]
+    assert str(path) in error and f"Received: {name}=" in error
+    assert f"has no --{name.replace('_', '-')}" in error
+
+
+def test_a_file_holding_a_skipped_setting_at_its_default_is_accepted(tmp_path):
+    # e.g. a run's config.json, which records every training option.
+    path = tmp_path / "config.json"
+    path.write_text('{"train": {"lr_schedule": "constant", "prepared": null}}')
+    parser = cli_parser.build_parser()
+    args = cli_parser.parse(parser, ["tune", "--config", str(path)])
+    assert args.lr_schedule == "constant" and args.prepared is None
 
 
 def test_bad_model_switch_values_exit_2(capsys):

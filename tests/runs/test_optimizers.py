@@ -1,4 +1,5 @@
-"""--optimizer: Adagrad's update touches only the batch's rows of the table."""
+"""--optimizer: Adagrad's update touches only the batch's rows of the table;
+--lr-schedule and --warmup-epochs: the rate of each step."""
 
 import json
 
@@ -6,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.run_helpers import tiny_config
+from tests.run_helpers import Interrupt, tiny_config
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
-from tfrec_tricks.runs.optimizers import make_optimizer
+from tfrec_tricks.runs.optimizers import learning_rate_schedule, make_optimizer
 from tfrec_tricks.runs.training import train
 
 NUM_ITEMS = 50
@@ -71,3 +72,67 @@ def test_a_run_trains_with_adagrad(tmp_path):
     assert result.history["loss"][-1] < result.history["loss"][0]
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["train"]["optimizer"] == "adagrad"
+
+
+def rates(schedule, steps):
+    return [round(float(schedule(step)), 6) for step in steps]
+
+
+def test_the_cosine_warms_up_then_decays_to_zero_at_the_last_step():
+    schedule = learning_rate_schedule("cosine", 0.004, 100, warmup_steps=20)
+    assert rates(schedule, [0, 10, 20, 60, 100, 150]) == [
+        0.0,
+        0.002,
+        0.004,
+        0.002,
+        0.0,
+        0.0,
+    ]
+
+
+def test_a_constant_rate_without_warmup_is_the_plain_float():
+    # The optimizer of every run from before --lr-schedule, unchanged.
+    assert learning_rate_schedule("constant", 0.002, 100) == 0.002
+
+
+@pytest.mark.parametrize(
+    "arguments, match",
+    [
+        (("linear", 0.1, 10), "Received: lr_schedule='linear'"),
+        (("cosine", 0.1, 10, 10), "Received: warmup_steps=10"),
+        (("constant", 0.1, 10, -1), "Received: warmup_steps=-1"),
+    ],
+)
+def test_a_schedule_that_cannot_train_is_refused(arguments, match):
+    with pytest.raises(ValueError, match=match):
+        learning_rate_schedule(*arguments)
+
+
+def test_a_warmup_as_long_as_the_run_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="warmup_epochs=3, epochs=3"):
+        tiny_config(tmp_path, warmup_epochs=3)
+    with pytest.raises(ValueError, match="Received: lr_schedule='step'"):
+        tiny_config(tmp_path, lr_schedule="step")
+
+
+@pytest.mark.slow
+def test_a_cosine_run_ends_at_a_zero_rate_and_resumes_on_its_curve(tmp_path):
+    config = tiny_config(
+        tmp_path, epochs=3, lr_schedule="cosine", warmup_epochs=1
+    )
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=1)])
+    result = train(config, verbose=0)
+    optimizer = result.model.optimizer
+    steps = int(optimizer.iterations.numpy())
+    assert result.metrics["epochs_run"] == 3
+    # 3 epochs of the data's steps, the two before the interruption
+    # restored from the backup: the cosine reached its end, not restarted.
+    assert steps % 3 == 0 and steps > 3
+    # The rate of the last step (the optimizer reports the one it applied
+    # last): the end of the cosine, about 0.
+    last = learning_rate_schedule("cosine", 1e-3, steps, steps // 3)(steps - 1)
+    assert float(optimizer.learning_rate) == pytest.approx(float(last))
+    assert float(last) < 1e-5
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["train"]["lr_schedule"] == "cosine"

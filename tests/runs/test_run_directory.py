@@ -239,6 +239,8 @@ def test_differences_name_each_changed_leaf():
     [
         {"optimizer": "adagrad"},
         {"train_windows": True},
+        {"lr_schedule": "cosine"},
+        {"warmup_epochs": 1},
         {
             "model": {
                 "head": "cpr",

@@ -8,6 +8,8 @@ from tfrec_tricks.cli.options import add_field_arguments
 
 # Re-exported: build_parser, parse, then train_config gives a TrainConfig.
 from tfrec_tricks.cli.options import train_config as train_config
+from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.runs.recipes import RECIPES, recipe_options
 from tfrec_tricks.runs.train_config import TrainConfig
@@ -125,8 +127,27 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
         )
     if config or recipe:
         values = load_config_file(config) if config else recipe_options(recipe)
+        _check_taken(args.command, values["train"], config or recipe)
         parser.command_parsers[args.command].set_defaults(**values["train"])
         args = parser.parse_args(argv)
         args.config_model = values["model"]
         args.pipeline_args = []
     return args
+
+
+def _check_taken(command: str, values: dict, source: str) -> None:
+    """Refuses a file's or recipe's setting that ``command`` has no flag
+    for (its ``SKIP_FIELDS``) unless it is the default: the command would
+    drop it without a word.
+
+    Raises:
+        DataError: naming the source, the setting and its value.
+    """
+    skipped = getattr(COMMANDS[command], "SKIP_FIELDS", ())
+    for name in skipped:
+        if name in values and values[name] != field_default(TrainConfig, name):
+            raise DataError(
+                f"{source}: tfrec-tricks {command} has no --"
+                f"{name.replace('_', '-')} (see {command} --help); leave it "
+                f"out of the file. Received: {name}={values[name]!r}"
+            )

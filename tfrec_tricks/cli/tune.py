@@ -21,8 +21,16 @@ HELP = "search the techniques and settings with KerasTuner"
 USES_CONFIG = True
 # The search loads its data in memory and distributes trials with
 # KerasTuner's own chief / workers, not a prepared dataset or TF_CONFIG;
-# trials select on full ranking only (no sampled-negative evaluation).
-SKIP_FIELDS = ("prepared", "distribute", "eval_negatives")
+# trials select on full ranking only (no sampled-negative evaluation);
+# trials train for differing epochs (Hyperband), so a schedule over
+# --epochs would give each its own curve: they train at a constant rate.
+SKIP_FIELDS = (
+    "prepared",
+    "distribute",
+    "eval_negatives",
+    "lr_schedule",
+    "warmup_epochs",
+)
 DESCRIPTION = """\
 Search with KerasTuner over the techniques (output head, CPR partitions,
 reranker sizes, Mi and base loss, tied embeddings, SSE and its

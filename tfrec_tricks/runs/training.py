@@ -47,7 +47,10 @@ from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
 from tfrec_tricks.runs.head_choice import requested_head, with_chosen_head
 from tfrec_tricks.runs.memory_budget import check_training_memory
-from tfrec_tricks.runs.optimizers import make_optimizer
+from tfrec_tricks.runs.optimizers import (
+    learning_rate_schedule,
+    make_optimizer,
+)
 from tfrec_tricks.runs.prepare_dataset import prepared_train_config
 from tfrec_tricks.runs.run_directory import (
     RUN_DIRECTORY,
@@ -105,6 +108,8 @@ LATER_OPTIONS = {
     # Runs from before it kept duplicate rows: they are --no-drop-duplicates
     # runs (the same data wherever a dataset has no duplicates).
     "drop_duplicates": False,
+    "lr_schedule": "constant",
+    "warmup_epochs": 0,
 }
 # The same for ModelConfig fields: name -> (that value, (the field and
 # value the option applies to)). Left out of the resolved model config
@@ -609,13 +614,14 @@ def _build(
     strategy: tf.distribute.Strategy | None,
 ) -> tuple:
     """The compiled model, built on a first batch, and the fit inputs."""
+    inputs = fit_inputs(data, config, strategy)
     with strategy.scope() if strategy else contextlib.nullcontext():
         model = SequentialRetrievalModel.from_data(
             model_config, data.prepared, item_graph=data.item_graph
         )
         model.compile(
             optimizer=make_optimizer(
-                config.optimizer, config.training_learning_rate()
+                config.optimizer, training_schedule(config, inputs)
             ),
             # Several steps per tf.function call: the per-call overhead is
             # about as long as a whole step on short-session batches.
@@ -623,7 +629,6 @@ def _build(
         )
         # Built before fit so that BackupAndRestore can restore into it
         # (under a strategy, from a local batch of the same shape).
-        inputs = fit_inputs(data, config, strategy)
         first = inputs.train if strategy is None else inputs.local_train
         model(next(iter(first)))
     return model, inputs
@@ -773,6 +778,24 @@ class FitInputs:
     steps_per_epoch: int | None = None
     validation_steps: int | None = None
     local_train: tf.data.Dataset | None = None
+
+
+def training_schedule(config: TrainConfig, inputs: FitInputs) -> Any:
+    """The run's learning rate per step (``--lr-schedule``,
+    ``--warmup-epochs``): ``learning_rate_schedule`` over ``epochs`` epochs
+    of ``inputs``' steps."""
+    if config.lr_schedule == "constant" and not config.warmup_epochs:
+        return config.training_learning_rate()
+    steps = inputs.steps_per_epoch or int(inputs.train.cardinality())
+    if steps < 0:
+        # Unknown (files read as a stream): counted in one pass.
+        steps = int(inputs.train.reduce(0, lambda count, _: count + 1))
+    return learning_rate_schedule(
+        config.lr_schedule,
+        config.training_learning_rate(),
+        total_steps=config.epochs * steps,
+        warmup_steps=config.warmup_epochs * steps,
+    )
 
 
 def fit_inputs(
