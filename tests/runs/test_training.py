@@ -9,7 +9,13 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
-from tfrec_tricks.runs.training import TrainConfig, format_results, train
+from tfrec_tricks.runs.training import (
+    TrainConfig,
+    format_results,
+    load_model,
+    train,
+)
+from tfrec_tricks.runs.training_data import load_training_data
 
 pytestmark = pytest.mark.slow
 
@@ -282,6 +288,35 @@ def test_eval_seen_excluded_reports_the_full_sort_protocol_beside(tmp_path):
     # The synthetic data repeats items: ranking them last loses those hits.
     assert metrics["test_seen_excluded"] != metrics["test"]
     assert "(seen items ranked last)" in format_results(metrics, "run")
+    # The tiny run's head keeps the history: its full ranking is the plain one.
+    assert "test_history_kept" not in metrics
+
+
+def test_a_head_that_ranks_the_history_last_reports_the_plain_ranking_too(
+    tmp_path,
+):
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        eval_seen_excluded=True,
+        model={"embedding_dim": 8, "head": "softmax_no_dup"},
+    )
+    result = train(config, verbose=0)
+    metrics = result.metrics
+    # The synthetic data repeats items: ranking the history last loses
+    # the repeats' hits, which the plain ranking keeps.
+    assert metrics["test_history_kept"] != metrics["test"]
+    # The README's recipe agrees: the run's weights, loaded, with the head
+    # told to keep the history before its first call, through Keras'
+    # metrics.
+    model = load_model(result.run_dir)
+    model.head.exclude_history = False
+    batches = load_training_data(config).batches("test", 512)
+    again = model.evaluate(batches, return_dict=True, verbose=0)
+    assert again["ndcg@10"] == pytest.approx(
+        metrics["test_history_kept"]["ndcg@10"], abs=1e-6
+    )
+    assert "(history kept: plain ranking)" in format_results(metrics, "run")
 
 
 def test_bad_budget_is_rejected():

@@ -588,17 +588,25 @@ class SequentialRetrievalModel(tfrs.Model):
 
     # ------------------------------------------------------------ inference
 
-    def logits(self, history: tf.Tensor, states: list) -> tf.Tensor:
+    def logits(
+        self, history: tf.Tensor, states: list, exclude_history: Any = None
+    ) -> tf.Tensor:
         """Full-catalogue logits of encoded histories, at inference.
 
         Args:
             history: int32 ``[B, L]`` ids, as returned by ``encode``.
             states: the per-layer states ``encode`` returned.
+            exclude_history: bool or None. ``False`` keeps the history's
+                items in the ranking of a head that ranks them last
+                (``--head softmax_no_dup``); None: the head's setting.
+                Defaults to None.
 
         Returns:
             float32 ``[B, N]``: what ``call`` returns for those inputs.
         """
-        return self._scores(history, states, False)
+        return self._scores(
+            history, states, False, exclude_history=exclude_history
+        )
 
     @property
     def has_index(self) -> bool:

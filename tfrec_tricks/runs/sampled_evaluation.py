@@ -167,3 +167,30 @@ def seen_excluded_metrics(
         targets = batch["target"].numpy().reshape(-1)
         ranks.append(target_ranks(scores, targets))
     return metrics_from_ranks(np.concatenate(ranks), tuple(ks))
+
+
+def history_kept_metrics(
+    model: tf.keras.Model,
+    batches: tf.data.Dataset,
+    ks: Iterable[int] = (10,),
+) -> dict[str, float]:
+    """Full-ranking NDCG@K / HR@K / MRR@K with nothing ranked last.
+
+    The plain ranking of a model whose head ranks the history last
+    (``--head softmax_no_dup``): the same weights, each example's history
+    left in the ranking (``SequentialRetrievalModel.logits`` with
+    ``exclude_history=False``). Beside ``seen_excluded_metrics`` it shows
+    how much of a score the exclusion makes.
+
+    Args:
+        model: a ``SequentialRetrievalModel``.
+        batches: validation or test batches (``history``, ``target``).
+        ks: cut-offs.
+    """
+    ranks = []
+    for batch in batches:
+        history, states = model.encode(batch, training=False)
+        scores = model.logits(history, states, exclude_history=False)
+        targets = batch["target"].numpy().reshape(-1)
+        ranks.append(target_ranks(scores.numpy(), targets))
+    return metrics_from_ranks(np.concatenate(ranks), tuple(ks))

@@ -264,7 +264,10 @@ class TrainConfig:
         "only the last --max-len items), as SASRec+, HSTU and RecBole's "
         "full-sort evaluation do on data without repeats, and report those "
         "metrics beside the plain full ranking. A target that repeats a "
-        "seen item then ranks last: for data without repeats (MovieLens).",
+        "seen item then ranks last: for data without repeats (MovieLens). "
+        "With a head that ranks the history last (softmax_no_dup), also "
+        "the plain ranking of its weights, nothing excluded "
+        "(validation_history_kept, test_history_kept).",
         group="training",
     )
     distribute: str = option(

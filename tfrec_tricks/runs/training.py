@@ -66,6 +66,7 @@ from tfrec_tricks.runs.run_directory import (
     start_run,
 )
 from tfrec_tricks.runs.sampled_evaluation import (
+    history_kept_metrics,
     sampled_metrics,
     seen_excluded_metrics,
     seen_items,
@@ -1006,6 +1007,13 @@ def _seen_item_results(
             results[f"{split}_seen_excluded"] = seen_excluded_metrics(
                 model, data.batches(split, batch_size), seen, ks
             )
+        if model.head.excludes_history(False):
+            # Its full ranking already ranks the history last: the plain
+            # ranking of the same weights is the third protocol to show.
+            for split in ("validation", "test"):
+                results[f"{split}_history_kept"] = history_kept_metrics(
+                    model, data.batches(split, batch_size), ks
+                )
     return results
 
 
@@ -1076,6 +1084,11 @@ def format_results(results: dict, run_dir: str) -> str:
         if excluded:
             row = "".join(f"{excluded[n]:>{width}.4f}" for n in names)
             lines.append(f"{split:<12}{row}   (seen items ranked last)")
+    for split in ("validation", "test"):
+        kept = results.get(f"{split}_history_kept")
+        if kept:
+            row = "".join(f"{kept[n]:>{width}.4f}" for n in names)
+            lines.append(f"{split:<12}{row}   (history kept: plain ranking)")
     seconds = results["seconds_per_epoch_median"]
     # None when this process trained no epoch (its fit had ended before).
     timing = "" if seconds is None else f", median {seconds:.1f} s/epoch"
