@@ -123,6 +123,11 @@ DEFAULTS = {
         "probabilities": "0,0.05,0.1,0.2", "epochs": 10, "patience": 3,
         "output_dir": "runs/benchmarks",
     }),
+    "state_of_the_art": (["--row", "r", "--data ml-1m"], {
+        "row": [["r", "--data ml-1m"]], "seeds": [0, 1, 2],
+        "data_path": None, "output_dir": "runs", "report_only": False,
+        "report_dir": common.RESULTS,
+    }),
     "step_profile": ([], {
         "data": "yoochoose-100k", "data_path": None, "split": "recbole",
         "steps": 40, "repeats": 5, "top": 12, "window_stride": None,
