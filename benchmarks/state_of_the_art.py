@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output-dir",
         default="runs",
-        help="the runs' folder. Default: runs",
+        help="the runs' folder: train's own default, so that the runs of "
+        "the documented train commands are reused. Default: runs",
     )
     parser.add_argument(
         "--report-only",
