@@ -27,10 +27,7 @@ shared machine, not idle). Below it, the published anchors
 """
 
 import argparse
-import csv
 import dataclasses
-import json
-import os
 import re
 import shlex
 import statistics
@@ -50,6 +47,7 @@ from tfrec_tricks.runs.training import (  # noqa: E402
     eval_batch_size,
     finished_metrics,
     load_model,
+    read_history,
     run_directory,
     train,
     training_minutes,
@@ -192,27 +190,25 @@ def run_results(config: TrainConfig, report_only: bool) -> dict | None:
     metrics = dict(metrics)
     metrics["best_epoch"] = best_epoch(run_dir)
     if "test_history_kept" not in metrics and "test_seen_excluded" in metrics:
-        metrics["test_history_kept"] = history_kept(config, run_dir)
+        kept = history_kept(config, run_dir)
+        if kept is not None:
+            metrics["test_history_kept"] = kept
     return metrics
 
 
 def best_epoch(run_dir: str) -> int | None:
     """The epoch (from 1) of the best validation NDCG@10 in history.csv."""
-    path = os.path.join(run_dir, "history.csv")
-    if not os.path.isfile(path):
-        return None
-    with open(path, newline="") as handle:
-        values = [float(row["val_ndcg@10"]) for row in csv.DictReader(handle)]
+    values = read_history(run_dir).get("val_ndcg@10")
     return values.index(max(values)) + 1 if values else None
 
 
-def history_kept(config: TrainConfig, run_dir: str) -> dict:
-    """The plain test ranking of a run from before ``test_history_kept``."""
+def history_kept(config: TrainConfig, run_dir: str) -> dict | None:
+    """The plain test ranking of a run from before ``test_history_kept``;
+    None for a head that keeps the history (its ``test`` is that ranking
+    already)."""
     model = load_model(run_dir)
     if not model.head.excludes_history(False):
-        # Its own test metrics are the plain ranking already.
-        with open(os.path.join(run_dir, "metrics.json")) as handle:
-            return json.load(handle)["test"]
+        return None
     data = load_training_data(config)
     batches = data.batches("test", eval_batch_size(data.num_items))
     return history_kept_metrics(model, batches)
