@@ -7,6 +7,13 @@ name). Finished runs are reused and interrupted ones resume, so the
 command that reports the table also trains what it lacks; with
 ``--report-only`` it reports the seeds that are finished and trains none.
 
+A seed's run folder need not outlive the machine it trained on: a seed
+recorded in the report's JSON by an earlier run of the script (the same
+row flags, the same seed) counts as finished when no finished run folder
+is here, so a table of seeds trained across sessions or machines is
+reported again from its record; the report names the seeds it carried
+over.
+
     python -m benchmarks.state_of_the_art --data-path ../shared/data \\
         --seeds 0 1 2 \\
         --row "constant rate, patience 10" "--data ml-1m \\
@@ -28,6 +35,8 @@ shared machine, not idle). Below it, the published anchors
 
 import argparse
 import dataclasses
+import json
+import os
 import re
 import shlex
 import statistics
@@ -178,10 +187,43 @@ def row_configs(
     ]
 
 
-def run_results(config: TrainConfig, report_only: bool) -> dict | None:
-    """A finished run's metrics, with its best epoch and plain ranking;
-    trains it first unless ``report_only`` (then None if unfinished)."""
+def flags_key(flags: str) -> str:
+    """A row's flags as one spacing, to match a recorded row."""
+    return " ".join(shlex.split(flags))
+
+
+def recorded_runs(path: str) -> dict:
+    """The seeds an earlier report recorded, ``{(flags, seed): metrics}``.
+
+    Args:
+        path: the report's JSON (``numbers``); none yet gives ``{}``.
+    """
+    if not os.path.exists(path):
+        return {}
+    with open(path) as handle:
+        rows = json.load(handle)["rows"]
+    return {
+        (flags_key(row["flags"]), seed): run
+        for row in rows
+        for seed, run in row["runs"].items()
+        if run is not None
+    }
+
+
+def run_results(
+    config: TrainConfig, report_only: bool, recorded: dict | None = None
+) -> dict | None:
+    """A finished run's metrics, with its best epoch and plain ranking.
+
+    Args:
+        config: the seed's run.
+        report_only: do not train an unfinished run (None instead).
+        recorded: the seed's metrics in an earlier report, used when no
+            finished run folder is here (the run trained elsewhere).
+    """
     metrics = finished_metrics(config)
+    if metrics is None and recorded is not None:
+        return recorded
     if metrics is None and report_only:
         return None
     if metrics is None:
@@ -255,8 +297,18 @@ def row_line(label: str, runs: list, num_seeds: int) -> str:
     )
 
 
-def report(args: argparse.Namespace, results: dict, argv: list | None) -> str:
-    """The markdown report: our rows, then the anchors."""
+def report(
+    args: argparse.Namespace,
+    results: dict,
+    argv: list | None,
+    carried: dict | None = None,
+) -> str:
+    """The markdown report: our rows, then the anchors.
+
+    Args:
+        carried: ``{label: [seed, ...]}``, the seeds taken from the
+            earlier report's record rather than a run folder.
+    """
     num_seeds = len(args.seeds)
     lines = [
         "# MovieLens-1M: our recipes beside the published state of the art",
@@ -276,6 +328,19 @@ def report(args: argparse.Namespace, results: dict, argv: list | None) -> str:
     ]
     for label, _ in args.row:
         lines.append(row_line(label, results[label], num_seeds))
+    carried_rows = [
+        f"{label} (seeds {', '.join(map(str, seeds))})"
+        for label, seeds in (carried or {}).items()
+        if seeds
+    ]
+    if carried_rows:
+        lines += [
+            "",
+            "Carried over from this report's earlier record (their run "
+            "folders are not on this machine): "
+            + "; ".join(carried_rows)
+            + ".",
+        ]
     lines += [
         "",
         "| published | items | test NDCG@10 | test HR@10 | what it is |",
@@ -359,15 +424,21 @@ def main(argv: list[str] | None = None) -> int:
         }
     except ValueError as error:
         parser.error(str(error))
-    results = {
-        label: [run_results(c, args.report_only) for c in configs[label]]
-        for label in labels
-    }
     data = configs[labels[0]][0].data
     stem = common.report_stem(args.report_dir, "state_of_the_art", data)
+    record = recorded_runs(stem + ".json")
+    results, carried = {}, {}
+    for label, flags in args.row:
+        results[label], carried[label] = [], []
+        for seed, config in zip(args.seeds, configs[label]):
+            recorded = record.get((flags_key(flags), str(seed)))
+            run = run_results(config, args.report_only, recorded)
+            if run is not None and run is recorded:
+                carried[label].append(seed)
+            results[label].append(run)
     paths = common.write_report(
         stem,
-        report(args, results, argv),
+        report(args, results, argv, carried),
         numbers(args, results),
         lambda path: plot(args, results, path),
     )

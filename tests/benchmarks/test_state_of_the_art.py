@@ -1,6 +1,7 @@
 """benchmarks.state_of_the_art: rows of `train` flags, seeds, the anchors."""
 
 import json
+import shutil
 
 import pytest
 
@@ -59,6 +60,79 @@ def test_rows_train_their_seeds_and_report_them_beside_the_anchors(tmp_path):
     assert run(tmp_path, "--seeds", "0", "1", "--report-only", *rows) == 0
     again = json.loads(report.with_suffix(".json").read_text())
     assert again["rows"] == numbers["rows"]
+    # A seed whose run folder is gone (trained on another machine) is
+    # reported from the record, not trained again.
+    shutil.rmtree(tmp_path / "runs" / "last-s1")
+    assert run(tmp_path, "--seeds", "0", "1", *rows) == 0
+    assert not (tmp_path / "runs" / "last-s1").exists()
+    carried = json.loads(report.with_suffix(".json").read_text())
+    assert carried["rows"] == numbers["rows"]
+    assert "history last (seeds 1)" in report.with_suffix(".md").read_text()
+
+
+def recorded_seed(ndcg):
+    metric = {"ndcg@10": ndcg, "hr@10": 2 * ndcg, "mrr@10": ndcg / 2}
+    return {
+        "validation": metric,
+        "test": metric,
+        "validation_seen_excluded": metric,
+        "test_seen_excluded": metric,
+        "epochs_run": 12,
+        "best_epoch": 9,
+        "seconds_per_epoch_median": 30.0,
+    }
+
+
+def test_seeds_recorded_by_an_earlier_report_are_reported_again(tmp_path):
+    flags = "--data synthetic --epochs 2 --name gone"
+    report = tmp_path / "report" / "state_of_the_art-synthetic"
+    report.parent.mkdir()
+    record = {
+        "seeds": [0, 1],
+        "rows": [
+            {
+                "label": "an older label",
+                # The same flags, spaced otherwise, still match.
+                "flags": flags.replace(" ", "  "),
+                "runs": {"0": recorded_seed(0.1), "1": None},
+            },
+            {
+                "label": "other",
+                "flags": "--data synthetic --epochs 3",
+                "runs": {"0": recorded_seed(0.9), "1": None},
+            },
+        ],
+    }
+    report.with_suffix(".json").write_text(json.dumps(record))
+    assert (
+        run(
+            tmp_path,
+            "--report-only",
+            "--seeds",
+            "0",
+            "1",
+            "--row",
+            "row",
+            flags,
+        )
+        == 0
+    )
+    numbers = json.loads(report.with_suffix(".json").read_text())
+    assert numbers["rows"] == [
+        {
+            "label": "row",
+            "flags": flags,
+            "runs": {"0": recorded_seed(0.1), "1": None},
+        }
+    ]
+    text = report.with_suffix(".md").read_text()
+    assert (
+        "| row | 1 of 2 | 0.1000 | 0.2000 | 0.1000 | 0.1000 | 9/12 | 6 |"
+        in (text)
+    )
+    carried = "not on this machine): row (seeds 0)."
+    assert carried in text
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize(
