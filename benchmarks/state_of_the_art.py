@@ -160,7 +160,7 @@ def row_configs(
     """
     argv = shlex.split(flags)
     for owned in ("--seed", "--output-dir"):
-        if owned in argv:
+        if any(a == owned or a.startswith(owned + "=") for a in argv):
             raise ValueError(
                 f"Row {label!r}: {owned} is the script's (--seeds, "
                 f"--output-dir). Received: {flags!r}"

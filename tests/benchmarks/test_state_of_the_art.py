@@ -139,6 +139,8 @@ def test_seeds_recorded_by_an_earlier_report_are_reported_again(tmp_path):
     "flags, match",
     [
         ("--data synthetic --seed 3", "--seed is the script's"),
+        ("--data synthetic --seed=3", "--seed is the script's"),
+        ("--data synthetic --output-dir=x", "--output-dir is the script's"),
         ("--data nowhere", "refuses these flags"),
     ],
 )
