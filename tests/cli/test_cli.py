@@ -80,6 +80,7 @@ def test_train_one_epoch_on_tiny_synthetic_data(tmp_path):
         (["--batch-size", "many"], "expected an integer, got 'many'"),
         (["--steps-per-execution", "0"], "must be positive, got 0"),
         (["--split", "random"], "invalid choice: 'random'"),
+        (["--cosine-temperature", "0"], "must be positive, got 0"),
     ],
 )
 def test_nonsensical_arguments_exit_2_with_one_message(capsys, args, fragment):
@@ -87,6 +88,28 @@ def test_nonsensical_arguments_exit_2_with_one_message(capsys, args, fragment):
         cli.main(["train", *args])
     assert exit_info.value.code == 2
     assert fragment in capsys.readouterr().err
+
+
+def test_cosine_scores_with_a_head_other_than_softmax_are_refused(
+    tmp_path, capsys
+):
+    code = cli.main(
+        [
+            "train",
+            *TINY,
+            "--cosine-temperature",
+            "0.05",
+            "--head",
+            "mos",
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 1
+    error = capsys.readouterr().err
+    assert "cosine_temperature applies to the softmax heads" in error
+    assert "head='mos'" in error and "Traceback" not in error
+    assert not any(tmp_path.iterdir())
 
 
 def _assert_clean_error(result, *fragments):

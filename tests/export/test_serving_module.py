@@ -23,6 +23,10 @@ ITEMS = ["[PAD]"] + [f"item-{i}" for i in range(1, NUM_ITEMS)]
 CONFIGS = {
     "softmax": {},
     "softmax_no_dup": {"head": "softmax_no_dup"},
+    "softmax_no_dup, cosine": {
+        "head": "softmax_no_dup",
+        "cosine_temperature": 0.05,
+    },
     "cpr:5+mi+time_gap": {
         "head": "cpr",
         "cpr_reranker_ks": (5,),

@@ -27,8 +27,12 @@ def _seeded():
 
 
 def reference(layer, data, use_bias=True, exclude=False):
-    """h E^T + b at each row's last real position (position 0 if none)."""
+    """h E^T + b at each row's last real position (position 0 if none);
+    cos(h, E) / t + b with a cosine temperature t."""
     table = data["table"].astype("float64")
+    if layer.cosine_temperature is not None:
+        norms = np.linalg.norm(table, axis=1, keepdims=True)
+        table = table / np.maximum(norms, 1e-6)
     bias = data["bias"].astype("float64") if use_bias else np.zeros(N)
     out = np.zeros((3, N))
     for i, ids in enumerate(data["ids"]):
@@ -39,6 +43,8 @@ def reference(layer, data, use_bias=True, exclude=False):
                 w.astype("float64") for w in layer.projection.get_weights()
             )
             h = h @ kernel + b
+        if layer.cosine_temperature is not None:
+            h = h / np.linalg.norm(h) / layer.cosine_temperature
         out[i] = table @ h + bias
         if layer.mask_padding:
             out[i, 0] = NEG
@@ -57,6 +63,30 @@ def test_matches_numpy_reference(use_bias, mask_padding):
     np.testing.assert_allclose(
         logits.numpy(), reference(layer, data, use_bias), rtol=1e-5, atol=1e-5
     )
+
+
+@pytest.mark.parametrize("temperature", [0.05, 1.0])
+def test_cosine_scores_match_numpy_reference(temperature):
+    data = head_data(seed=2, width=6)
+    layer = TiedSoftmax(output_dim=D, cosine_temperature=temperature)
+    logits = call_head(layer, data)
+    np.testing.assert_allclose(
+        logits.numpy(), reference(layer, data), rtol=1e-4, atol=1e-4
+    )
+    # Cosines lie in [-1, 1]: the scores without the bias within 1 / t.
+    real = logits.numpy()[:, 1:] - data["bias"][1:]
+    assert np.abs(real).max() <= 1 / temperature + 1e-4
+    # The table's scale no longer matters; the state's neither.
+    scaled = dict(data, table=3 * data["table"], hidden=2 * data["hidden"])
+    np.testing.assert_allclose(
+        call_head(layer, scaled).numpy(), logits.numpy(), rtol=1e-4, atol=1e-4
+    )
+
+
+@pytest.mark.parametrize("temperature", [0, -1.0, True, "0.1"])
+def test_a_bad_cosine_temperature_is_an_error(temperature):
+    with pytest.raises(ValueError, match="Received: cosine_temperature="):
+        TiedSoftmax(cosine_temperature=temperature)
 
 
 def test_a_wider_encoder_is_projected_to_the_table():
@@ -122,14 +152,18 @@ def test_candidate_logits_equal_the_full_logits(exclude_history):
     np.testing.assert_array_equal(scores.numpy(), expected)
 
 
-@pytest.mark.parametrize("exclude_history", [False, True])
+@pytest.mark.parametrize(
+    "exclude_history, temperature", [(False, None), (True, None), (True, 0.1)]
+)
 @pytest.mark.parametrize("k", [1, 4, 10])
-def test_the_index_serves_the_exact_top_k(exclude_history, k):
+def test_the_index_serves_the_exact_top_k(exclude_history, temperature, k):
     data = head_data(seed=5)
     # Ties: the index breaks them by the lower id, as the full ranking.
     data["table"][7] = data["table"][5]
     data["bias"][7] = data["bias"][5]
-    layer = TiedSoftmax(exclude_history=exclude_history)
+    layer = TiedSoftmax(
+        exclude_history=exclude_history, cosine_temperature=temperature
+    )
     table, bias = tf.constant(data["table"]), tf.constant(data["bias"])
     ids, base = layer.top_k_candidates(head_inputs(data), table, k, bias)
     scores = layer.score_candidates(
@@ -242,11 +276,18 @@ def test_history_ids_outside_the_table_are_an_error():
 
 
 def test_config_round_trip_and_registration():
-    layer = TiedSoftmax(exclude_history=True, output_dim=3, mask_padding=False)
+    layer = TiedSoftmax(
+        exclude_history=True,
+        output_dim=3,
+        mask_padding=False,
+        cosine_temperature=0.05,
+    )
     config = layer.get_config()
-    assert {k: config[k] for k in ("exclude_history", "output_dim")} == {
+    names = ("exclude_history", "output_dim", "cosine_temperature")
+    assert {k: config[k] for k in names} == {
         "exclude_history": True,
         "output_dim": 3,
+        "cosine_temperature": 0.05,
     }
     clone = TiedSoftmax.from_config(config)
     assert clone.get_config() == config
@@ -255,6 +296,7 @@ def test_config_round_trip_and_registration():
         custom_objects={"TiedSoftmax": tfrec_tricks.layers.TiedSoftmax},
     )
     assert restored.exclude_history and not restored.mask_padding
+    assert restored.cosine_temperature == 0.05
 
 
 def test_run_layer_test():

@@ -59,6 +59,8 @@ def test_defaults_are_the_plain_model():
         ("soft_one_hot_buckets", 0),
         ("mos_components", 0),
         ("num_hard_negatives", 0),
+        ("cosine_temperature", 0.0),
+        ("cosine_temperature", -0.05),
         ("num_heads", 0),
         ("features", ("time_gap", "time_gap")),
         ("cpr_reranker_ks", (0,)),
@@ -79,6 +81,18 @@ def test_cross_field_checks():
         ModelConfig(num_items=10, head="cpr", cpr_reranker_ks=(10,))
     # Too large a k matters only for the CPR head.
     ModelConfig(num_items=10, head="softmax", cpr_reranker_ks=(100,))
+    # Cosine scores are the softmax heads' h E^T + b, normalised.
+    for head in ("cpr", "mos"):
+        with pytest.raises(ValueError, match="head='" + head):
+            ModelConfig(
+                num_items=10,
+                head=head,
+                cpr_reranker_ks=(2,),
+                cosine_temperature=0.05,
+            )
+    for head in ("softmax", "softmax_no_dup"):
+        config = ModelConfig(num_items=10, head=head, cosine_temperature=0.05)
+        assert ModelConfig.from_json(config.to_json()) == config
 
 
 def test_head_dropout_defaults_to_the_heads_measured_rate():

@@ -223,6 +223,7 @@ def test_the_head_and_projection_built_for_each_config(
     if head_type is TiedSoftmax:
         # Projected only when the encoder is wider than the item table.
         assert model.head.output_dim == (DIM if has_projection else None)
+        assert model.head.cosine_temperature is None
         assert model.head.exclude_history == (
             overrides.get("head") == "softmax_no_dup"
         )
@@ -238,6 +239,19 @@ def test_the_head_and_projection_built_for_each_config(
         assert model.projection.name == "projection"
     else:
         assert model.projection is None
+
+
+def test_the_softmax_head_scores_cosines_at_the_configs_temperature():
+    model = build(head="softmax_no_dup", cosine_temperature=0.05)
+    assert model.head.cosine_temperature == 0.05
+    logits = model({"history": tf.constant([[1, 2, 0], [3, 0, 0]])})
+    bias = model.item_embedding.output_bias.numpy()
+    real = logits.numpy()[:, 1:] - bias[1:]
+    # Cosines within [-1, 1], so the scores less the bias within 1 / t;
+    # the history's items ranked last.
+    shown = real[real > -1e8]
+    assert shown.size and abs(shown).max() <= 20 + 1e-4
+    assert logits.numpy()[0, 1] < -1e8 and logits.numpy()[1, 3] < -1e8
 
 
 def test_a_projection_keeps_its_checkpoint_key(tmp_path):

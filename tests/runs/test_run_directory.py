@@ -288,6 +288,21 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
         assert after["model"]["cpr_base_loss"] == 0.3
 
 
+def test_cosine_temperature_enters_the_fingerprint_only_when_set(tmp_path):
+    from tfrec_tricks.runs.training import fingerprint
+
+    def model_part(**model):
+        config = tiny_config(tmp_path, model=model)
+        return fingerprint(config, 40, data=[])["model"]
+
+    # Runs from before the option scored the dot product.
+    assert "cosine_temperature" not in model_part()
+    assert "cosine_temperature" not in model_part(head="softmax_no_dup")
+    for head in ("softmax", "softmax_no_dup"):
+        scored = model_part(head=head, cosine_temperature=0.05)
+        assert scored["cosine_temperature"] == 0.05
+
+
 def test_sasrec_norm_enters_the_fingerprint_only_when_pre(tmp_path):
     from tfrec_tricks.runs.training import fingerprint
 

@@ -421,3 +421,39 @@ def test_fixed_head_auto_is_fixed_to_the_datas_choice(repeat, head):
     hypermodel.declare(hp)
     assert hypermodel.model_config(hp).head == head
     assert "head" not in hypermodel.searched_names()
+
+
+@pytest.mark.parametrize(
+    "repeat, first", [(False, "softmax_no_dup"), (True, "softmax")]
+)
+def test_cosine_scores_search_the_softmax_heads_only(repeat, first):
+    data = _sequences_data(repeat)
+    hypermodel = SequentialRetrievalHyperModel(
+        data, fixed={"cosine_temperature": 0.05}
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert space["head"].values == ["softmax", "softmax_no_dup"]
+    # No CPR or MoS setting: KerasTuner would set the head to CPR to
+    # activate one.
+    assert not {"cpr_mi", "mos_components", "head_dropout"} & set(space)
+    # On repeat data --head auto would take CPR: the first trial takes the
+    # plain softmax instead.
+    config = hypermodel.model_config(hp)
+    assert (config.head, config.cosine_temperature) == (first, 0.05)
+    # A searched temperature narrows the heads alike.
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("cosine_temperature", [0.05, 0.1])
+    searched = SequentialRetrievalHyperModel(data, hyperparameters=custom)
+    hp = keras_tuner.HyperParameters()
+    searched.declare(hp)
+    assert {h.name: h for h in hp.space}["head"].values == [
+        "softmax",
+        "softmax_no_dup",
+    ]
+    # Fixing CPR (or auto's CPR) with cosine scores is refused at once.
+    with pytest.raises(ValueError, match="cosine_temperature applies"):
+        SequentialRetrievalHyperModel(
+            data, fixed={"cosine_temperature": 0.05, "head": "cpr"}
+        )

@@ -34,7 +34,14 @@ class TiedSoftmax(tf.keras.layers.Layer):
 
     ``logits = h E^T + b``
 
-    with padding id 0 at ``-1e9``. With ``exclude_history``, at inference
+    with padding id 0 at ``-1e9``. With a ``cosine_temperature`` ``t`` the
+    scores are cosine similarities instead, sharpened by ``t``:
+
+    ``logits = (h / |h|) (E / |E|)^T / t + b``
+
+    (rows normalised; HSTU's L2-normalised embeddings with temperature
+    0.05). The table itself is unchanged, so a tied table still feeds the
+    encoder its raw rows. With ``exclude_history``, at inference
     only, the history's items get ``-1e9`` too ("softmax without
     duplication"): the right ranking for data where an item is never
     repeated. Training keeps them, so that the loss of a target that does
@@ -53,6 +60,9 @@ class TiedSoftmax(tf.keras.layers.Layer):
             to it. ``None``: ``h`` is used as it is. Defaults to ``None``.
         mask_padding: bool. Give padding id 0 ``-1e9``. Defaults to
             ``True``.
+        cosine_temperature: float or None. Score by cosine similarity
+            divided by this temperature (> 0). ``None``: the dot product.
+            Defaults to ``None``.
         **kwargs: other keyword arguments of ``tf.keras.layers.Layer``.
 
     Call arguments:
@@ -95,6 +105,9 @@ class TiedSoftmax(tf.keras.layers.Layer):
         - [Chang, Agarwal and McCallum, WSDM 2024](
           https://arxiv.org/abs/2310.14079): softmax without duplication,
           a baseline of Softmax-CPR in sequential recommendation.
+        - [Zhai et al., ICML 2024](https://arxiv.org/abs/2402.17152):
+          HSTU, whose retrieval scores L2-normalised embeddings with
+          temperature 0.05.
     """
 
     def __init__(
@@ -102,14 +115,27 @@ class TiedSoftmax(tf.keras.layers.Layer):
         exclude_history: bool = False,
         output_dim: int | None = None,
         mask_padding: bool = True,
+        cosine_temperature: float | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         check_head_arguments(0.0, output_dim)
+        if cosine_temperature is not None and not (
+            isinstance(cosine_temperature, (int, float))
+            and not isinstance(cosine_temperature, bool)
+            and cosine_temperature > 0
+        ):
+            raise ValueError(
+                "`cosine_temperature` must be a positive number or None. "
+                f"Received: cosine_temperature={cosine_temperature!r}"
+            )
         self.exclude_history = bool(exclude_history)
         self.output_dim = output_dim
         self.mask_padding = bool(mask_padding)
+        self.cosine_temperature = (
+            None if cosine_temperature is None else float(cosine_temperature)
+        )
         # Created here, built on its first call (Keras builds it out of any
         # tf.function): a model can then refer to it before any call.
         self.projection = None
@@ -154,9 +180,20 @@ class TiedSoftmax(tf.keras.layers.Layer):
         h = tf.gather(hidden, last, batch_dims=1)
         if self.projection is not None:
             h = self.projection(h)
+        if self.cosine_temperature is not None:
+            h = tf.math.l2_normalize(h, axis=-1) / self.cosine_temperature
         return h, ids
 
+    def _scored_table(self, item_embeddings: Any) -> Any:
+        """The table the logits read: its rows normalised for cosine
+        scores (read whole, a tensor), else the table as given."""
+        if self.cosine_temperature is None:
+            return item_embeddings
+        table = tf.convert_to_tensor(item_embeddings)
+        return tf.math.l2_normalize(table, axis=-1)
+
     def _logits(self, h, item_embeddings, item_bias, candidate_ids, training):
+        item_embeddings = self._scored_table(item_embeddings)
         return tf.cast(
             item_logits(
                 h,
@@ -246,7 +283,9 @@ class TiedSoftmax(tf.keras.layers.Layer):
         """
         h, ids = self._read_inputs(inputs, item_embeddings)
         query = tf.cast(h, tf.float32)
-        table, bias = as_item_table(item_embeddings, item_bias)
+        table, bias = as_item_table(
+            self._scored_table(item_embeddings), item_bias
+        )
         count = min(int(k), num_rows(item_embeddings) - 1)
         if count == 0:
             if extra_ids is None:
@@ -324,6 +363,7 @@ class TiedSoftmax(tf.keras.layers.Layer):
                 "exclude_history": self.exclude_history,
                 "output_dim": self.output_dim,
                 "mask_padding": self.mask_padding,
+                "cosine_temperature": self.cosine_temperature,
             }
         )
         return config

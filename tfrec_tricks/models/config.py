@@ -12,6 +12,9 @@ from tfrec_tricks.config_fields import (
 
 ENCODERS = ("gru4rec", "sasrec")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
+#: The heads whose logits are ``h E^T + b`` (the tied softmax's): the ones
+#: that take ``cosine_temperature``.
+SOFTMAX_HEADS = ("softmax", "softmax_no_dup")
 #: A training run's ``--head auto``, its default: the run chooses one of
 #: ``HEADS`` from its data (``tfrec_tricks.runs.head_choice``); a model has
 #: a real head, and ``ModelConfig`` defaults to ``softmax``.
@@ -153,6 +156,15 @@ class ModelConfig:
         flag="--no-output-bias",
         switch_help="no per-item output bias",
         const=False,
+    )
+    cosine_temperature: float | None = option(
+        None,
+        "softmax heads: score each item by the cosine of h and its row "
+        "of E, divided by T, plus its bias (L2-normalised embeddings; "
+        "HSTU's retrieval uses T = 0.05). Off: the dot product h E^T + b.",
+        check="positive",
+        metavar="T",
+        default_text="off (dot product)",
     )
     sse_item_probability: float = option(
         0.0,
@@ -354,6 +366,16 @@ class ModelConfig:
                     f"Invalid model config: {name} {rule}. Received: "
                     f"{name}={getattr(self, name)!r}"
                 )
+        if (
+            self.cosine_temperature is not None
+            and self.head not in SOFTMAX_HEADS
+        ):
+            raise ValueError(
+                "Invalid model config: cosine_temperature applies to the "
+                f"softmax heads {SOFTMAX_HEADS}, whose logits are "
+                "h E^T + b. Received: cosine_temperature="
+                f"{self.cosine_temperature!r} with head={self.head!r}"
+            )
         # Checked only when the CPR head is used: the default (100,) is
         # too large for tiny catalogues but harmless to other heads.
         largest = self.num_items - 1

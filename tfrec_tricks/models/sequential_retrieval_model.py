@@ -385,6 +385,7 @@ class SequentialRetrievalModel(tfrs.Model):
             self.head = TiedSoftmax(
                 exclude_history=config.head == "softmax_no_dup",
                 output_dim=d if hidden != d else None,
+                cosine_temperature=config.cosine_temperature,
                 name="softmax_head",
             )
             # The same layer under the model's own name too, so that

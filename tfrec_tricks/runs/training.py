@@ -42,7 +42,12 @@ from tfrec_tricks.evaluation.full_ranking import (
     tf_target_ranks,
 )
 from tfrec_tricks.models import SequentialRetrievalModel
-from tfrec_tricks.models.config import AUTO_HEAD, HEADS, as_trained
+from tfrec_tricks.models.config import (
+    AUTO_HEAD,
+    HEADS,
+    SOFTMAX_HEADS,
+    as_trained,
+)
 from tfrec_tricks.output_targets import check_target, target_lock
 from tfrec_tricks.runs.distribution import is_chief, make_strategy
 from tfrec_tricks.runs.head_choice import requested_head, with_chosen_head
@@ -113,14 +118,15 @@ LATER_OPTIONS = {
     "warmup_epochs": 0,
 }
 # The same for ModelConfig fields: name -> (that value, (the field and
-# value the option applies to)). Left out of the resolved model config
-# when it has that value or does not apply, and out of the ``model``
-# overrides when they set that value: runs that differ only there are the
-# same run.
+# the value, or values, the option applies to)). Left out of the resolved
+# model config when it has that value or does not apply, and out of the
+# ``model`` overrides when they set that value: runs that differ only
+# there are the same run.
 MODEL_LATER_OPTIONS = {
     "cpr_base_loss": (0.0, ("head", "cpr")),
     "sasrec_norm": ("post", ("encoder", "sasrec")),
     "cpr_rerank_within_candidates": (False, ("head", "cpr")),
+    "cosine_temperature": (None, ("head", SOFTMAX_HEADS)),
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -158,8 +164,10 @@ def fingerprint(
             del train[name]
     model = config.model_config(num_items).to_dict()
     overrides = dict(train["model"])
-    for name, (before, (field, value)) in MODEL_LATER_OPTIONS.items():
-        if model[name] == before or model[field] != value:
+    for name, (before, (field, applies)) in MODEL_LATER_OPTIONS.items():
+        if not isinstance(applies, tuple):
+            applies = (applies,)
+        if model[name] == before or model[field] not in applies:
             del model[name]
         if name in overrides and overrides[name] == before:
             del overrides[name]

@@ -26,6 +26,7 @@ from tfrec_tricks.models.config import (  # noqa: E402
     AUTO_HEAD,
     ENCODERS,
     HEADS,
+    SOFTMAX_HEADS,
     default_head_dropout,
 )
 from tfrec_tricks.runs.head_choice import head_for_data  # noqa: E402
@@ -64,6 +65,7 @@ def _default_space(
     head: str | None = None,
     train_windows: bool = False,
     first_head: str = "softmax",
+    heads: tuple = HEADS,
 ) -> list:
     """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
 
@@ -71,7 +73,8 @@ def _default_space(
     defaults depend on other settings: the head on the data
     (``first_head``, ``--head auto``'s choice), the head dropout on a fixed
     ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
-    (``train_windows``: 5e-3, else 1e-3).
+    (``train_windows``: 5e-3, else 1e-3). ``heads`` are the heads searched
+    (the softmax heads alone with cosine scores).
 
     The rows, in this order: the encoder's, the optimisation's, the
     regularisers' (tied embeddings, SSE), the input features' and the
@@ -82,7 +85,7 @@ def _default_space(
         *_optimisation_rows(train_windows),
         *_regularisation_rows(),
         *_feature_rows(feature_names),
-        *_head_rows(num_items, head, first_head),
+        *_head_rows(num_items, head, first_head, heads),
     ]
 
 
@@ -193,15 +196,20 @@ def _reranker_choices(num_items: int) -> list[str]:
 
 
 def _head_rows(
-    num_items: int, head: str | None, first_head: str = "softmax"
+    num_items: int,
+    head: str | None,
+    first_head: str = "softmax",
+    heads: tuple = HEADS,
 ) -> list:
-    """The head (``first_head`` first), the CPR settings, the head dropout
-    and the MoS size."""
-    return [
+    """The head (one of ``heads``, ``first_head`` first), the CPR settings,
+    the head dropout and the MoS size: those of the heads in ``heads``
+    (KerasTuner would otherwise set the head to a value outside the
+    choice to activate a condition)."""
+    rows = [
         (
             "head",
             "Choice",
-            {"values": list(HEADS), "default": first_head},
+            {"values": list(heads), "default": first_head},
         ),
         *_cpr_rows(num_items),
         (
@@ -224,6 +232,7 @@ def _head_rows(
             ("head", ["mos"]),
         ),
     ]
+    return [row for row in rows if len(row) < 4 or set(row[3][1]) & set(heads)]
 
 
 def _cpr_rows(num_items: int) -> list:
@@ -308,7 +317,9 @@ sizes below N only (CPR) |
 
     The CPR and MoS entries are conditional on ``head``, the buckets on
     ``features``, the SSE probabilities on ``sse``, the attention heads on
-    ``encoder``: a trial only carries the ones that apply. Every default
+    ``encoder``: a trial only carries the ones that apply. A fixed or
+    searched ``cosine_temperature`` (cosine scores, the softmax heads'
+    alone) narrows ``head`` to softmax and softmax_no_dup. Every default
     is what ``tfrec-tricks train`` trains (``ModelConfig``'s and
     ``TrainConfig``'s defaults, SSE off; the head is the one ``--head
     auto`` chooses from ``data``, ``fixed={"head": "auto"}`` fixes it
@@ -424,12 +435,28 @@ sizes below N only (CPR) |
         first_head = self._first_head(data)
         if self.fixed.get("head") == AUTO_HEAD:
             self.fixed["head"] = first_head
+        heads = HEADS
+        custom_names = (
+            []
+            if hyperparameters is None
+            else [hp.name for hp in hyperparameters.space]
+        )
+        if (
+            self.fixed.get("cosine_temperature") is not None
+            or "cosine_temperature" in custom_names
+        ):
+            # Cosine scores are the softmax heads' (ModelConfig refuses
+            # them with another head): search those alone.
+            heads = SOFTMAX_HEADS
+            if first_head not in heads:
+                first_head = "softmax"
         self._space = _default_space(
             list(data.feature_names),
             data.num_items,
             head=self.fixed.get("head"),
             train_windows=window_stride is not None,
             first_head=first_head,
+            heads=heads,
         )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
