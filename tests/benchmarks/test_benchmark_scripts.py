@@ -123,6 +123,10 @@ DEFAULTS = {
         "probabilities": "0,0.05,0.1,0.2", "epochs": 10, "patience": 3,
         "output_dir": "runs/benchmarks",
     }),
+    "objective_speed": (["--row", "r", "--data ml-1m"], {
+        "row": [["r", "--data ml-1m"]], "steps": 32, "rounds": 3, "seed": 0,
+        "data_path": None, "report_dir": common.RESULTS,
+    }),
     "state_of_the_art": (["--row", "r", "--data ml-1m"], {
         "row": [["r", "--data ml-1m"]], "seeds": [0, 1, 2],
         "data_path": None, "output_dir": "runs", "report_only": False,

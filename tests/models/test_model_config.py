@@ -60,6 +60,7 @@ def test_defaults_are_the_plain_model():
         ("mos_components", 0),
         ("num_hard_negatives", 0),
         ("cosine_temperature", 0.0),
+        ("num_sampled_negatives", 0),
         ("cosine_temperature", -0.05),
         ("num_heads", 0),
         ("features", ("time_gap", "time_gap")),
@@ -93,6 +94,17 @@ def test_cross_field_checks():
     for head in ("softmax", "softmax_no_dup"):
         config = ModelConfig(num_items=10, head=head, cosine_temperature=0.05)
         assert ModelConfig.from_json(config.to_json()) == config
+    # Sampled negatives: the sampled objective, a softmax head.
+    for wrong in ({"objective": "full"}, {"head": "cpr"}, {"head": "mos"}):
+        values = {"objective": "sampled", **wrong}
+        with pytest.raises(ValueError, match="num_sampled_negatives applies"):
+            ModelConfig(
+                num_items=10,
+                cpr_reranker_ks=(2,),
+                num_sampled_negatives=4,
+                **values,
+            )
+    ModelConfig(num_items=10, objective="sampled", num_sampled_negatives=4)
 
 
 def test_head_dropout_defaults_to_the_heads_measured_rate():

@@ -43,6 +43,12 @@ SWITCHES = {
     "softmax_no_dup": {"head": "softmax_no_dup"},
     "sampled": {"objective": "sampled"},
     "sampled_hard": {"objective": "sampled", "num_hard_negatives": 4},
+    "sampled_negatives": {
+        "objective": "sampled",
+        "num_sampled_negatives": 6,
+        "head": "softmax_no_dup",
+        "cosine_temperature": 0.1,
+    },
     "sampled_cpr": {
         "objective": "sampled",
         "head": "cpr",
@@ -410,6 +416,73 @@ def test_a_sampled_step_touches_only_the_batchs_item_rows(
     rows = set(batch["history"].numpy().ravel()) | set(batch["target"].numpy())
     touched = set(grads[0].indices.numpy()) | set(grads[1].indices.numpy())
     assert touched <= rows
+
+
+def fixed_negatives(model, ids):
+    """The model draws ``ids`` as its sampled negatives."""
+    model.sample_negatives = lambda: tf.constant(ids, tf.int32)
+
+
+@pytest.mark.parametrize("hard", [None, 2])
+def test_sampled_negatives_loss_matches_numpy_reference(data, batch, hard):
+    model = make_model(
+        data,
+        objective="sampled",
+        num_sampled_negatives=5,
+        num_hard_negatives=hard,
+        dropout=0.0,
+    )
+    targets = batch["target"].numpy()
+    # A repeated negative, and one that is the first rows' target (an
+    # accidental hit, left out for those rows).
+    ids = [3, 1, 7, 3, int(targets[0])]
+    fixed_negatives(model, ids)
+    logits = model(batch).numpy().astype("float64")
+    expected = []
+    for row, target in zip(logits, targets):
+        negatives = np.where(np.array(ids) == target, -1e9, row[ids])
+        if hard is not None:
+            negatives = np.sort(negatives)[-hard:]
+        scores = np.concatenate([[row[target]], negatives])
+        top = scores.max()
+        expected.append(top + np.log(np.exp(scores - top).sum()) - scores[0])
+    loss = model.compute_loss(batch, training=True)
+    np.testing.assert_allclose(loss.numpy(), np.mean(expected), rtol=1e-5)
+    # Evaluation's loss is the same objective, read off the full logits.
+    model.loss_tracker.reset_state()
+    model.compute_loss(batch, training=False)
+    np.testing.assert_allclose(
+        model.loss_tracker.result().numpy(), np.mean(expected), rtol=1e-5
+    )
+
+
+def test_a_sampled_negatives_step_touches_the_targets_and_negatives(
+    data, batch
+):
+    # K shared negatives instead of the catalogue: the step reads and
+    # updates only the targets' and the negatives' rows of the output side.
+    model = make_model(data, objective="sampled", num_sampled_negatives=4)
+    model(batch)
+    ids = [2, 5, 5, 9]
+    fixed_negatives(model, ids)
+    bias = model.item_embedding.output_bias
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(batch, training=True)
+    grad = tape.gradient(loss, bias)
+    assert isinstance(grad, tf.IndexedSlices)
+    touched = set(grad.indices.numpy())
+    assert touched <= set(batch["target"].numpy()) | set(ids)
+    assert set(ids) <= touched
+
+
+def test_sampled_negatives_are_uniform_real_items(data):
+    model = make_model(data, objective="sampled", num_sampled_negatives=4000)
+    ids = model.sample_negatives().numpy()
+    assert ids.shape == (4000,)
+    assert ids.min() >= 1 and ids.max() <= data.num_items - 1
+    # Every item drawn about K / (N - 1) times.
+    counts = np.bincount(ids, minlength=data.num_items)[1:]
+    assert counts.min() > 0 and counts.max() < 3 * counts.mean()
 
 
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])

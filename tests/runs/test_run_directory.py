@@ -303,6 +303,18 @@ def test_cosine_temperature_enters_the_fingerprint_only_when_set(tmp_path):
         assert scored["cosine_temperature"] == 0.05
 
 
+def test_sampled_negatives_enter_the_fingerprint_only_when_set(tmp_path):
+    from tfrec_tricks.runs.training import fingerprint
+
+    def model_part(**model):
+        config = tiny_config(tmp_path, model={"objective": "sampled", **model})
+        return fingerprint(config, 40, data=[])["model"]
+
+    # Sampled runs from before the option scored the in-batch candidates.
+    assert "num_sampled_negatives" not in model_part()
+    assert model_part(num_sampled_negatives=16)["num_sampled_negatives"] == 16
+
+
 def test_sasrec_norm_enters_the_fingerprint_only_when_pre(tmp_path):
     from tfrec_tricks.runs.training import fingerprint
 

@@ -426,6 +426,24 @@ def test_fixed_head_auto_is_fixed_to_the_datas_choice(repeat, head):
 @pytest.mark.parametrize(
     "repeat, first", [(False, "softmax_no_dup"), (True, "softmax")]
 )
+def test_sampled_negatives_search_the_softmax_heads_only(repeat, first):
+    hypermodel = SequentialRetrievalHyperModel(
+        _sequences_data(repeat),
+        fixed={"objective": "sampled", "num_sampled_negatives": 16},
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert {h.name: h for h in hp.space}["head"].values == [
+        "softmax",
+        "softmax_no_dup",
+    ]
+    config = hypermodel.model_config(hp)
+    assert (config.head, config.num_sampled_negatives) == (first, 16)
+
+
+@pytest.mark.parametrize(
+    "repeat, first", [(False, "softmax_no_dup"), (True, "softmax")]
+)
 def test_cosine_scores_search_the_softmax_heads_only(repeat, first):
     data = _sequences_data(repeat)
     hypermodel = SequentialRetrievalHyperModel(

@@ -294,6 +294,16 @@ class ModelConfig:
         "in-batch sampled softmax (TFRS Retrieval semantics).",
         choices=OBJECTIVES,
     )
+    num_sampled_negatives: int | None = option(
+        None,
+        "sampled objective: score each query against its target and K "
+        "negatives drawn uniformly from the catalogue per step, shared by "
+        "the batch (HSTU's 128 negatives), instead of the batch's other "
+        "targets; softmax heads. None: the in-batch candidates.",
+        check="positive",
+        metavar="K",
+        default_text="in-batch candidates",
+    )
     num_hard_negatives: int | None = option(
         None,
         "sampled objective: keep only the N hardest negatives per query; "
@@ -375,6 +385,16 @@ class ModelConfig:
                 f"softmax heads {SOFTMAX_HEADS}, whose logits are "
                 "h E^T + b. Received: cosine_temperature="
                 f"{self.cosine_temperature!r} with head={self.head!r}"
+            )
+        if self.num_sampled_negatives is not None and (
+            self.objective != "sampled" or self.head not in SOFTMAX_HEADS
+        ):
+            raise ValueError(
+                "Invalid model config: num_sampled_negatives applies to the "
+                f"sampled objective with a softmax head {SOFTMAX_HEADS}. "
+                "Received: num_sampled_negatives="
+                f"{self.num_sampled_negatives!r} with objective="
+                f"{self.objective!r}, head={self.head!r}"
             )
         # Checked only when the CPR head is used: the default (100,) is
         # too large for tiny catalogues but harmless to other heads.

@@ -700,11 +700,72 @@ class SequentialRetrievalModel(tfrs.Model):
     # ----------------------------------------------------------------- loss
 
     def _per_example_loss(self, scores, targets):
-        """The objective's loss per example: ``[B, N]`` logits (full) or
-        ``[B, B]`` in-batch candidate scores (sampled)."""
+        """The objective's loss per example: ``[B, N]`` logits (full),
+        ``[B, B]`` in-batch candidate scores (sampled) or ``[B, 1 + K]``
+        scores of the target and K sampled negatives."""
+        if self.config.num_sampled_negatives is not None:
+            return self.sampled_negatives_loss(scores)
         if self.config.objective == "sampled":
             return self.sampled_softmax_loss(scores, targets)
         return tf.nn.sparse_softmax_cross_entropy_with_logits(targets, scores)
+
+    def sample_negatives(self) -> tf.Tensor:
+        """``num_sampled_negatives`` item ids, uniform over the real items
+        (1..N-1, with replacement), one draw for the whole batch."""
+        return tf.random.uniform(
+            [self.config.num_sampled_negatives],
+            minval=1,
+            maxval=self.config.num_items,
+            dtype=tf.int32,
+        )
+
+    def with_negatives(self, positive, negatives, negative_ids, targets):
+        """The ``[M, 1 + K]`` scores of ``sampled_negatives_loss``.
+
+        Args:
+            positive: float ``[M]``, each query's score of its target.
+            negatives: float ``[M, K]``, its scores of the negatives.
+            negative_ids: int ``[K]``, the negatives' item ids.
+            targets: int ``[M]``, the targets' ids.
+
+        Returns:
+            float32 ``[M, 1 + K]``: the target first; with
+            ``remove_accidental_hits``, a negative that is the query's
+            target at ``-1e9`` (it is not a negative).
+        """
+        negatives = tf.cast(negatives, tf.float32)
+        if self.config.remove_accidental_hits:
+            hit = tf.equal(
+                tf.cast(negative_ids, tf.int32)[None, :],
+                tf.cast(targets, tf.int32)[:, None],
+            )
+            negatives = tf.where(
+                hit, tf.constant(common.PADDING_LOGIT), negatives
+            )
+        return tf.concat([tf.cast(positive, tf.float32)[:, None], negatives], 1)
+
+    def sampled_negatives_loss(self, scores):
+        """Softmax cross-entropy of the target (column 0) against the
+        sampled negatives, after hard-negative mining when configured.
+
+        Uniform negatives need no logQ correction: every candidate's
+        correction is the same constant.
+
+        Args:
+            scores: float ``[M, 1 + K]`` (``with_negatives``).
+
+        Returns:
+            float32 ``[M]`` losses.
+        """
+        scores = tf.cast(scores, tf.float32)
+        labels = tf.one_hot(
+            tf.zeros(tf.shape(scores)[:1], tf.int32), tf.shape(scores)[1]
+        )
+        if self.hard_negatives is not None:
+            scores, labels = self.hard_negatives(scores, labels)
+        return tf.keras.losses.categorical_crossentropy(
+            labels, scores, from_logits=True
+        )
 
     def sampled_softmax_loss(self, scores, candidate_ids):
         """Per-query in-batch sampled softmax loss (``tasks.Retrieval``).
@@ -873,8 +934,15 @@ class SequentialRetrievalModel(tfrs.Model):
             (None without a base loss).
         """
         sampled = self.config.objective == "sampled"
+        negatives = self.config.num_sampled_negatives is not None
         # CPR's base logits, trained besides by a plain softmax loss.
         with_base = self.base_loss_weight > 0
+        if negatives and training:
+            return (
+                None,
+                self._negative_scores(history, states, training, loss_targets),
+                None,
+            )
         if sampled and training:
             scores = self._scores(
                 history,
@@ -898,6 +966,16 @@ class SequentialRetrievalModel(tfrs.Model):
             logits, base_logits = logits
         if not sampled:
             return logits, logits, base_logits
+        if negatives:
+            # Evaluation's loss is the objective's, read off the logits.
+            negative_ids = self.sample_negatives()
+            scores = self.with_negatives(
+                tf.gather(logits, loss_targets, batch_dims=1),
+                tf.gather(logits, negative_ids, axis=1),
+                negative_ids,
+                loss_targets,
+            )
+            return logits, scores, None
         # Evaluation has the full logits already: the candidates' are a
         # gather, not a second pass over the catalogue (for CPR's
         # rerankers, a second top-k over [B, N]).
@@ -905,6 +983,34 @@ class SequentialRetrievalModel(tfrs.Model):
         if with_base:
             base_logits = tf.gather(base_logits, loss_targets, axis=1)
         return logits, scores, base_logits
+
+    def _negative_scores(self, history, states, training, targets):
+        """Training scores of the targets and the shared negatives.
+
+        The head scores the ``[M, 1]`` targets and the ``[K]`` negatives
+        from one set of inputs (one output dropout draw), reading only
+        those rows of the table: ``[M, 1 + K]`` (``with_negatives``)
+        instead of the full ``[M, N]`` logits.
+        """
+        inputs = self._head_inputs(history, states, training)
+        table = self.item_embedding.output_embeddings
+        bias = self.item_embedding.output_bias
+        negative_ids = self.sample_negatives()
+        positive = self.head(
+            inputs,
+            table,
+            item_bias=bias,
+            candidate_ids=targets[:, None],
+            training=training,
+        )[:, 0]
+        negatives = self.head(
+            inputs,
+            table,
+            item_bias=bias,
+            candidate_ids=negative_ids,
+            training=training,
+        )
+        return self.with_negatives(positive, negatives, negative_ids, targets)
 
     def _partitioned_loss(
         self, history, states, training, targets, position_targets=None

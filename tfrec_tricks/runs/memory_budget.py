@@ -92,7 +92,9 @@ def training_bytes(
     params = sum(parameter_count(model).values())
     copies = 2 + OPTIMIZER_SLOTS.get(optimizer, 0)  # weights, gradients
     rows = batch_size * rows_per_example
-    if model.objective == "sampled":
+    if model.num_sampled_negatives is not None:
+        columns = 1 + model.num_sampled_negatives  # the target and K shared
+    elif model.objective == "sampled":
         columns = rows  # in-batch candidates
     else:
         columns = model.num_items

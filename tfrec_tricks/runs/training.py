@@ -127,6 +127,7 @@ MODEL_LATER_OPTIONS = {
     "sasrec_norm": ("post", ("encoder", "sasrec")),
     "cpr_rerank_within_candidates": (False, ("head", "cpr")),
     "cosine_temperature": (None, ("head", SOFTMAX_HEADS)),
+    "num_sampled_negatives": (None, ("objective", "sampled")),
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -641,6 +642,22 @@ def _build(
         first = inputs.train if strategy is None else inputs.local_train
         model(next(iter(first)))
     return model, inputs
+
+
+def training_model(config: TrainConfig) -> tuple:
+    """The compiled model and fit inputs of ``config``'s run, without a run
+    directory: what ``train`` fits, for timing its steps (benchmarks).
+
+    Seeds, loads the data and resolves ``--head auto`` as ``train`` does.
+
+    Returns:
+        ``(model, inputs)``: the ``SequentialRetrievalModel``, built and
+        compiled, and its ``FitInputs`` (``inputs.train``, the shuffled
+        training batches of one epoch).
+    """
+    config, data, _ = _load(config, verbose=0)
+    model_config = config.model_config(data.num_items)
+    return _build(config, model_config, data, None)
 
 
 def _fit_callbacks(

@@ -59,6 +59,11 @@ def _default(name: str) -> Any:
     return field_default(ModelConfig, name)
 
 
+#: ModelConfig fields that only the softmax heads take: set, they narrow
+#: the searched heads to ``SOFTMAX_HEADS``.
+SOFTMAX_HEAD_SETTINGS = ("cosine_temperature", "num_sampled_negatives")
+
+
 def _default_space(
     feature_names: list[str],
     num_items: int,
@@ -318,8 +323,9 @@ sizes below N only (CPR) |
     The CPR and MoS entries are conditional on ``head``, the buckets on
     ``features``, the SSE probabilities on ``sse``, the attention heads on
     ``encoder``: a trial only carries the ones that apply. A fixed or
-    searched ``cosine_temperature`` (cosine scores, the softmax heads'
-    alone) narrows ``head`` to softmax and softmax_no_dup. Every default
+    searched ``cosine_temperature`` or ``num_sampled_negatives`` (settings
+    of the softmax heads alone) narrows ``head`` to softmax and
+    softmax_no_dup. Every default
     is what ``tfrec-tricks train`` trains (``ModelConfig``'s and
     ``TrainConfig``'s defaults, SSE off; the head is the one ``--head
     auto`` chooses from ``data``, ``fixed={"head": "auto"}`` fixes it
@@ -441,12 +447,12 @@ sizes below N only (CPR) |
             if hyperparameters is None
             else [hp.name for hp in hyperparameters.space]
         )
-        if (
-            self.fixed.get("cosine_temperature") is not None
-            or "cosine_temperature" in custom_names
+        if any(
+            self.fixed.get(name) is not None or name in custom_names
+            for name in SOFTMAX_HEAD_SETTINGS
         ):
-            # Cosine scores are the softmax heads' (ModelConfig refuses
-            # them with another head): search those alone.
+            # Settings of the softmax heads alone (ModelConfig refuses
+            # them with another head): search those heads alone.
             heads = SOFTMAX_HEADS
             if first_head not in heads:
                 first_head = "softmax"
