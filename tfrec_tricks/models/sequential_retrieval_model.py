@@ -928,10 +928,11 @@ class SequentialRetrievalModel(tfrs.Model):
 
         Returns:
             ``(logits, scores, base_scores)``: the ``[B, N]`` logits (None
-            for the sampled objective in training, which scores only the
-            in-batch candidates), the loss's scores (the logits, or
-            ``[B, B]`` at the candidates) and CPR's base scores alike
-            (None without a base loss).
+            for the sampled objective in training, which scores only its
+            candidates), the loss's scores (the logits, ``[B, B]`` at the
+            in-batch candidates, or ``[B, 1 + K]`` at the target and the
+            sampled negatives) and CPR's base scores alike (None without
+            a base loss).
         """
         sampled = self.config.objective == "sampled"
         negatives = self.config.num_sampled_negatives is not None
