@@ -9,10 +9,11 @@ command that reports the table also trains what it lacks; with
 
 A seed's run folder need not outlive the machine it trained on: a seed
 recorded in the report's JSON by an earlier run of the script (the same
-row flags, the same seed) counts as finished when no finished run folder
-is here, so a table of seeds trained across sessions or machines is
-reported again from its record; the report names the seeds it carried
-over.
+row flags, resolving to the same training settings, and the same seed)
+counts as finished when no finished run folder is here, so a table of
+seeds trained across sessions or machines is reported again from its
+record; the report names the seeds it carried over. A record whose flags
+now mean other settings (a recipe or a default changed) is not used.
 
     python -m benchmarks.state_of_the_art --data-path ../shared/data \\
         --seeds 0 1 2 \\
@@ -192,18 +193,32 @@ def flags_key(flags: str) -> str:
     return " ".join(shlex.split(flags))
 
 
+def row_settings(config: TrainConfig) -> dict:
+    """What a row's flags resolve to, as JSON: the training settings less
+    the seed, the run's name and where runs and data are."""
+    settings = dataclasses.asdict(config)
+    for name in ("seed", "name", "output_dir", "data_path"):
+        settings.pop(name)
+    return json.loads(json.dumps(settings))
+
+
 def recorded_runs(path: str) -> dict:
-    """The seeds an earlier report recorded, ``{(flags, seed): metrics}``.
+    """The seeds an earlier report recorded.
 
     Args:
         path: the report's JSON (``numbers``); none yet gives ``{}``.
+
+    Returns:
+        ``{(flags, seed): (metrics, settings)}``, the settings the row's
+        flags resolved to then (None in reports from before they were
+        recorded).
     """
     if not os.path.exists(path):
         return {}
     with open(path) as handle:
         rows = json.load(handle)["rows"]
     return {
-        (flags_key(row["flags"]), seed): run
+        (flags_key(row["flags"]), seed): (run, row.get("settings"))
         for row in rows
         for seed, run in row["runs"].items()
         if run is not None
@@ -351,14 +366,16 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-def numbers(args: argparse.Namespace, results: dict) -> dict:
-    """The report's JSON: each row's flags and per-seed metrics."""
+def numbers(args: argparse.Namespace, results: dict, configs: dict) -> dict:
+    """The report's JSON: each row's flags, the settings they resolve to
+    (``row_settings``) and per-seed metrics."""
     return {
         "seeds": args.seeds,
         "rows": [
             {
                 "label": label,
                 "flags": flags,
+                "settings": row_settings(configs[label][0]),
                 "runs": {
                     str(seed): run
                     for seed, run in zip(args.seeds, results[label])
@@ -430,8 +447,19 @@ def main(argv: list[str] | None = None) -> int:
     results, carried = {}, {}
     for label, flags in args.row:
         results[label], carried[label] = [], []
+        settings = row_settings(configs[label][0])
         for seed, config in zip(args.seeds, configs[label]):
-            recorded = record.get((flags_key(flags), str(seed)))
+            recorded, then = record.get(
+                (flags_key(flags), str(seed)), (None,) * 2
+            )
+            if recorded is not None and then not in (None, settings):
+                print(
+                    f"Row {label!r}, seed {seed}: the record was trained with "
+                    "other settings (a recipe or default changed); not "
+                    "carried over.",
+                    file=sys.stderr,
+                )
+                recorded = None
             run = run_results(config, args.report_only, recorded)
             if run is not None and run is recorded:
                 carried[label].append(seed)
@@ -439,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = common.write_report(
         stem,
         report(args, results, argv, carried),
-        numbers(args, results),
+        numbers(args, results, configs),
         lambda path: plot(args, results, path),
     )
     print(open(paths["md"]).read())

@@ -83,7 +83,9 @@ def recorded_seed(ndcg):
     }
 
 
-def test_seeds_recorded_by_an_earlier_report_are_reported_again(tmp_path):
+def test_seeds_recorded_by_an_earlier_report_are_reported_again(
+    tmp_path, capsys
+):
     flags = "--data synthetic --epochs 2 --name gone"
     report = tmp_path / "report" / "state_of_the_art-synthetic"
     report.parent.mkdir()
@@ -118,6 +120,8 @@ def test_seeds_recorded_by_an_earlier_report_are_reported_again(tmp_path):
         == 0
     )
     numbers = json.loads(report.with_suffix(".json").read_text())
+    settings = numbers["rows"][0].pop("settings")
+    assert settings["epochs"] == 2 and "seed" not in settings
     assert numbers["rows"] == [
         {
             "label": "row",
@@ -133,6 +137,17 @@ def test_seeds_recorded_by_an_earlier_report_are_reported_again(tmp_path):
     carried = "not on this machine): row (seeds 0)."
     assert carried in text
     assert not (tmp_path / "runs").exists()
+    # Once the flags mean other settings (here: a changed default), the
+    # record is another run's and is not used.
+    numbers["rows"][0]["settings"] = dict(settings, epochs=5)
+    report.with_suffix(".json").write_text(json.dumps(numbers))
+    assert (
+        run(tmp_path, "--report-only", "--seeds", "0", "--row", "row", flags)
+        == 0
+    )
+    assert "other settings" in capsys.readouterr().err
+    again = json.loads(report.with_suffix(".json").read_text())
+    assert again["rows"][0]["runs"] == {"0": None}
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 import pytest
 
 from tfrec_tricks.cli.parser import build_parser, parse, train_config
+from tfrec_tricks.errors import DataError
 from tfrec_tricks.runs.recipes import RECIPES, recipe_options
 from tfrec_tricks.runs.train_config import TrainConfig
 
@@ -25,6 +26,36 @@ def test_long_histories_is_the_published_command():
     flags = _config("train", "--data", "ml-1m", *LONG_HISTORIES_FLAGS)
     assert recipe == flags
     assert recipe != _config("train", "--data", "ml-1m")
+
+
+def test_the_one_hour_recipe_is_its_measured_run():
+    # benchmarks/results/ml-1m-long-histories: sasrec200-cos25-lr5e3w1.
+    hour = _config("train", "--data", "ml-1m", "--recipe", "long-histories-1h")
+    flags = _config(
+        "train",
+        "--data",
+        "ml-1m",
+        "--recipe",
+        "long-histories",
+        *"--learning-rate 0.005 --lr-schedule cosine --warmup-epochs 1".split(),
+        *"--epochs 25".split(),
+    )
+    assert hour == flags
+    assert (hour.learning_rate, hour.lr_schedule, hour.epochs) == (
+        0.005,
+        "cosine",
+        25,
+    )
+
+
+def test_tune_refuses_the_one_hour_recipes_schedule():
+    # Hyperband's trials train for differing epochs: no one schedule.
+    expected = (
+        "--recipe long-histories-1h: tfrec-tricks tune has no "
+        "--lr-schedule .*choose another recipe"
+    )
+    with pytest.raises(DataError, match=expected):
+        parse(build_parser(), ["tune", "--recipe", "long-histories-1h"])
 
 
 def test_flags_beat_the_recipe():
@@ -69,7 +100,7 @@ def test_an_unknown_recipe_is_refused_with_the_known_ones(capsys):
         parse(build_parser(), ["train", "--recipe", "long-history"])
     assert stop.value.code == 2
     assert "'long-history'" in capsys.readouterr().err
-    with pytest.raises(ValueError, match=r"\['long-histories'\].*'nope'"):
+    with pytest.raises(ValueError, match=r"\['long-histories', .*'nope'"):
         recipe_options("nope")
 
 

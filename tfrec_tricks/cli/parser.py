@@ -127,7 +127,8 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
         )
     if config or recipe:
         values = load_config_file(config) if config else recipe_options(recipe)
-        _check_taken(args.command, values["train"], config or recipe)
+        source = config or f"--recipe {recipe}"
+        _check_taken(args.command, values["train"], source, bool(config))
         parser.command_parsers[args.command].set_defaults(**values["train"])
         args = parser.parse_args(argv)
         args.config_model = values["model"]
@@ -135,7 +136,9 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     return args
 
 
-def _check_taken(command: str, values: dict, source: str) -> None:
+def _check_taken(
+    command: str, values: dict, source: str, is_file: bool = True
+) -> None:
     """Refuses a file's or recipe's setting that ``command`` has no flag
     for (its ``SKIP_FIELDS``) unless it is the default: the command would
     drop it without a word.
@@ -146,8 +149,13 @@ def _check_taken(command: str, values: dict, source: str) -> None:
     skipped = getattr(COMMANDS[command], "SKIP_FIELDS", ())
     for name in skipped:
         if name in values and values[name] != field_default(TrainConfig, name):
+            fix = (
+                "leave it out of the file"
+                if is_file
+                else ("choose another recipe")
+            )
             raise DataError(
                 f"{source}: tfrec-tricks {command} has no --"
-                f"{name.replace('_', '-')} (see {command} --help); leave it "
-                f"out of the file. Received: {name}={values[name]!r}"
+                f"{name.replace('_', '-')} (see {command} --help); {fix}. "
+                f"Received: {name}={values[name]!r}"
             )
