@@ -28,24 +28,14 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from benchmarks import common  # noqa: E402
+from benchmarks import common, train_rows  # noqa: E402
 from benchmarks.epoch_speed import interleaved_epoch_seconds  # noqa: E402
-from benchmarks.state_of_the_art import row_configs  # noqa: E402
 from tfrec_tricks.runs.training import training_model  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
-    parser.add_argument(
-        "--row",
-        nargs=2,
-        action="append",
-        required=True,
-        metavar=("LABEL", "FLAGS"),
-        help="a row: its label and its `tfrec-tricks train` flags (one "
-        "string; --seed and --output-dir are the script's). The first row "
-        "is the ratios' reference. Repeat for more rows.",
-    )
+    train_rows.add_row_option(parser, "The first row is the ratios' reference.")
     parser.add_argument(
         "--steps",
         type=int,
@@ -131,21 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     labels = [label for label, _ in args.row]
-    if len(set(labels)) != len(labels):
-        parser.error(f"--row labels must differ. Received: {labels}")
     if args.steps < 1 or args.rounds < 2:
         parser.error(
             "--steps must be positive and --rounds at least 2. Received: "
             f"--steps {args.steps} --rounds {args.rounds}"
         )
-    args.output_dir = "unused"  # row_configs' run folder: nothing is written
-    try:
-        configs = {
-            label: row_configs(label, flags, [args.seed], args)[0]
-            for label, flags in args.row
-        }
-    except ValueError as error:
-        parser.error(str(error))
+    args.output_dir = "unused"  # the rows' run folder: nothing is written
+    configs = {
+        label: seeds[0]
+        for label, seeds in train_rows.parse_rows(
+            parser, args, [args.seed]
+        ).items()
+    }
     jobs, steps_per_epoch = {}, {}
     for label, config in configs.items():
         model, inputs = training_model(config)

@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import shlex
 import statistics
 import sys
@@ -47,8 +46,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from benchmarks import common  # noqa: E402
-from tfrec_tricks.cli import parser as cli_parser  # noqa: E402
+from benchmarks import common, train_rows  # noqa: E402
 from tfrec_tricks.runs.sampled_evaluation import (  # noqa: E402
     history_kept_metrics,
 )
@@ -117,16 +115,7 @@ METRICS = ("ndcg@10", "hr@10")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
-    parser.add_argument(
-        "--row",
-        nargs=2,
-        action="append",
-        required=True,
-        metavar=("LABEL", "FLAGS"),
-        help="a row: its label and its `tfrec-tricks train` flags (one "
-        "string; --seed and --output-dir are the script's). Repeat for "
-        "more rows.",
-    )
+    train_rows.add_row_option(parser)
     parser.add_argument(
         "--seeds",
         type=int,
@@ -148,44 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_report_dir_option(parser)
     return parser
-
-
-def row_configs(
-    label: str, flags: str, seeds: list, args: argparse.Namespace
-) -> list[TrainConfig]:
-    """The ``TrainConfig`` of each seed of a row, as ``train`` parses it.
-
-    Raises:
-        ValueError: flags ``tfrec-tricks train`` refuses, or a row that
-            sets its own --seed or --output-dir.
-    """
-    argv = shlex.split(flags)
-    for owned in ("--seed", "--output-dir"):
-        if any(a == owned or a.startswith(owned + "=") for a in argv):
-            raise ValueError(
-                f"Row {label!r}: {owned} is the script's (--seeds, "
-                f"--output-dir). Received: {flags!r}"
-            )
-    parser = cli_parser.build_parser()
-    try:
-        base = cli_parser.train_config(
-            cli_parser.parse(parser, ["train", *argv])
-        )
-    except SystemExit:
-        raise ValueError(
-            f"Row {label!r}: `tfrec-tricks train` refuses these flags (its "
-            f"message is above). Received: {flags!r}"
-        ) from None
-    name = base.name or re.sub(r"[^A-Za-z0-9.]+", "-", label).strip("-")
-    overrides = {"output_dir": args.output_dir}
-    if args.data_path is not None:
-        overrides["data_path"] = args.data_path
-    return [
-        dataclasses.replace(
-            base, **overrides, seed=seed, name=f"{name}-s{seed}"
-        )
-        for seed in seeds
-    ]
 
 
 def flags_key(flags: str) -> str:
@@ -432,15 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     labels = [label for label, _ in args.row]
-    if len(set(labels)) != len(labels):
-        parser.error(f"--row labels must differ. Received: {labels}")
-    try:
-        configs = {
-            label: row_configs(label, flags, args.seeds, args)
-            for label, flags in args.row
-        }
-    except ValueError as error:
-        parser.error(str(error))
+    configs = train_rows.parse_rows(parser, args, args.seeds)
     data = configs[labels[0]][0].data
     stem = common.report_stem(args.report_dir, "state_of_the_art", data)
     record = recorded_runs(stem + ".json")
