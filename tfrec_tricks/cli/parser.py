@@ -149,11 +149,9 @@ def _check_taken(
     skipped = getattr(COMMANDS[command], "SKIP_FIELDS", ())
     for name in skipped:
         if name in values and values[name] != field_default(TrainConfig, name):
-            fix = (
-                "leave it out of the file"
-                if is_file
-                else ("choose another recipe")
-            )
+            fix = "leave it out of the file"
+            if not is_file:
+                fix = "choose another recipe"
             raise DataError(
                 f"{source}: tfrec-tricks {command} has no --"
                 f"{name.replace('_', '-')} (see {command} --help); {fix}. "
