@@ -50,9 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="jobs per row, taking turns, the first not timed (>= 2). "
         "Default: 3",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="the rows' seed. Default: 0"
-    )
+    common.add_seed_option(parser)
     common.add_data_path_option(parser)
     common.add_report_dir_option(parser)
     return parser

@@ -441,14 +441,12 @@ sizes below N only (CPR) |
         first_head = self._first_head(data)
         if self.fixed.get("head") == AUTO_HEAD:
             self.fixed["head"] = first_head
+        custom = {}
+        if hyperparameters is not None:
+            custom = {hp.name: hp for hp in hyperparameters.space}
         heads = HEADS
-        custom_names = (
-            []
-            if hyperparameters is None
-            else [hp.name for hp in hyperparameters.space]
-        )
         if any(
-            self.fixed.get(name) is not None or name in custom_names
+            self.fixed.get(name) is not None or name in custom
             for name in SOFTMAX_HEAD_SETTINGS
         ):
             # Settings of the softmax heads alone (ModelConfig refuses
@@ -467,9 +465,6 @@ sizes below N only (CPR) |
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
         allowed = (space_names | fields | {BATCH_SIZE}) - set(DATA_FIELDS)
-        custom = {}
-        if hyperparameters is not None:
-            custom = {hp.name: hp for hp in hyperparameters.space}
         for what, names in (("fixed", self.fixed), ("hyperparameters", custom)):
             unknown = sorted(set(names) - allowed)
             if unknown:
