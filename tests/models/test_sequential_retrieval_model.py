@@ -774,3 +774,37 @@ def test_cpr_training_loss_is_the_cross_entropy_of_its_logits(
     expected = model.compute_loss(batch, training=False)
     np.testing.assert_allclose(float(loss), float(expected), rtol=1e-5)
     assert ranks == {m.name: float(m.result()) for m in model.ranking_metrics}
+
+
+@pytest.mark.parametrize("head", ["softmax_no_dup", "cpr"])
+def test_without_train_metrics_training_logs_no_ranks_and_trains_the_same(
+    data, batch, head
+):
+    train = make_dataset(data.train, 32).take(3)
+    ranked, unranked = (
+        make_model(
+            data,
+            encoder="sasrec",
+            head=head,
+            cpr_reranker_ks=(5,),
+            dropout=0.0,
+            attention_dropout=0.0,
+            head_dropout=0.0,
+            train_metrics=train_metrics,
+        )
+        for train_metrics in (True, False)
+    )
+    ranked(batch), unranked(batch)
+    _copy_trainable(ranked, unranked)
+    logs = [
+        model.fit(train, epochs=2, verbose=0, validation_data=train).history
+        for model in (ranked, unranked)
+    ]
+    metrics = {"ndcg@10", "hr@10", "mrr@10"}
+    assert metrics <= set(logs[0])
+    # No training ranks (not a 0 that reads as a score); validation ranks.
+    assert set(logs[0]) - set(logs[1]) == metrics
+    for key, values in logs[1].items():
+        # The ranks were a side computation: the same weights and scores.
+        np.testing.assert_allclose(values, logs[0][key], rtol=1e-6)
+    assert logs[1]["val_ndcg@10"][-1] > 0

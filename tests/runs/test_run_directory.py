@@ -458,3 +458,19 @@ def test_a_run_that_named_its_head_is_matched_to_auto_only_after_loading(
     before = snapshot(tmp_path)
     assert train(auto, verbose=0).metrics == metrics
     assert snapshot(tmp_path) == before
+
+
+def test_train_metrics_enter_the_fingerprint_only_when_off(tmp_path):
+    from tfrec_tricks.runs.training import fingerprint
+
+    def parts(**model):
+        found = fingerprint(tiny_config(tmp_path, model=model), 40, data=[])
+        return found["model"], found["train"]["model"]
+
+    # Runs from before the option ranked their training batches.
+    for model, overrides in (parts(), parts(train_metrics=True)):
+        assert "train_metrics" not in model
+        assert "train_metrics" not in overrides
+    model, overrides = parts(train_metrics=False)
+    assert model["train_metrics"] is False
+    assert overrides["train_metrics"] is False

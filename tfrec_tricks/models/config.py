@@ -324,6 +324,18 @@ class ModelConfig:
         "training targets).",
         cli=False,
     )
+    # On as Keras users expect; off is the same run, faster
+    # (docs/decisions.md#train-metrics).
+    train_metrics: bool = option(
+        True,
+        "rank the training targets too, for the training NDCG/HR/MRR of "
+        "the progress bar and the history: one more pass over each "
+        "batch's logits. Validation is always ranked.",
+        flag="--no-train-metrics",
+        switch_help="no ranking metrics on training batches (TFRS's "
+        "compute_metrics=not training): faster steps",
+        const=False,
+    )
     learning_rate: float = option(
         1e-3, "Adam's learning rate.", check="positive", cli=False
     )

@@ -870,7 +870,9 @@ class SequentialRetrievalModel(tfrs.Model):
             per_example, ranks = self._partitioned_loss(
                 history, states, training, targets, inputs.get(POSITION_TARGETS)
             )
-            return self._record_loss(per_example, ranks, every_position)
+            return self._record_loss(
+                per_example, ranks, every_position, training
+            )
         if every_position:
             history, states, targets = self._position_rows(
                 history, states, inputs[POSITION_TARGETS], training
@@ -878,7 +880,7 @@ class SequentialRetrievalModel(tfrs.Model):
         per_example, ranks = self._logits_loss(
             history, states, training, targets
         )
-        return self._record_loss(per_example, ranks, every_position)
+        return self._record_loss(per_example, ranks, every_position, training)
 
     def _position_rows(self, history, states, position_targets, training):
         """One row per target position: ``target_positions`` for a head
@@ -1064,8 +1066,12 @@ class SequentialRetrievalModel(tfrs.Model):
             cross_entropy += self.base_loss_weight * base_cross_entropy
         return cross_entropy, ranks
 
-    def _record_loss(self, per_example, ranks, every_position):
-        """The batch's loss; updates the loss tracker and the metrics."""
+    def _record_loss(self, per_example, ranks, every_position, training):
+        """The batch's loss; updates the loss tracker and the metrics.
+
+        Without ``train_metrics`` a training batch's ranks are not read:
+        ``tf.function`` prunes the ops that computed them.
+        """
         if every_position:
             loss = self._mean_over_replicas(per_example)
         else:
@@ -1073,13 +1079,18 @@ class SequentialRetrievalModel(tfrs.Model):
         # Per example, so the epoch's mean weighs a short last batch (and,
         # under tf.distribute, each replica's share) by its examples.
         self.loss_tracker.update_state(per_example)
-        if ranks is not None:
+        if ranks is not None and (self.config.train_metrics or not training):
             for metric in self.ranking_metrics:
                 metric.update_from_ranks(ranks)
         return loss
 
     def train_step(self, inputs):
-        return self._with_mean_loss(super().train_step(inputs))
+        logs = self._with_mean_loss(super().train_step(inputs))
+        if not self.config.train_metrics:
+            # Never updated in training: a 0 would read as a score.
+            for metric in self.ranking_metrics:
+                logs.pop(metric.name, None)
+        return logs
 
     def test_step(self, inputs):
         return self._with_mean_loss(super().test_step(inputs))

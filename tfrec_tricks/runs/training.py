@@ -118,16 +118,17 @@ LATER_OPTIONS = {
     "warmup_epochs": 0,
 }
 # The same for ModelConfig fields: name -> (that value, (the field and
-# the value, or values, the option applies to)). Left out of the resolved
-# model config when it has that value or does not apply, and out of the
-# ``model`` overrides when they set that value: runs that differ only
-# there are the same run.
+# the value, or values, the option applies to), or None where it applies
+# to every model). Left out of the resolved model config when it has that
+# value or does not apply, and out of the ``model`` overrides when they
+# set that value: runs that differ only there are the same run.
 MODEL_LATER_OPTIONS = {
     "cpr_base_loss": (0.0, ("head", "cpr")),
     "sasrec_norm": ("post", ("encoder", "sasrec")),
     "cpr_rerank_within_candidates": (False, ("head", "cpr")),
     "cosine_temperature": (None, ("head", SOFTMAX_HEADS)),
     "num_sampled_negatives": (None, ("objective", "sampled")),
+    "train_metrics": (True, None),
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -165,15 +166,23 @@ def fingerprint(
             del train[name]
     model = config.model_config(num_items).to_dict()
     overrides = dict(train["model"])
-    for name, (before, (field, applies)) in MODEL_LATER_OPTIONS.items():
-        if not isinstance(applies, tuple):
-            applies = (applies,)
-        if model[name] == before or model[field] not in applies:
+    for name, (before, condition) in MODEL_LATER_OPTIONS.items():
+        if model[name] == before or not _applies(model, condition):
             del model[name]
         if name in overrides and overrides[name] == before:
             del overrides[name]
     train["model"] = overrides
     return make_fingerprint(train, model, data)
+
+
+def _applies(model: dict, condition: tuple | None) -> bool:
+    """Whether a ``MODEL_LATER_OPTIONS`` condition holds for ``model``."""
+    if condition is None:
+        return True
+    field, applies = condition
+    if not isinstance(applies, tuple):
+        applies = (applies,)
+    return model[field] in applies
 
 
 def as_trained_fingerprint(run_fingerprint: dict) -> dict:
