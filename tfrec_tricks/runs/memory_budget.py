@@ -149,8 +149,9 @@ def describe_bytes(count: float) -> str:
 REMEDIES = {
     "parameters": "--embedding-dim (the item table is items x d; the "
     "encoder grows with d^2)",
-    "logits": "--batch-size (the logits are batch x items), or "
-    "--objective sampled",
+    "logits": "--batch-size (the logits are targets x items), or "
+    "--objective sampled --num-sampled-negatives K (targets x (1 + K) "
+    "scores; the in-batch candidates alone are targets x targets)",
     "attention": "--max-len or --batch-size (attention is batch x heads x "
     "L x L)",
 }
