@@ -41,6 +41,7 @@ import os
 import shlex
 import statistics
 import sys
+import textwrap
 
 from tfrec_tricks.keras_version import use_legacy_keras
 
@@ -349,7 +350,10 @@ def plot(args: argparse.Namespace, results: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     labels = [label for label, _ in args.row] + [a[0] for a in ANCHORS]
-    fig, axis = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.6))
+    # Wrapped: a row's label is its description, often a sentence long.
+    labels = [textwrap.fill(label, 42) for label in labels]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, axis = plt.subplots(figsize=(9, 0.32 * lines + 2))
     shown = [a[2] for a in ANCHORS]
     for i, (label, _) in enumerate(args.row):
         values = [
@@ -375,7 +379,7 @@ def plot(args: argparse.Namespace, results: dict, path: str) -> None:
     axis.set_xlabel("test NDCG@10, seen items excluded (dots: our seeds)")
     fig.suptitle("MovieLens-1M: ours (blue) and published (gray)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 
