@@ -808,3 +808,18 @@ def test_without_train_metrics_training_logs_no_ranks_and_trains_the_same(
         # The ranks were a side computation: the same weights and scores.
         np.testing.assert_allclose(values, logs[0][key], rtol=1e-6)
     assert logs[1]["val_ndcg@10"][-1] > 0
+
+
+@pytest.mark.parametrize("negatives", [None, 8])
+def test_sampled_objective_training_logs_no_ranks(data, negatives):
+    # It scores only its candidates in training: no ranks, so no metric
+    # that stays at 0 in the progress bar; validation ranks the catalogue.
+    train = make_dataset(data.train, 32).take(2)
+    model = make_model(
+        data, objective="sampled", num_sampled_negatives=negatives
+    )
+    assert not model.ranks_in_training
+    logs = model.fit(train, epochs=1, verbose=0, validation_data=train).history
+    assert not {"ndcg@10", "hr@10", "mrr@10"} & set(logs)
+    assert {"loss", "val_ndcg@10", "val_hr@10", "val_mrr@10"} <= set(logs)
+    assert make_model(data).ranks_in_training

@@ -84,7 +84,8 @@ class SequentialRetrievalModel(tfrs.Model):
     (``tfrec_tricks.evaluation.full_ranking``) of the
     full-catalogue logits, so ``model.evaluate`` and
     ``EarlyStopping(monitor="val_ndcg@10")`` see them. With the sampled
-    objective they are computed in evaluation only (training reports 0).
+    objective (or ``train_metrics=False``) they are computed in evaluation
+    only, and training's logs leave them out.
     Its ``loss`` (so also ``val_loss`` and the progress bar's) is the mean
     over the examples (target positions) seen so far in the epoch, as for
     a compiled Keras model; ``tfrs.Model`` itself reports the last batch's.
@@ -1086,11 +1087,18 @@ class SequentialRetrievalModel(tfrs.Model):
 
     def train_step(self, inputs):
         logs = self._with_mean_loss(super().train_step(inputs))
-        if not self.config.train_metrics:
+        if not self.ranks_in_training:
             # Never updated in training: a 0 would read as a score.
             for metric in self.ranking_metrics:
                 logs.pop(metric.name, None)
         return logs
+
+    @property
+    def ranks_in_training(self) -> bool:
+        """Whether a training step ranks its targets for the metrics: not
+        without ``train_metrics``, nor with the sampled objective, which
+        scores only its candidates."""
+        return self.config.train_metrics and self.config.objective == "full"
 
     def test_step(self, inputs):
         return self._with_mean_loss(super().test_step(inputs))
