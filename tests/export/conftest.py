@@ -61,7 +61,7 @@ def reference_top_k(model, items, history, features, k):
 
 @pytest.fixture(scope="session")
 def trained_runs(tmp_path_factory):
-    """Two trained run directories: plain softmax, and CPR:5+Mi+time_gap."""
+    """Trained run directories: plain softmax, CPR:5+Mi+time_gap, HSTU."""
     from tfrec_tricks.runs.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("runs")
@@ -88,6 +88,14 @@ def trained_runs(tmp_path_factory):
                 "cpr_mi": True,
                 "features": ("time_gap",),
             },
+            **common,
+        ),
+        verbose=0,
+    ).run_dir
+    runs["hstu"] = train(
+        TrainConfig(
+            name="hstu",
+            model={"embedding_dim": 8, "encoder": "hstu", "num_layers": 2},
             **common,
         ),
         verbose=0,

@@ -307,7 +307,7 @@ def test_unreadable_models_config_is_refused_before_writing(tmp_path, garbage):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run", ["softmax", "cpr"])
+@pytest.mark.parametrize("run", ["softmax", "cpr", "hstu"])
 def test_contract_in_a_process_without_tfrec_tricks(
     run, trained_runs, tmp_path
 ):

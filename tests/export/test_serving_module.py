@@ -45,6 +45,11 @@ CONFIGS = {
         "cpr_context": False,
         "encoder": "sasrec",
     },
+    "softmax_no_dup, hstu": {
+        "head": "softmax_no_dup",
+        "encoder": "hstu",
+        "num_layers": 2,
+    },
     "cp (no reranker) + mi": {
         "head": "cpr",
         "cpr_reranker_ks": (),

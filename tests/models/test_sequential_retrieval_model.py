@@ -168,7 +168,7 @@ def test_features_change_the_output_and_missing_values_are_finite(data, batch):
     )
 
 
-@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_one_item_histories_keep_their_own_features(data, encoder):
     # A batch whose longest history has one item is cut to width 1; its
     # [B, 1] features must stay per row (not read as [B] scalars and
@@ -485,7 +485,7 @@ def test_sampled_negatives_are_uniform_real_items(data):
     assert counts.min() > 0 and counts.max() < 3 * counts.mean()
 
 
-@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
     model = make_model(
         data,

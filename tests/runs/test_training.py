@@ -159,7 +159,7 @@ def test_same_seed_same_metrics(tmp_path):
     assert first.metrics["test"] == second.metrics["test"]
 
 
-@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
     tmp_path, encoder
 ):
@@ -220,7 +220,7 @@ def test_training_every_position_in_one_pass(tmp_path):
     assert saved["train"]["every_position"] is True
 
 
-@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec"])
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_training_windows_on_disk_and_in_memory(tmp_path, encoder):
     """--train-windows trains; the prepared path gives the same metrics."""
     from tfrec_tricks.runs.prepare_dataset import prepare_dataset

@@ -6,6 +6,7 @@ require_legacy_keras("tfrec_tricks.models")
 
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder  # noqa: E402
+from tfrec_tricks.models.hstu_encoder import HSTUEncoder  # noqa: E402
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder  # noqa: E402
 from tfrec_tricks.models.sequential_retrieval_model import (  # noqa: E402
     SequentialRetrievalModel,
@@ -13,6 +14,7 @@ from tfrec_tricks.models.sequential_retrieval_model import (  # noqa: E402
 
 __all__ = [
     "GRU4RecEncoder",
+    "HSTUEncoder",
     "ModelConfig",
     "SASRecEncoder",
     "SequentialRetrievalModel",

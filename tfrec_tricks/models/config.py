@@ -10,7 +10,9 @@ from tfrec_tricks.config_fields import (
     option,
 )
 
-ENCODERS = ("gru4rec", "sasrec")
+ENCODERS = ("gru4rec", "sasrec", "hstu")
+# Encoders of attention heads (num_heads must divide their width).
+ATTENTION_ENCODERS = ("sasrec", "hstu")
 HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
 #: The heads whose logits are ``h E^T + b`` (the tied softmax's): the ones
 #: that take ``cosine_temperature``.
@@ -89,7 +91,12 @@ class ModelConfig:
         check="positive",
         cli=False,
     )
-    encoder: str = option("gru4rec", "sequence encoder.", choices=ENCODERS)
+    encoder: str = option(
+        "gru4rec",
+        "sequence encoder: GRU4Rec, SASRec or HSTU (pointwise-attention "
+        "blocks, Zhai et al. 2024).",
+        choices=ENCODERS,
+    )
     hidden_dim: int | None = option(
         None,
         "encoder state size (projected back to d when it differs, as the "
@@ -104,17 +111,19 @@ class ModelConfig:
     )
     num_heads: int = option(
         2,
-        "SASRec attention heads; must divide the encoder width.",
+        "SASRec and HSTU attention heads; must divide the encoder width.",
         check="positive",
     )
     dropout: float = option(
         0.2,
-        "dropout on item embeddings and encoder outputs (SASRec: also "
-        "inside the blocks).",
+        "dropout on item embeddings and encoder outputs (SASRec and HSTU: "
+        "also inside the blocks).",
         check="probability",
     )
     attention_dropout: float = option(
-        0.2, "SASRec dropout on attention weights.", check="probability"
+        0.2,
+        "SASRec and HSTU dropout on attention weights.",
+        check="probability",
     )
     ffn_dim: int | None = option(
         None,
@@ -368,7 +377,8 @@ class ModelConfig:
         # name: (holds, the rule a reader needs to fix it)
         checks = {
             "num_heads": (
-                self.encoder != "sasrec" or width % self.num_heads == 0,
+                self.encoder not in ATTENTION_ENCODERS
+                or width % self.num_heads == 0,
                 f"must divide the encoder width {width}",
             ),
             "metric_ks": (bool(self.metric_ks), "must not be empty"),

@@ -24,6 +24,7 @@ from tfrec_tricks.layers import (
 )
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
+from tfrec_tricks.models.hstu_encoder import HSTUEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
 
 
@@ -328,6 +329,16 @@ class SequentialRetrievalModel(tfrs.Model):
                 attention_dropout=config.attention_dropout,
                 ffn_dim=config.ffn_dim,
                 norm=config.sasrec_norm,
+                name="encoder",
+            )
+        elif config.encoder == "hstu":
+            self.encoder = HSTUEncoder(
+                hidden,
+                config.max_len,
+                num_layers=config.num_layers,
+                num_heads=config.num_heads,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
                 name="encoder",
             )
         else:

@@ -18,7 +18,7 @@ as failed).
 import os
 
 from tfrec_tricks.errors import InsufficientMemoryError
-from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
 from tfrec_tricks.runs.train_config import TrainConfig
 
 FLOAT_BYTES = 4
@@ -45,6 +45,12 @@ def parameter_count(model: ModelConfig) -> dict[str, int]:
         ffn = model.ffn_dim or width
         encoder += model.max_len * width
         encoder += model.num_layers * (4 * width * width + 2 * width * ffn)
+        if width != d:
+            encoder += d * width
+    elif model.encoder == "hstu":
+        # Positions; per block u, v, q, k, the output and a relative bias.
+        encoder += model.max_len * width
+        encoder += model.num_layers * (5 * width * width + model.max_len)
         if width != d:
             encoder += d * width
     else:
@@ -102,7 +108,7 @@ def training_bytes(
     if model.head == "mos":
         logits *= model.mos_components
     attention = 0
-    if model.encoder == "sasrec":
+    if model.encoder in ATTENTION_ENCODERS:
         length = model.max_len
         attention = batch_size * model.num_heads * length * length
         attention *= 2 * model.num_layers  # scores and their softmax
