@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from tfrec_tricks.callbacks import (
     EpochTimer,
+    ResumableCSVLogger,
     ResumableEarlyStopping,
     StopOnDivergence,
     epochs_since_best,
@@ -720,8 +721,9 @@ def _fit_callbacks(
             save_weights_only=True,
             initial_value_threshold=max(done) if done else None,
         ),
-        # A resumed run continues its history; a new one starts it afresh.
-        tf.keras.callbacks.CSVLogger(
+        # A resumed run continues its history, under its header; a new
+        # one starts it afresh.
+        ResumableCSVLogger(
             os.path.join(opened.write_dir, "history.csv"), append=resuming
         ),
         # Per-epoch scalars; `tensorboard --logdir <run_dir>/tensorboard`.
