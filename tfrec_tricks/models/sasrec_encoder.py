@@ -3,6 +3,11 @@
 import tensorflow as tf
 
 from tfrec_tricks.models.config import SASREC_NORMS as NORMS
+from tfrec_tricks.models.positional_inputs import (
+    build_positional_inputs,
+    check_encoder_arguments,
+    positional_inputs,
+)
 from tfrec_tricks.serialization import register
 
 
@@ -87,26 +92,19 @@ class SASRecEncoder(tf.keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        problems = {
-            "hidden_dim": hidden_dim > 0,
-            "max_len": max_len > 0,
-            "num_layers": num_layers > 0,
-            "num_heads": num_heads > 0 and hidden_dim % num_heads == 0,
-            "dropout": 0 <= dropout < 1,
-            "attention_dropout": 0 <= attention_dropout < 1,
-            "ffn_dim": ffn_dim is None or ffn_dim > 0,
-        }
         if norm not in NORMS:
             raise ValueError(
                 f"`norm` must be one of {NORMS}. Received: norm={norm!r}"
             )
-        for name, ok in problems.items():
-            if not ok:
-                raise ValueError(
-                    "Expected positive sizes, num_heads dividing hidden_dim "
-                    "and dropouts in [0, 1). Received: "
-                    f"{name}={locals()[name]!r}"
-                )
+        check_encoder_arguments(
+            hidden_dim=hidden_dim,
+            max_len=max_len,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            ffn_dim=ffn_dim,
+        )
         self.hidden_dim = hidden_dim
         self.max_len = max_len
         self.num_layers = num_layers
@@ -117,18 +115,8 @@ class SASRecEncoder(tf.keras.layers.Layer):
         self.norm = norm
 
     def build(self, input_shape):
-        input_dim = int(input_shape[-1])
         policy = self.dtype_policy
-        self.input_projection = None
-        if input_dim != self.hidden_dim:
-            self.input_projection = tf.keras.layers.Dense(
-                self.hidden_dim, dtype=policy, name="input_projection"
-            )
-        self.positions = self.add_weight(
-            name="position_embeddings",
-            shape=(self.max_len, self.hidden_dim),
-            initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
-        )
+        build_positional_inputs(self, int(input_shape[-1]))
         pre = self.norm == "pre"
         # One layer norm on the input (post) or after the last block (pre).
         norm = tf.keras.layers.LayerNormalization(
@@ -182,19 +170,7 @@ class SASRecEncoder(tf.keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, inputs, training=None):
-        x = inputs
-        if self.input_projection is not None:
-            x = self.input_projection(x)
-        length = tf.shape(x)[1]
-        check = tf.debugging.assert_less_equal(
-            length,
-            self.max_len,
-            message=f"SASRecEncoder reads at most max_len={self.max_len} "
-            "positions",
-        )
-        with tf.control_dependencies([check]):
-            length = tf.identity(length)
-        positions = tf.cast(self.positions[:length], x.dtype)
+        x, positions = positional_inputs(self, inputs)
         if self.norm == "pre":
             x = x * tf.cast(self.hidden_dim**0.5, x.dtype) + positions[None]
         else:
