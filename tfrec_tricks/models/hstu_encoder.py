@@ -16,7 +16,7 @@ class HSTUEncoder(tf.keras.layers.Layer):
 
     Learned positional embeddings are added to the input, scaled by
     ``sqrt(hidden_dim)``, then ``num_layers`` blocks each compute, from
-    ``n = LayerNorm(x)`` and with ``H`` heads of size ``head_dim``:
+    ``n = LayerNorm(x)`` and with ``H = num_heads`` heads of ``hidden_dim / H``:
 
     ``u, v, q, k = split(silu(n W_1 + b_1))``
 
