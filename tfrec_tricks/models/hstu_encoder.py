@@ -14,9 +14,9 @@ from tfrec_tricks.serialization import register
 class HSTUEncoder(tf.keras.layers.Layer):
     """Hierarchical Sequential Transduction Units (Zhai et al., ICML 2024).
 
-    Learned positional embeddings are added to the input, scaled by
-    ``sqrt(hidden_dim)``, then ``num_layers`` blocks each compute, from
-    ``n = LayerNorm(x)`` and with ``H = num_heads`` heads of ``hidden_dim / H``:
+    The input is scaled by ``sqrt(hidden_dim)`` and learned positional
+    embeddings are added; then ``num_layers`` blocks each compute, from
+    ``n = LayerNorm(x)``, with ``H = num_heads`` heads of ``hidden_dim / H``:
 
     ``u, v, q, k = split(silu(n W_1 + b_1))``
 
