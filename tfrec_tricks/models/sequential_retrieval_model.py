@@ -22,7 +22,7 @@ from tfrec_tricks.layers import (
     TiedSoftmax,
     common,
 )
-from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.hstu_encoder import HSTUEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
@@ -319,28 +319,24 @@ class SequentialRetrievalModel(tfrs.Model):
         """
         config = self.config
         self.embedding_dropout = tf.keras.layers.Dropout(config.dropout)
-        if config.encoder == "sasrec":
-            self.encoder = SASRecEncoder(
-                hidden,
-                config.max_len,
-                num_layers=config.num_layers,
-                num_heads=config.num_heads,
-                dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                ffn_dim=config.ffn_dim,
-                norm=config.sasrec_norm,
-                name="encoder",
-            )
-        elif config.encoder == "hstu":
-            self.encoder = HSTUEncoder(
-                hidden,
-                config.max_len,
-                num_layers=config.num_layers,
-                num_heads=config.num_heads,
-                dropout=config.dropout,
-                attention_dropout=config.attention_dropout,
-                name="encoder",
-            )
+        if config.encoder in ATTENTION_ENCODERS:
+            blocks = {
+                "num_layers": config.num_layers,
+                "num_heads": config.num_heads,
+                "dropout": config.dropout,
+                "attention_dropout": config.attention_dropout,
+                "name": "encoder",
+            }
+            if config.encoder == "sasrec":
+                self.encoder = SASRecEncoder(
+                    hidden,
+                    config.max_len,
+                    ffn_dim=config.ffn_dim,
+                    norm=config.sasrec_norm,
+                    **blocks,
+                )
+            else:
+                self.encoder = HSTUEncoder(hidden, config.max_len, **blocks)
         else:
             self.encoder = GRU4RecEncoder(
                 hidden, config.num_layers, dropout=0.0, name="encoder"
@@ -1091,7 +1087,7 @@ class SequentialRetrievalModel(tfrs.Model):
         # Per example, so the epoch's mean weighs a short last batch (and,
         # under tf.distribute, each replica's share) by its examples.
         self.loss_tracker.update_state(per_example)
-        if ranks is not None and (self.config.train_metrics or not training):
+        if ranks is not None and (self.ranks_in_training or not training):
             for metric in self.ranking_metrics:
                 metric.update_from_ranks(ranks)
         return loss

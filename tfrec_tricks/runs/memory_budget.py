@@ -41,18 +41,19 @@ def parameter_count(model: ModelConfig) -> dict[str, int]:
     tables = model.num_items * d * (1 if model.tie_embeddings else 2)
     tables += model.num_items if model.output_bias else 0
     encoder = 0
-    if model.encoder == "sasrec":
-        ffn = model.ffn_dim or width
+    if model.encoder in ATTENTION_ENCODERS:
+        # Positions and the input projection, then the blocks: SASRec's
+        # attention and feed-forward network; HSTU's u, v, q, k, its
+        # output and a relative bias.
         encoder += model.max_len * width
-        encoder += model.num_layers * (4 * width * width + 2 * width * ffn)
         if width != d:
             encoder += d * width
-    elif model.encoder == "hstu":
-        # Positions; per block u, v, q, k, the output and a relative bias.
-        encoder += model.max_len * width
-        encoder += model.num_layers * (5 * width * width + model.max_len)
-        if width != d:
-            encoder += d * width
+        if model.encoder == "sasrec":
+            ffn = model.ffn_dim or width
+            block = 4 * width * width + 2 * width * ffn
+        else:
+            block = 5 * width * width + model.max_len
+        encoder += model.num_layers * block
     else:
         inputs = d
         for _ in range(model.num_layers):
