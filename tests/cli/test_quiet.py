@@ -10,6 +10,9 @@ from tfrec_tricks.cli import quiet
 DEFERRED = """
 import os, signal
 from tfrec_tricks.cli.quiet import interrupts_deferred
+# A child started from a background job inherits SIGINT ignored, and Python
+# then installs no KeyboardInterrupt handler: install it here.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 reached_the_end = False
 try:
     with interrupts_deferred():
