@@ -48,14 +48,37 @@ def test_the_one_hour_recipe_is_its_measured_run():
     )
 
 
-def test_tune_refuses_the_one_hour_recipes_schedule():
+def test_the_hstu_recipe_is_its_measured_run():
+    # benchmarks/results/ml-1m-long-histories: hstu200-4blocks-e50.
+    hstu = _config(
+        "train", "--data", "ml-1m", "--recipe", "long-histories-hstu"
+    )
+    flags = _config(
+        "train",
+        "--data",
+        "ml-1m",
+        "--recipe",
+        "long-histories-1h",
+        *"--encoder hstu --num-layers 4 --epochs 50".split(),
+    )
+    assert hstu == flags
+    assert (hstu.model["encoder"], hstu.model["num_layers"], hstu.epochs) == (
+        "hstu",
+        4,
+        50,
+    )
+    assert hstu.patience == 10
+
+
+@pytest.mark.parametrize("recipe", ["long-histories-1h", "long-histories-hstu"])
+def test_tune_refuses_the_scheduled_recipes(recipe):
     # Hyperband's trials train for differing epochs: no one schedule.
     expected = (
-        "--recipe long-histories-1h: tfrec-tricks tune has no "
+        f"--recipe {recipe}: tfrec-tricks tune has no "
         "--lr-schedule .*choose another recipe"
     )
     with pytest.raises(DataError, match=expected):
-        parse(build_parser(), ["tune", "--recipe", "long-histories-1h"])
+        parse(build_parser(), ["tune", "--recipe", recipe])
 
 
 def test_flags_beat_the_recipe():
