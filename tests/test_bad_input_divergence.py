@@ -104,9 +104,9 @@ def test_bad_number_is_refused_and_writes_nothing(case, tmp_path):
 
 
 # A learning rate this large overflows the tiny model's float32 weights in
-# epoch 1 on every machine we ran it on. 1e30 diverged on some CPUs but not
-# on others (on an AVX-512 machine its loss stayed finite for 2 epochs), so the
-# margin goes to the edge of float32 (3.4e38; 1e39 is refused as input).
+# epoch 1. 1e30 did so on earlier machines but kept the loss finite for 2
+# epochs on an AVX-512 one, so the rate sits at float32's edge (3.4e38;
+# 1e39 is refused as input), leaving no margin for a CPU's kernels to keep.
 DIVERGING = ["train", *TINY, "--learning-rate", "1e38", "--name", "div"]
 
 
