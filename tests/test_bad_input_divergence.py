@@ -105,8 +105,8 @@ def test_bad_number_is_refused_and_writes_nothing(case, tmp_path):
 
 # A learning rate this large overflows the tiny model's float32 weights in
 # epoch 1. 1e30 did so on earlier machines but kept the loss finite for 2
-# epochs on an AVX-512 one, so the rate sits at float32's edge (3.4e38;
-# 1e39 is refused as input), leaving no margin for a CPU's kernels to keep.
+# epochs on an AVX-512 one, so the rate sits near float32's largest value
+# (3.4e38; 1e39 is refused as input).
 DIVERGING = ["train", *TINY, "--learning-rate", "1e38", "--name", "div"]
 
 
