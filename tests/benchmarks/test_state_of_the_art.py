@@ -1,5 +1,6 @@
 """benchmarks.state_of_the_art: rows of `train` flags, seeds, the anchors."""
 
+import argparse
 import json
 import shutil
 
@@ -52,9 +53,9 @@ def test_rows_train_their_seeds_and_report_them_beside_the_anchors(tmp_path):
     # The plain ranking of the history-last head, recorded by the run.
     plain = last["0"]["test_history_kept"]["ndcg@10"]
     assert f"{plain:.4f}" in row
-    assert "| SASRec+ (Klenitskiy & Vasilev, RecSys 2023) | 3,416 | 0.1821" in (
-        text
-    )
+    # The anchors are ml-1m's: a report on other data has none.
+    assert text.startswith("# synthetic: our rows (no published anchors")
+    assert "SASRec+" not in text and numbers["anchors"] == []
     assert report.with_suffix(".png").stat().st_size > 0
     # Once finished, the same command trains nothing: --report-only agrees.
     assert run(tmp_path, "--seeds", "0", "1", "--report-only", *rows) == 0
@@ -165,3 +166,35 @@ def test_a_row_the_script_cannot_run_is_named(tmp_path, capsys, flags, match):
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert "Row 'bad'" in error and match in error
+
+
+def test_the_ml_1m_report_puts_the_anchors_beside_the_rows():
+    args = argparse.Namespace(
+        seeds=[0, 1], row=[("ours", "--data ml-1m --name ours")]
+    )
+    results = {"ours": [recorded_seed(0.18), None]}
+    text = state_of_the_art.report(args, results, argv=[], data="ml-1m")
+    assert text.startswith("# MovieLens-1M: our recipes beside")
+    assert "| ours | 1 of 2 | 0.1800 |" in text
+    assert "| SASRec+ (Klenitskiy & Vasilev, RecSys 2023) | 3,416 | 0.1821" in (
+        text
+    )
+    timed = state_of_the_art.report(args, results, argv=[], data="ml-1m-timed")
+    assert "| ours | 1 of 2 | 0.1800 |" in timed and "SASRec+" not in timed
+
+
+def test_rows_on_different_datasets_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run(
+            tmp_path,
+            "--row",
+            "whole",
+            "--data synthetic",
+            "--row",
+            "half",
+            "--data ml-1m-timed",
+        )
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "one dataset" in error and "'half' on 'ml-1m-timed'" in error
+    assert not (tmp_path / "report").exists()
