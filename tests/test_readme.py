@@ -1,4 +1,5 @@
-"""The Python examples of the README and of docs/*.md run as written."""
+"""The Python examples of the README and of docs/*.md run as written, and the
+relative links of every Markdown page lead somewhere."""
 
 import pathlib
 import re
@@ -64,3 +65,88 @@ def test_readme_layer_example_is_on_the_first_screen():
     first_python = lines.index("```python")
     assert first_python < 60, f"first python block at line {first_python + 1}"
     assert len(lines) <= 300, f"README has {len(lines)} lines"
+
+
+def markdown_pages() -> list[pathlib.Path]:
+    # The pages the repository ships, not the run folders a user trained.
+    folders = ("benchmarks", "docs", "saved_models", "tests")
+    pages = [README] + [
+        page for f in folders for page in (ROOT / f).rglob("*.md")
+    ]
+    return sorted(pages)
+
+
+def without_code_blocks(text: str) -> str:
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def heading_anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+def page_anchors(page: pathlib.Path) -> set[str]:
+    text = without_code_blocks(page.read_text())
+    anchors = set(re.findall(r'<a id="([^"]+)"', text))
+    counts: dict[str, int] = {}
+    for heading in re.findall(r"^#+ (.*)$", text, flags=re.M):
+        anchor = heading_anchor(heading)
+        # GitHub numbers a repeated heading's anchor: name, name-1, name-2.
+        count = counts.get(anchor, 0)
+        counts[anchor] = count + 1
+        anchors.add(anchor if count == 0 else f"{anchor}-{count}")
+    return anchors
+
+
+def broken_links(page: pathlib.Path) -> list[str]:
+    broken = []
+    for target in re.findall(
+        r"\]\(([^)\s]+)\)", without_code_blocks(page.read_text())
+    ):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path) if path else page
+        if not linked.exists():
+            broken.append(f"{target} (no such file)")
+        elif (
+            fragment
+            and linked.suffix == ".md"
+            and fragment not in page_anchors(linked)
+        ):
+            broken.append(f"{target} (no such heading)")
+    return broken
+
+
+def test_the_anchor_of_a_heading_is_githubs():
+    assert heading_anchor("On top of the recipe: the toolkit's techniques") == (
+        "on-top-of-the-recipe-the-toolkits-techniques"
+    )
+    assert (
+        heading_anchor("`--head auto` and [CPR](x.md)") == "--head-auto-and-cpr"
+    )
+
+
+def test_a_link_to_a_missing_page_or_heading_is_found(tmp_path):
+    (tmp_path / "a.md").write_text("# Title\n\n## Two words\n")
+    page = tmp_path / "b.md"
+    page.write_text(
+        "[ok](a.md#two-words) [gone](c.md) [typo](a.md#two-word) [web](https://x.org)"
+    )
+    assert broken_links(page) == [
+        "c.md (no such file)",
+        "a.md#two-word (no such heading)",
+    ]
+
+
+def test_every_relative_link_of_the_markdown_pages_resolves():
+    pages = markdown_pages()
+    assert README in pages
+    broken = {
+        str(page.relative_to(ROOT)): links
+        for page in pages
+        if (links := broken_links(page))
+    }
+    assert not broken, f"links that lead nowhere: {broken}"
