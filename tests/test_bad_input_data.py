@@ -14,6 +14,7 @@ import bz2
 import dataclasses
 import gzip
 import io
+import json
 import lzma
 import zipfile
 from collections.abc import Callable
@@ -125,6 +126,36 @@ CASES = [
         _write("clicks.zip", _zip(SESSIONS)),
     ),
     Case(
+        "padding-token-item",
+        "u.data",
+        ["u.data:2: the item id '[PAD]' is the reserved padding token"],
+        _write("u.data", "1\t10\t3\t90\n1\t[PAD]\t3\t100\n"),
+        beam=True,
+    ),
+    Case(
+        "padding-token-session-item",
+        "clicks.tsv",
+        ["clicks.tsv:3: the ItemId '[PAD]' is the reserved padding token"],
+        _write("clicks.tsv", HEADER + "1\t5\t1\n1\t[PAD]\t2\n"),
+        beam=True,
+    ),
+    Case(
+        "gzip-utf-16",
+        "clicks.tsv.gz",
+        [
+            "clicks.tsv.gz: the file is UTF-16 encoded (and gzip-compressed)",
+            "gunzip -c clicks.tsv.gz | iconv -f utf-16 -t utf-8 > clicks.tsv",
+        ],
+        _write("clicks.tsv.gz", gzip.compress(SESSIONS.encode("utf-16"))),
+        beam=True,
+    ),
+    Case(
+        "format-not-told",
+        "clicks.tsv",
+        ["from its first line 's1,i1,1000 \\t\\n'", "pass --format"],
+        _write("clicks.tsv", "s1,i1,1000 \t\n"),
+    ),
+    Case(
         "truncated-gzip",
         "clicks.tsv.gz",
         ["clicks.tsv.gz: the gzip data is damaged or truncated"],
@@ -201,3 +232,108 @@ def test_duplicates_are_reported(command, flags, done, tmp_path):
     ) in result.stdout
     assert "logs/part-10.tsv.gz:77 (a copy of " in result.stdout
     assert "logs/part-1.tsv:2); " + done in result.stdout
+
+
+# --- read as written: pipes, names with glob characters, trailing spaces --
+# In-process (``cli.main``): the process boundary is not what is tested, and
+# a FIFO needs its writer in this process.
+
+
+def _fill_later(path_or_fd, data):
+    """Writes ``data`` into a FIFO (a path) or a pipe's write end (an fd)
+    from a thread, once a reader opens it; then closes it."""
+    import threading
+
+    def fill():
+        with open(path_or_fd, "wb") as handle:
+            handle.write(data)
+
+    thread = threading.Thread(target=fill, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("kind", ["fifo", "process-substitution"])
+def test_a_pipe_is_read_as_a_file(kind, command, tmp_path, monkeypatch):
+    import os
+
+    from tfrec_tricks import cli
+
+    monkeypatch.chdir(tmp_path)
+    data = SESSIONS.encode()
+    if kind == "fifo":
+        os.mkfifo("clicks.fifo")
+        path, close = "clicks.fifo", None
+        _fill_later(path, data)
+    else:  # what bash passes for <(cat clicks.tsv)
+        read_end, write_end = os.pipe()
+        path, close = f"/dev/fd/{read_end}", read_end
+        _fill_later(write_end, data)
+    try:
+        status = cli.main(
+            [*COMMANDS[command], "--data", "file", "--data-path", path]
+        )
+    finally:
+        if close is not None:
+            os.close(close)
+    assert status == 0
+    if command == "train":
+        (run,) = tmp_path.glob("runs/*/run.json")
+        identity = json.loads(run.read_text())["fingerprint"]["data"][0]
+        # Identified by what it held, as a file is.
+        assert identity["bytes"] == len(data) and identity["sha256"]
+    else:
+        assert (tmp_path / "out" / "metadata.json").is_file()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_name_with_glob_characters_is_that_file(command, tmp_path, capsys):
+    from tfrec_tricks import cli
+
+    (tmp_path / "clicks[1].tsv").write_text(SESSIONS)
+    # What the glob 'clicks[1].tsv' would match instead.
+    (tmp_path / "clicks1.tsv").write_text(HEADER + "bad line\n")
+    args = [*COMMANDS[command], "--data", "file", "--data-path"]
+    with _chdir(tmp_path):
+        status = cli.main([*args, "clicks[1].tsv"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err[-2000:]
+    assert "clicks1.tsv" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("command", ["prepare", "prepare-beam"])
+def test_auto_format_tolerates_trailing_whitespace(command, tmp_path, capsys):
+    from tfrec_tricks import cli
+
+    # udata rows ending in a tab and spaces: 4 fields, as the reader says.
+    rows = "".join(
+        f"u{u}\ti{(u + k) % 12}\t1\t{1000 * u + k}\t  \n"
+        for u in range(30)
+        for k in range(5)
+    )
+    (tmp_path / "u.tsv").write_text(rows)
+    with _chdir(tmp_path):
+        status = cli.main(
+            [*COMMANDS[command], "--data", "file", "--data-path", "u.tsv"]
+        )
+    captured = capsys.readouterr()
+    assert status == 0, captured.err[-2000:]
+    metadata = json.loads((tmp_path / "out" / "metadata.json").read_text())
+    assert metadata["num_interactions"] == 150
+
+
+def _chdir(path):
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def inside():
+        before = os.getcwd()
+        os.chdir(path)
+        try:
+            yield
+        finally:
+            os.chdir(before)
+
+    return inside()

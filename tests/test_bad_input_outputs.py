@@ -205,7 +205,7 @@ HOLD = textwrap.dedent(
     """
     import sys, time
     from tfrec_tricks.output_targets import TargetKind, target_lock
-    with target_lock(sys.argv[1], TargetKind("x", "--x", lambda p: True)):
+    with target_lock(sys.argv[1], TargetKind("x", "--x")):
         print("locked", flush=True)
         time.sleep(120)
     """
@@ -256,26 +256,34 @@ def test_a_second_writer_is_refused_naming_the_first(
 def test_leftovers_of_killed_writers_are_removed_by_the_next(
     finished, tmp_path
 ):
+    from tfrec_tricks.ownership import mark_staging
+
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True)
+    result = run_cli(*EXPORT, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # Marked by the tool when it made them: removed.
     stale = [
-        tmp_path / ".prepared.k1ll3d00.staging",
-        tmp_path / ".prepared-k1ll3d00",  # an older version's
-        tmp_path / "saved_models" / "m" / ".1.k1ll3d00.staging",
-        tmp_path / "saved_models" / "m" / ".tmp-1-k1ll3d00",
+        (tmp_path / ".prepared.k1ll3d00.staging", "prepared"),
+        (tmp_path / "saved_models/m/.2.k1ll3d00.staging", "saved_models/m/2"),
+        (tmp_path / "saved_models/m/.x.json.k1ll3d00.tmp", "saved_models/m/x"),
     ]
-    for path in stale:
+    for path, target in stale:
         path.mkdir(parents=True)
+        mark_staging(str(path), str(tmp_path / target))
         (path / "half.tfrecord").write_bytes(b"\0" * 10)
-    mine = tmp_path / ".prepared-notes"  # not a staging name: kept
-    mine.write_text("mine")
+    # Only shaped like leftovers (an older version's, a dated copy): kept.
+    kept = [tmp_path / ".prepared-k1ll3d00", tmp_path / ".prepared.2024.old"]
+    for path in kept:
+        path.mkdir()
+        (path / "mine.txt").write_text("mine")
     result = run_cli(
         "prepare", *TINY_DATA, "--output", "prepared", OVERWRITE, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-2000:]
     result = run_cli(*EXPORT, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert [p for p in stale if p.exists()] == []
-    assert mine.read_text() == "mine"
+    assert [p for p, _ in stale if p.exists()] == []
+    assert [(p / "mine.txt").read_text() for p in kept] == ["mine", "mine"]
     assert not list(tmp_path.glob(".*.lock"))
 
 

@@ -1,17 +1,22 @@
 """Files and folders published in one rename, with the umask's modes.
 
 Run directories' models, prepared datasets and exported versions are
-written aside under a temporary name and renamed into place when complete:
-a reader sees the old folder or the new one, never half of one. Small files
-(``run.json``, ``models.config``) are replaced the same way.
+written aside and renamed into place when complete: a reader sees the old
+folder or the new one, never half of one. Small files (``run.json``,
+``models.config``) are replaced the same way.
 
-Temporary names are recognisable, so that the next command that writes the
-same target, holding its lock (``tfrec_tricks.output_targets``), removes
-what a killed process left behind (``remove_leftovers``):
+Everything is written in a staging folder that carries the tool's marker
+(``ownership.mark_staging``): ``.<name>.<random>.staging`` beside a
+published folder ``<name>``, ``.<name>.<random>.old`` for the folder it
+replaces, ``.<name>.<random>.tmp`` beside a file ``<name>`` (the file is
+written in it, then moved out). The next command that writes the same
+target, holding its lock (``tfrec_tricks.output_targets``), removes what a
+killed process left: only marked folders (``ownership.remove_leftovers``),
+never a name that merely looks like one.
 
-- ``.<name>.<random>.staging`` and ``.<name>.<random>.old``: folders beside
-  a published folder ``<name>``;
-- ``.<name>.<random>.tmp``: a file beside ``<name>``.
+What is published is recorded (``tfrec_tricks.ownership``): a published
+folder holds the record of every file in it, and is listed, like a written
+file, in the record of the nearest owned folder above it.
 
 ``tempfile`` creates its files 0600 and its folders 0700 whatever the
 umask; what is published here gets the modes the umask gives (0644 / 0755
@@ -21,18 +26,25 @@ read it. A replaced file keeps its mode.
 
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable
 
-# tempfile's random part: 8 characters of this alphabet.
-_RANDOM = "[a-z0-9_]{8}"
-# What older versions of this package left: ``.<name>-<random>`` and
-# ``.old-<name>-<random>`` folders beside a target; ``.tmp-<random>`` files
-# and ``.tmp-<version>-<random>`` export folders inside one.
-_LEGACY_FOLDERS = (r"\.{name}-{random}", r"\.old-{name}-{random}")
-_LEGACY_INSIDE = re.compile(rf"\.tmp-([0-9]+-)?{_RANDOM}")
+from tfrec_tricks import ownership
+from tfrec_tricks.errors import OutputError
+from tfrec_tricks.ownership import leftovers, remove_leftovers
+
+__all__ = [
+    "current_umask",
+    "default_mode",
+    "file_sha256",
+    "leftovers",
+    "make_folders",
+    "publish_directory",
+    "remove_empty_folders",
+    "remove_leftovers",
+    "write_text_atomic",
+]
 
 
 def file_sha256(path: str) -> str:
@@ -100,51 +112,126 @@ def remove_empty_folders(folders: list[str]) -> None:
 def _staging_folder(target: str, suffix: str) -> str:
     parent, name = os.path.split(os.path.abspath(target))
     folder = tempfile.mkdtemp(prefix=f".{name}.", suffix=suffix, dir=parent)
+    # Marked at once: only a marked folder is ever removed as a leftover.
+    ownership.mark_staging(folder, target)
     os.chmod(folder, default_mode(folder=True))
     return folder
 
 
+def _record_tree(folder: str, kind: str) -> None:
+    """Records everything ``write`` put in the staging ``folder``."""
+    entries = []
+    for root, dirs, files in os.walk(folder):
+        relative = os.path.relpath(root, folder).replace(os.sep, "/")
+        prefix = "" if relative == "." else relative + "/"
+        entries += [prefix + d + "/" for d in dirs]
+        entries += [
+            prefix + f
+            for f in files
+            if prefix or f not in (ownership.STAGING_MARKER,)
+        ]
+    ownership.write_record(folder, kind, entries)
+
+
 def publish_directory(
-    target: str, write: Callable[[str], None], replace: bool = False
+    target: str,
+    write: Callable[[str], None],
+    replace: bool = False,
+    kind: str = "folder",
 ) -> str:
     """Writes a folder with ``write(staging)``, then renames it to ``target``.
+
+    The published folder holds the record of every file ``write`` wrote
+    (``tfrec_tricks.ownership``), and is listed in the record of the
+    nearest owned folder above it. A symbolic link as ``target`` is
+    followed: the folder it points to is replaced, the link stays.
 
     Args:
         target: str. The folder to publish.
         write: called with the staging folder (a sibling of ``target``
-            named ``.<name>.<random>.staging``, mode from the umask) to
-            fill it.
+            named ``.<name>.<random>.staging``, marked as the tool's, mode
+            from the umask) to fill it.
         replace: bool. Replace an existing ``target`` (else it must not
             exist: ``FileExistsError``, checked before ``write`` runs).
             The caller decides that ``target`` is its own to replace
-            (``output_targets.check_target``).
+            (``output_targets.check_target``); only a folder whose every
+            entry is recorded is replaced.
+        kind: str. What the folder is, recorded in it (e.g. "model").
 
     Returns:
         ``target``.
+
+    Raises:
+        OutputError: ``replace`` and ``target`` holds entries this tool
+            did not write (named); nothing is published or removed.
     """
     target = os.path.normpath(target)
-    if os.path.exists(target) and not replace:
+    real = os.path.realpath(target)
+    if os.path.exists(real) and not replace:
         raise FileExistsError(f"{target!r} already exists.")
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    staging = _staging_folder(target, ".staging")
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    if replace:
+        _check_replaceable(target, real)
+    staging = _staging_folder(real, ".staging")
     try:
         write(staging)
-        if os.path.exists(target):
-            old = _staging_folder(target, ".old")
-            os.rename(target, os.path.join(old, "replaced"))
-            shutil.rmtree(old)
-        os.rename(staging, target)
+        _record_tree(staging, kind)
+        # Listed in its parent's record before it appears there.
+        ownership.claim([real + os.sep])
+        if os.path.exists(real):
+            _check_replaceable(target, real)
+            withdraw_directory(real)
+        os.remove(os.path.join(staging, ownership.STAGING_MARKER))
+        os.rename(staging, real)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
 
 
+def withdraw_directory(folder: str) -> None:
+    """Removes ``folder`` after moving it into a marked ``.old`` staging
+    folder beside it, so that a reader (a server polling for versions)
+    never sees half of it, and a removal cut short leaves a leftover the
+    next command removes (a marked folder), never a foreign one."""
+    try:
+        old = _staging_folder(folder, ".old")
+    except OSError:
+        # A full disk may refuse even the staging folder: removed in place.
+        shutil.rmtree(folder)
+        return
+    os.rename(folder, os.path.join(old, "replaced"))
+    shutil.rmtree(old)
+
+
+def _check_replaceable(target: str, real: str) -> None:
+    """Refuses to replace a folder holding what this tool did not write."""
+    if not os.path.isdir(real) or not os.listdir(real):
+        return
+    if ownership.read_record(real) is None:
+        raise OutputError(
+            f"{target!r} has no record of what tfrec-tricks wrote there "
+            f"({ownership.describe(sorted(os.listdir(real)))}), so it is "
+            "not replaced. Nothing was written."
+        )
+    foreign = ownership.foreign_entries(real)
+    if foreign:
+        raise OutputError(
+            f"{target!r} holds entries tfrec-tricks did not write "
+            f"({ownership.describe(foreign)}), so it is not replaced; move "
+            "them out first. Nothing was written."
+        )
+
+
 def write_text_atomic(path: str, text: str) -> str:
     """Replaces ``path`` with ``text`` in one rename.
 
-    The text goes to ``.<name>.<random>.tmp`` beside ``path`` first. A new
-    file gets the umask's mode, an existing one keeps its own.
+    The text is written in a marked staging folder beside ``path``
+    (``.<name>.<random>.tmp/``), moved out over ``path``, and the folder
+    removed. A new file gets the umask's mode, an existing one keeps its
+    own. ``path`` is listed in the record of the nearest owned folder
+    above it (before it is written: a killed write leaves nothing
+    unrecorded).
 
     Returns:
         ``path``.
@@ -154,68 +241,14 @@ def write_text_atomic(path: str, text: str) -> str:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = default_mode(folder=False)
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{name}.", suffix=".tmp", dir=folder
-    )
+    ownership.claim([path])
+    staging = _staging_folder(path, ".tmp")
+    temporary = os.path.join(staging, name)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        with open(temporary, "w", encoding="utf-8") as out:
             out.write(text)
         os.chmod(temporary, mode)
         os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return path
-
-
-def leftovers(target: str) -> list[str]:
-    """What killed writers of ``target`` left: staging and old folders
-    beside it, temporary files beside it and directly inside it.
-
-    Only safe to remove while holding ``target``'s lock: then no live
-    process is writing any of them.
-    """
-    target = os.path.normpath(os.path.abspath(target))
-    parent, name = os.path.split(target)
-    name = re.escape(name)
-    beside = [
-        re.compile(rf"\.{name}\.{_RANDOM}\.(staging|old|tmp)"),
-        *(
-            re.compile(pattern.format(name=name, random=_RANDOM))
-            for pattern in _LEGACY_FOLDERS
-        ),
-    ]
-    found = [
-        os.path.join(parent, entry)
-        for entry in _entries(parent)
-        if any(p.fullmatch(entry) for p in beside)
-    ]
-    inside = re.compile(rf"\..+\.{_RANDOM}\.(staging|old|tmp)")
-    found += [
-        os.path.join(target, entry)
-        for entry in _entries(target)
-        if inside.fullmatch(entry) or _LEGACY_INSIDE.fullmatch(entry)
-    ]
-    return sorted(found)
-
-
-def remove_leftovers(target: str) -> list[str]:
-    """Removes ``leftovers(target)``; returns what was removed."""
-    removed = leftovers(target)
-    for path in removed:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
-    return removed
-
-
-def _entries(folder: str) -> list[str]:
-    try:
-        return os.listdir(folder)
-    except (FileNotFoundError, NotADirectoryError):
-        return []

@@ -24,6 +24,7 @@ from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import split_counts, write_prepared
 from tfrec_tricks.errors import DataError
+from tfrec_tricks.ownership import RECORD_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -178,7 +179,9 @@ def test_same_metadata(both_engines):
         f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)
     ]
     # Nothing else: no Beam temporary or side files.
+    # Nothing else but the tool's record of what it wrote (``ownership``).
     assert sorted(os.listdir(beam)) == [
+        RECORD_FILE,
         "metadata.json",
         *(f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)),
         "statistics.json",

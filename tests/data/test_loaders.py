@@ -500,3 +500,146 @@ def test_numeric_value_beyond_float32(tmp_path):
     # Timestamps are float64: a large one is fine.
     path = write(tmp_path, "u.data", "1\t2\t5\t1e39\n")
     np.testing.assert_array_equal(loaders.load_udata(path).timestamps, [1e39])
+
+
+# --- the padding token, pipes, literal paths, advice, trailing spaces ----
+
+PADDING_CASES = {
+    # format: (file name, text whose line 2 names an item "[PAD]", what)
+    "grouplens": ("r.dat", "1::2::5::9\n1::[PAD]::5::9\n", "item id"),
+    "udata": ("u.data", "1\t2\t5\t9\n1\t[PAD]\t5\t9\n", "item id"),
+    "sasrec": ("s.txt", "1 2\n1 [PAD]\n", "item id"),
+    "sessions": ("c.txt", "SessionId\tItemId\tTime\n1\t[PAD]\t9\n", "ItemId"),
+    "recbole": ("d.inter", RECBOLE_HEADER + "1\t[PAD]\t5\t9\n", "item_id"),
+}
+
+
+@pytest.mark.parametrize("file_format", sorted(PADDING_CASES))
+def test_padding_token_as_an_item_is_refused(tmp_path, file_format):
+    name, text, what = PADDING_CASES[file_format]
+    path = write(tmp_path, name, text)
+    with pytest.raises(DataError) as info:
+        loaders.load_file(path, file_format)
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}:2: the {what} '[PAD]' is the reserved padding token"
+    )
+
+
+def test_padding_token_as_a_user_is_an_id_like_any(tmp_path):
+    # Only item id 0 is padding: a user may be called "[PAD]".
+    path = write(tmp_path, "u.data", "[PAD]\t2\t5\t9\n")
+    assert list(loaders.load_file(path).users) == ["[PAD]"]
+
+
+def _fifo_with(tmp_path, data, name="fifo"):
+    """A FIFO that a thread fills with ``data`` once, then closes."""
+    import threading
+
+    path = tmp_path / name
+    os.mkfifo(path)
+
+    def fill():
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+    threading.Thread(target=fill, daemon=True).start()
+    return str(path)
+
+
+def test_fifo_is_read_once_as_a_file(tmp_path):
+    # Guessing the format, hashing and loading read it three times.
+    path = _fifo_with(tmp_path, b"1\t2\t5\t9\n1\t3\t5\t10\n")
+    assert loaders.is_pipe(path)
+    assert loaders.guess_format(path) == "udata"
+    copy = loaders.readable_file(path)
+    assert copy != path and open(copy, "rb").read().startswith(b"1\t2")
+    table = loaders.load_file(path)
+    assert list(table.items) == ["2", "3"]
+    assert datasets.file_paths(path) == [path]
+
+
+def test_process_substitution_is_read_as_a_file():
+    # What bash's <(printf ...) passes: /dev/fd/N of a pipe.
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def fill():
+        with os.fdopen(write_end, "wb") as handle:
+            handle.write(b"u1 i1\nu1 i2\n")
+
+    threading.Thread(target=fill, daemon=True).start()
+    try:
+        path = f"/dev/fd/{read_end}"
+        assert datasets.file_paths(path) == [path]
+        table = loaders.load_file(path)
+        assert list(table.items) == ["i1", "i2"]
+        # Read again (another loader, a second pass): the same rows.
+        assert list(loaders.load_file(path, "sasrec").items) == ["i1", "i2"]
+    finally:
+        os.close(read_end)
+
+
+def test_existing_path_with_glob_characters_is_taken_literally(tmp_path):
+    literal = write(tmp_path, "clicks[1].tsv", "1\t2\t5\t9\n")
+    # What glob would read '[1]' as: a character class matching this one.
+    write(tmp_path, "clicks1.tsv", "7\t7\t5\t9\n")
+    assert datasets.file_paths(literal) == [literal]
+    table = datasets.load_source("file", data_path=literal)
+    assert list(table.interactions.users) == ["1"]
+    # A pattern that names no file as written is still a glob.
+    pattern = str(tmp_path / "clicks[1].t*")
+    assert datasets.file_paths(pattern) == [str(tmp_path / "clicks1.tsv")]
+
+
+def test_gzip_utf16_advice_decompresses_first(tmp_path):
+    import gzip
+
+    path = tmp_path / "clicks.tsv.gz"
+    path.write_bytes(gzip.compress("1 2\n1 3\n".encode("utf-16")))
+    with pytest.raises(DataError) as info:
+        loaders.load_file(str(path))
+    message = str(info.value)
+    assert "the file is UTF-16 encoded (and gzip-compressed)" in message
+    assert (
+        f"gunzip -c {path} | iconv -f utf-16 -t utf-8 > {tmp_path}/clicks.tsv"
+    ) in message
+
+
+def test_gzip_latin1_advice_decompresses_first(tmp_path):
+    import gzip
+
+    path = tmp_path / "u.data.gz"
+    path.write_bytes(gzip.compress("café\t2\t5\t9\n".encode("latin-1")))
+    write(tmp_path, "u.data", "taken\n")  # never overwritten by the advice
+    with pytest.raises(DataError) as info:
+        loaders.load_file(str(path))
+    assert (
+        f"gunzip -c {path} | iconv -f latin1 -t utf-8 > {tmp_path}/u.data.utf8"
+    ) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1\t2\t5\t9\t\n1\t3\t5\t10\t\n", "udata"),
+        ("1\t2\t5\t9 \t \n1\t3\t5\t10\n", "udata"),
+        ("\n\n1\t2\t5\t9\r\n", "udata"),
+        ("u1 i1 \t\nu1 i2\n", "sasrec"),
+        ("SessionId\tItemId\tTime\t\n1\t2\t9\n", "sessions"),
+    ],
+)
+def test_auto_format_tolerates_trailing_whitespace(tmp_path, text, expected):
+    path = write(tmp_path, "data.txt", text)
+    assert loaders.guess_format(path) == expected
+    assert len(loaders.load_file(path)) >= 1
+
+
+def test_unknown_format_message_shows_the_line_as_read(tmp_path):
+    path = write(tmp_path, "odd.txt", "a,b,c \t\n")
+    with pytest.raises(DataError) as info:
+        loaders.guess_format(path)
+    # repr: the trailing whitespace is visible.
+    assert "its first line 'a,b,c \\t\\n'" in str(info.value)
+    assert "--format" in str(info.value)

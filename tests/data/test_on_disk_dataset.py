@@ -16,6 +16,7 @@ from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
+from tfrec_tricks.ownership import RECORD_FILE
 
 SESSIONS = """SessionId\tItemId\tTime
 s1\ta\t10
@@ -249,7 +250,10 @@ def test_every_file_is_in_the_manifest(tmp_path):
     )
     dataset = OnDiskDataset(path)
     listed = [entry["file"] for entry in dataset.metadata["files"]]
-    assert listed == sorted(f for f in os.listdir(path) if f != "metadata.json")
+    # All but metadata.json and the tool's record of what it wrote.
+    assert listed == sorted(
+        f for f in os.listdir(path) if f not in ("metadata.json", RECORD_FILE)
+    )
     assert {"vocabulary.json", "statistics.json", "item_graph.json"} <= set(
         listed
     )

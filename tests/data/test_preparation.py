@@ -410,3 +410,12 @@ def test_invariants_on_synthetic_data():
     # Each user gets length - 3 training examples.
     lengths = np.unique(data.interactions.users, return_counts=True)[1]
     assert len(prepared.train) == (lengths - 3).sum()
+
+
+def test_an_item_named_like_the_padding_token_is_refused():
+    # Loaders refuse it by file and line; a table built in memory too.
+    table = Interactions(
+        users=np.array(["u"] * 4), items=np.array(["a", "[PAD]", "b", "c"])
+    )
+    with pytest.raises(DataError, match=r"named '\[PAD\]'.*rename it"):
+        prepare(table, max_len=3)

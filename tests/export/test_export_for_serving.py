@@ -15,6 +15,7 @@ from tfrec_tricks.export import check_model_name, export_for_serving
 from tfrec_tricks.export.export_for_serving import next_version
 from tfrec_tricks.export.models_config import update_models_config
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+from tfrec_tricks.ownership import RECORD_FILE
 from tfrec_tricks.testing.test_case import BLOCK_PACKAGE_PREAMBLE
 
 ITEMS = ["[PAD]"] + [f"item-{i}" for i in range(1, 30)]
@@ -86,7 +87,8 @@ def test_versions_models_config_and_request_example(tmp_path):
     first = export_for_serving(model, str(base), ITEMS, k=3, warmup=False)
     second = export_for_serving(model, str(base), ITEMS, k=3)
     assert [os.path.basename(first), os.path.basename(second)] == ["1", "2"]
-    assert sorted(os.listdir(base)) == ["1", "2"]  # no temporary folder
+    # No temporary folder; the record of what export wrote.
+    assert sorted(os.listdir(base)) == [RECORD_FILE, "1", "2"]
     assert os.path.isfile(
         os.path.join(second, "assets.extra", "tf_serving_warmup_requests")
     )
@@ -192,7 +194,8 @@ def test_failed_export_leaves_no_version(tmp_path, monkeypatch):
     base = tmp_path / "demo"
     with pytest.raises(OSError, match="disk full"):
         export_for_serving(tiny_model(), str(base), ITEMS)
-    assert os.listdir(base) == []
+    # The folder of versions this export created goes too: no empty one.
+    assert not base.exists()
     assert not (tmp_path / "models.config").exists()
 
 

@@ -89,3 +89,102 @@ def test_brute_force_top_k_excludes_ids_and_returns_the_product():
     # Fewer items left than asked: -inf for an excluded id, last.
     assert scores.numpy()[2, 2] == -np.inf
     assert ids.numpy()[2, 2] in exclude[2]
+
+
+# ------------------------------------------------ the served list, every head
+
+SERVED_N, SERVED_D, SERVED_L = 8, 4, 8  # 7 real items; id 0 is padding
+# Histories of 0 to max_len items: repeats, left padding, all but one
+# item, the whole catalogue (with a repeat too).
+SERVED_HISTORIES = np.array(
+    [
+        [0, 0, 0, 0, 0, 0, 0, 0],
+        [3, 0, 0, 0, 0, 0, 0, 0],
+        [5, 2, 0, 0, 0, 0, 0, 0],
+        [7, 7, 4, 4, 0, 0, 0, 0],
+        [0, 0, 0, 6, 1, 5, 0, 0],
+        [1, 2, 3, 4, 5, 6, 0, 0],
+        [7, 1, 6, 2, 5, 3, 4, 0],
+        [1, 2, 3, 4, 5, 6, 7, 1],
+        [2, 2, 2, 2, 2, 2, 2, 2],
+    ],
+    "int32",
+)
+
+
+def served_heads():
+    from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
+
+    return {
+        "softmax": lambda: TiedSoftmax(),
+        "softmax_no_dup": lambda: TiedSoftmax(exclude_history=True),
+        "softmax_no_dup, cosine": lambda: TiedSoftmax(
+            exclude_history=True, cosine_temperature=0.5
+        ),
+        "cpr:3": lambda: SoftmaxCPR(reranker_ks=(3,)),
+        "cpr:4,2 add, exclude_history": lambda: SoftmaxCPR(
+            reranker_ks=(4, 2), merge="add", exclude_history=True
+        ),
+        "cp, exclude_history": lambda: SoftmaxCPR(
+            reranker_ks=(), exclude_history=True
+        ),
+        "mos": lambda: MixtureOfSoftmax(2),
+    }
+
+
+SERVED_CASES = [
+    (name, use_index)
+    for name in served_heads()
+    for use_index in (False, True)
+    if not (name == "mos" and use_index)  # a mixture has no index
+]
+
+
+def reference_served(scores, history, excludes, k):
+    """The served list, naively: the items outside the history by score,
+    then the history's items by score (ties to the lower id), never 0."""
+    seen = set(history[history != 0].tolist()) if excludes else set()
+    items = range(1, len(scores))
+    by_score = sorted(items, key=lambda item: (-scores[item], item))
+    ranked = [i for i in by_score if i not in seen]
+    ranked += [i for i in by_score if i in seen]
+    return ranked[:k]
+
+
+@pytest.mark.parametrize(
+    "name, use_index", SERVED_CASES, ids=[f"{n}-{i}" for n, i in SERVED_CASES]
+)
+def test_served_top_k_ranks_history_last_and_never_serves_padding(
+    name, use_index
+):
+    rng = np.random.default_rng(5)
+    batch = len(SERVED_HISTORIES)
+    inputs = {
+        "hidden_states": tf.constant(
+            rng.normal(size=(batch, SERVED_L, SERVED_D)).astype("float32")
+        ),
+        "history_ids": tf.constant(SERVED_HISTORIES),
+    }
+    table = tf.constant(rng.normal(size=(SERVED_N, SERVED_D)), tf.float32)
+    bias = tf.constant(rng.normal(size=(SERVED_N,)), tf.float32)
+    head = served_heads()[name]()
+    logits = head(inputs, table, item_bias=bias).numpy()  # what is served
+    excludes = head.excludes_history(False)
+    scores = logits
+    if excludes:  # the order of the history's items among themselves
+        scores = head(inputs, table, item_bias=bias, exclude_history=False)
+        scores = scores.numpy()
+    for k in range(1, SERVED_N):
+        ids, served = top_k.served_top_k(
+            head, inputs, table, k, item_bias=bias, use_index=use_index
+        )
+        ids, served = ids.numpy(), served.numpy()
+        assert ids.shape == served.shape == (batch, k)
+        for row, history in enumerate(SERVED_HISTORIES):
+            expected = reference_served(scores[row], history, excludes, k)
+            assert ids[row].tolist() == expected, (k, row)
+            np.testing.assert_allclose(
+                served[row], logits[row, expected], rtol=1e-5, atol=1e-5
+            )
+    with pytest.raises(ValueError, match=f"catalogue's {SERVED_N - 1} real"):
+        top_k.served_top_k(head, inputs, table, SERVED_N, item_bias=bias)

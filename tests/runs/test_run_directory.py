@@ -7,7 +7,8 @@ import pytest
 
 from tests import run_helpers
 from tests.run_helpers import Interrupt, snapshot
-from tfrec_tricks.errors import RunDirectoryError
+from tfrec_tricks import ownership
+from tfrec_tricks.errors import OutputError, RunDirectoryError
 from tfrec_tricks.runs import run_directory
 from tfrec_tricks.runs.run_directory import (
     check_finished_run,
@@ -156,6 +157,42 @@ def test_export_check_names_a_missing_or_foreign_part(run_root, damage, match):
         check_finished_run(str(run_dir))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "record, match",
+    [
+        ("no_files", "lists no files"),
+        ("files_as_list", "lists no files"),
+        ("without_vocabulary", "does not list vocabulary.json"),
+        ("without_a_weights_file", "does not list model/weights.index"),
+        ("unrecorded_model_file", "does not list model/extra.bin"),
+    ],
+)
+def test_export_check_refuses_a_run_without_a_complete_file_record(
+    run_root, record, match
+):
+    # Verified or retrained: a finished run whose run.json cannot vouch
+    # for every file of the run is never exported as it is.
+    run_dir = run_root / "run"
+    run = json.loads((run_dir / "run.json").read_text())
+    if record == "no_files":
+        del run["files"]
+    elif record == "files_as_list":
+        run["files"] = sorted(run["files"])
+    elif record == "without_vocabulary":
+        del run["files"]["vocabulary.json"]
+    elif record == "without_a_weights_file":
+        del run["files"]["model/weights.index"]
+    else:
+        (run_dir / "model" / "extra.bin").write_bytes(b"\0")
+    (run_dir / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunDirectoryError, match=match) as error:
+        check_finished_run(str(run_dir))
+    message = str(error.value)
+    assert "has no complete record of its files" in message
+    assert "tfrec-tricks train ... --overwrite" in message
+
+
 def test_open_run_decides_from_the_directory(tmp_path):
     fingerprint = {"train": {"seed": 0}, "data": []}
     assert open_run(str(tmp_path / "absent"), fingerprint) == "new"
@@ -167,7 +204,8 @@ def test_open_run_decides_from_the_directory(tmp_path):
     assert (
         open_run(str(tmp_path), {"train": {"seed": 1}}, overwrite=True) == "new"
     )
-    assert not tmp_path.exists()
+    # Only what the run recorded is removed; the folder itself stays.
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_folder_that_is_no_run_is_never_overwritten(tmp_path):
@@ -178,13 +216,17 @@ def test_a_folder_that_is_no_run_is_never_overwritten(tmp_path):
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
-def test_a_run_of_an_older_version_needs_overwrite(tmp_path):
+def test_a_run_of_an_older_version_is_never_removed(tmp_path):
+    # It has no record of what was written: someone's config.json could
+    # look the same.
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(RunDirectoryError, match="older tfrec-tricks"):
         open_run(str(tmp_path), {})
     with pytest.raises(RunDirectoryError, match="older tfrec-tricks"):
         check_finished_run(str(tmp_path))
-    assert open_run(str(tmp_path), {}, overwrite=True) == "new"
+    with pytest.raises(OutputError, match=r"no record .*\(config.json\)"):
+        open_run(str(tmp_path), {}, overwrite=True)
+    assert os.listdir(tmp_path) == ["config.json"]
 
 
 def test_a_damaged_run_file_is_named(tmp_path):
@@ -419,11 +461,17 @@ def test_only_what_train_writes_is_a_run_directory(tmp_path):
     from tfrec_tricks.runs.run_directory import is_run_directory
 
     run = tmp_path / "run"
-    (run / "model").mkdir(parents=True)
-    (run / "run.json").write_text("{}")
-    (run / ".run.json.abcd1234.tmp").write_text("")  # a killed write
+    run_directory.start_run(str(run), {"train": {}}, {})
+    staging = run / ".run.json.abcd1234.tmp"  # a killed write, marked
+    staging.mkdir()
+    ownership.mark_staging(str(staging), str(run / "run.json"))
     assert is_run_directory(str(run))
-    (run / "photo.jpg").write_text("")
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "photo.jpg").write_text("")
+    assert not is_run_directory(str(run))
+    # Names prove nothing: the same files without a record are no run.
+    os.remove(run / ownership.RECORD_FILE)
+    os.remove(run / "checkpoints" / "photo.jpg")
     assert not is_run_directory(str(run))
     mine = tmp_path / "mine"
     mine.mkdir()

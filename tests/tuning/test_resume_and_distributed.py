@@ -6,7 +6,17 @@ import os
 import time
 
 import pytest
-from tuning_helpers import TINY_CLI, cli, free_port
+import tensorflow as tf
+from tuning_helpers import COMPILE, FIXED, TINY_CLI, cli, free_port
+
+from tests.run_helpers import tiny_config
+from tfrec_tricks.tuning import (
+    SequentialRetrievalHyperModel,
+    import_keras_tuner,
+)
+from tfrec_tricks.tuning.search import SearchOptions, run_search
+
+keras_tuner = import_keras_tuner()
 
 
 def _trials(search_dir):
@@ -111,3 +121,77 @@ def test_distributed_chief_and_two_workers(tmp_path):
     # The chief retrained the defaults and the best trial after the search.
     assert "Retraining 2 configurations" in chief_output
     assert (tmp_path / "synthetic" / "selection.md").is_file()
+
+
+class _StopTrial(tf.keras.callbacks.Callback):
+    """Interrupts the search (as Ctrl-C would) at the end of the first
+    epoch of the ``nth`` trial this process trains. KerasTuner gives each
+    trial a deep copy of the callbacks: the count is the class's."""
+
+    trained = 0
+
+    def __init__(self, nth):
+        super().__init__()
+        self.nth = nth
+        type(self).trained = 0
+
+    def on_train_begin(self, logs=None):
+        type(self).trained += 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if type(self).trained == self.nth:
+            raise KeyboardInterrupt
+
+
+def _narrow_space(data):
+    """Every setting fixed at its default but the learning rate: the first
+    trial's (the defaults of this space: 1e-2, the first value) and two
+    that learn nothing, so the defaults win Hyperband's first round and
+    are trained again, longer, in its second."""
+    hp = keras_tuner.HyperParameters()
+    SequentialRetrievalHyperModel(data, fixed=FIXED).declare(hp)
+    narrow = keras_tuner.HyperParameters()
+    for h in hp.space:
+        if h.name not in FIXED and h.name != "learning_rate":
+            narrow.Fixed(h.name, h.default)
+    narrow.Choice("learning_rate", [1e-2, 1e-9, 2e-9])
+    return narrow
+
+
+def _tiny_search(folder, hyperparameters, callbacks=()):
+    config = tiny_config(".", epochs=3, name="search", model=dict(FIXED))
+    options = SearchOptions(
+        tuner="hyperband",
+        max_trials=4,
+        output_dir=str(folder),
+        hyperparameters=hyperparameters,
+        verbose=0,
+        compile_options=COMPILE,
+        retrain_top=0,
+        callbacks=list(callbacks),
+    )
+    return run_search(config, options)
+
+
+@pytest.mark.slow
+def test_resumed_search_scores_the_defaults_as_an_uninterrupted_one(
+    tmp_path, data
+):
+    space = _narrow_space(data)
+    whole = _tiny_search(tmp_path / "whole", space)
+    scores = {row["trial_id"]: row["score"] for row in whole.trials}
+    assert len(scores) == 4
+    # Hyperband's second round trains the best of the first (the
+    # defaults, trial 0) again for 3 epochs: the defaults re-scored.
+    continued = max(scores)
+    last = next(r for r in whole.trials if r["trial_id"] == continued)
+    assert last["hyperparameters"]["learning_rate"] == 1e-2
+
+    # The same search, interrupted in that second round and resumed in a
+    # process that has trained fewer models by then.
+    with pytest.raises(KeyboardInterrupt):
+        _tiny_search(tmp_path / "resumed", space, [_StopTrial(4)])
+    resumed = _tiny_search(tmp_path / "resumed", space)
+    again = {row["trial_id"]: row["score"] for row in resumed.trials}
+    assert again[continued] == pytest.approx(scores[continued], abs=1e-6)
+    assert again == pytest.approx(scores, abs=1e-6)

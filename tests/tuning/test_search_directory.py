@@ -5,7 +5,9 @@ import os
 
 import pytest
 
+from tfrec_tricks import ownership
 from tfrec_tricks.errors import RunDirectoryError
+from tfrec_tricks.ownership import RECORD_FILE
 from tfrec_tricks.runs.run_directory import data_identity
 from tfrec_tricks.runs.train_config import TrainConfig
 from tfrec_tricks.tuning.search import parse_choices
@@ -112,7 +114,7 @@ def test_overwrite_replaces_the_whole_folder(tmp_path):
     other = _fingerprint(choices=["dropout=0.3,0.4"])
     assert open_search(folder, other, overwrite=True) == "overwrite"
     start_search(folder, other, "overwrite")
-    assert os.listdir(folder) == [SEARCH_FILE]
+    assert sorted(os.listdir(folder)) == [RECORD_FILE, SEARCH_FILE]
     assert read_search_file(folder)["fingerprint"] == other
 
 
@@ -125,7 +127,12 @@ def test_best_config_is_recorded(tmp_path):
     from tfrec_tricks.atomic_files import file_sha256
 
     assert document["best_config_sha256"] == file_sha256(path)
-    assert sorted(os.listdir(folder)) == ["best_config.json", SEARCH_FILE]
+    assert sorted(os.listdir(folder)) == [
+        RECORD_FILE,
+        "best_config.json",
+        SEARCH_FILE,
+    ]
+    assert ownership.foreign_entries(folder) == []
 
 
 def test_legacy_damaged_and_foreign_folders(tmp_path):
@@ -163,10 +170,13 @@ def test_only_what_tune_writes_is_a_search_folder(tmp_path):
     from tfrec_tricks.tuning.search_directory import is_search_folder
 
     search = tmp_path / "search_dir"
+    start_search(str(search), _fingerprint(), "new")
     (search / "search").mkdir(parents=True)
-    (search / "search.json").write_text("{}")
     (search / "trials.md").write_text("")
     assert is_search_folder(str(search))
+    # Someone's file inside search/ is not tune's.
+    (search / "search" / "notes.txt").write_text("")
+    assert not is_search_folder(str(search))
     # An older search's files beside someone's are not a search folder:
     # --overwrite must never remove them.
     mine = tmp_path / "mine"
@@ -174,3 +184,24 @@ def test_only_what_tune_writes_is_a_search_folder(tmp_path):
     (mine / "trials.md").write_text("my notes")
     (mine / "photo.jpg").write_text("")
     assert not is_search_folder(str(mine))
+
+
+def test_data_path_written_another_way_is_the_same_search(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "u.data").write_text("1\t1\t3\t100\n")
+    folder = str(tmp_path / "search")
+    monkeypatch.chdir(tmp_path / "data")
+    relative = TrainConfig(data="file", data_path="u.data")
+    start_search(folder, _fingerprint(relative), "new")
+    monkeypatch.chdir(tmp_path)
+    absolute = TrainConfig(
+        data="file", data_path=str(tmp_path / "data" / "u.data")
+    )
+    assert open_search(folder, _fingerprint(absolute)) == "resume"
+    elsewhere = TrainConfig(data="file", data_path="data/../data/u.data")
+    assert open_search(folder, _fingerprint(elsewhere)) == "resume"
+    (tmp_path / "other.data").write_text("1\t1\t3\t100\n")
+    with pytest.raises(RunDirectoryError, match="train.data_path"):
+        open_search(folder, _fingerprint(TrainConfig(data_path="other.data")))

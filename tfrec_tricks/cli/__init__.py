@@ -5,8 +5,10 @@ Run ``tfrec-tricks --help`` or ``tfrec-tricks train --help``. The flags of
 ``TrainConfig`` and ``ModelConfig`` (``tfrec_tricks.cli.options``).
 """
 
+import contextlib
 import signal
 import sys
+import threading
 
 from tfrec_tricks.cli.quiet import load_tensorflow
 from tfrec_tricks.keras_version import use_legacy_keras
@@ -16,16 +18,53 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 
+# Signals that end a command as Ctrl-C does: the message printed, the
+# exit code (128 + the signal's number, the shells' convention).
+ENDINGS = {
+    signal.SIGINT: ("interrupted.", 130),
+    signal.SIGTERM: ("terminated.", 143),
+    signal.SIGHUP: ("hung up.", 129),
+}
+# What running the same command again does, after an interruption, a full
+# disk or a folder that was not writable.
+RESUMES = {
+    "train": "Run the same command again to resume from the last "
+    "completed epoch.",
+    "tune": "Run the same command again to resume the search.",
+    "ablation": "Run the same command again: finished rows are reused.",
+}
+
+
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, as SIGINT raises
+    ``KeyboardInterrupt``: every ``except BaseException`` and ``finally``
+    on the way (locks, staging folders) runs, and nothing records a run
+    as failed.
+
+    Attributes:
+        signum: the signal's number.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one ``tfrec-tricks`` command; returns its exit code.
 
-    Exit codes: 0 done, 1 an error with a message (bad data, a refused run
-    directory, a failed export), 2 bad arguments (argparse), 130
-    interrupted at any moment, start-up included (a run resumes when the
-    same command runs again).
+    Exit codes: 0 done; 1 an error with a message (bad data, a refused run
+    directory, a failed export, a full disk or a folder that is not
+    writable); 2 bad arguments (argparse); 130 interrupted (Ctrl-C), 143
+    terminated (SIGTERM), 129 hung up (SIGHUP), at any moment, start-up
+    included. After an interruption, a full disk or a folder that was not
+    writable, nothing is recorded as failed: the same command resumes a
+    run or search, once space is freed or the permissions restored.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     command = None
+    previous = _install_signal_handlers()
+    interrupted = False
     try:
         # TensorFlow's start-up lines stay off the terminal.
         load_tensorflow(verbose="--verbose" in argv)
@@ -39,21 +78,96 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args = parse(parser, argv)
         return COMMANDS[command].run(args)
-    except KeyboardInterrupt:
-        return _interrupted(command)
-    except (ValueError, OSError, ImportError) as error:
-        print(f"tfrec-tricks {command}: error: {error}", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        interrupted = True
+        return _interrupted(command, getattr(interrupt, "signum", None))
+    except Exception as error:
+        message = _write_failure_message(error, command)
+        if message is None:
+            if not isinstance(error, (ValueError, OSError, ImportError)):
+                raise
+            message = str(error)
+        _print_error(f"tfrec-tricks {command}: error: {message}")
         return 1
+    finally:
+        # After an interruption the signals stay ignored: the process is
+        # ending, and a second Ctrl-C in TensorFlow's teardown would print
+        # a traceback.
+        if not interrupted:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
-def _interrupted(command: str | None) -> int:
-    # A second Ctrl-C while the message prints must not end in a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    resume = {
-        "train": " Run the same command again to resume from the last "
-        "completed epoch.",
-        "tune": " Run the same command again to resume the search.",
-        "ablation": " Run the same command again: finished rows are reused.",
-    }.get(command, "")
-    print(f"\ninterrupted.{resume}", file=sys.stderr)
-    return 130
+def _install_signal_handlers() -> dict:
+    """SIGTERM and SIGHUP raise ``Signalled``; returns the handlers they
+    had (``main`` puts them back, so that a caller in the same process
+    keeps its own). A signal the process was started to ignore (``nohup``
+    ignores SIGHUP) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        handler = signal.getsignal(signum)
+        if handler == signal.SIG_DFL:
+            previous[signum] = handler
+            signal.signal(signum, _raise_signalled)
+    return previous
+
+
+def _raise_signalled(signum: int, frame: object) -> None:
+    # A supervisor that repeats its SIGTERM must not cut short the cleanup
+    # the first one started (SIGKILL still ends the process).
+    for other in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(other) is _raise_signalled:
+            signal.signal(other, signal.SIG_IGN)
+    raise Signalled(signum)
+
+
+def _write_failure_message(error: Exception, command: str | None) -> str | None:
+    """The message of a full disk or a missing permission (``error`` or
+    its chain), with what running the same command again does; None for
+    any other error.
+
+    A command names the folder it writes (``errors.writes_named``); any
+    other write failure is named by the path the OS gave, if any.
+    """
+    from tfrec_tricks.errors import (
+        NO_SPACE,
+        named_write_failure,
+        write_failure,
+    )
+
+    failed = named_write_failure(error)
+    if failed is None:
+        failure = write_failure(error)
+        if failure is None:
+            return None
+        if failure.kind != NO_SPACE:
+            # Not known to be a write: a file that cannot be read either.
+            where = f" on {failure.path!r}" if failure.path else ""
+            return f"permission denied{where} ({failure.detail})"
+        where = repr(failure.path) if failure.path else "the device"
+        message = (
+            f"no space left on {where} ({failure.detail}). Free some space"
+        )
+    else:
+        message = str(failed)
+    rerun = RESUMES.get(command, "Run the same command again.")
+    return f"{message}. {rerun}"
+
+
+def _interrupted(command: str | None, signum: int | None) -> int:
+    # A second Ctrl-C (or SIGTERM, SIGHUP) while the message prints must
+    # not end in a traceback.
+    for ignored in ENDINGS:
+        signal.signal(ignored, signal.SIG_IGN)
+    text, code = ENDINGS[signum or signal.SIGINT]
+    resume = RESUMES.get(command)
+    _print_error(f"\n{text}" + (f" {resume}" if resume else ""))
+    return code
+
+
+def _print_error(text: str) -> None:
+    # After SIGHUP the terminal may be gone: the exit code still tells.
+    with contextlib.suppress(OSError):
+        print(text, file=sys.stderr, flush=True)

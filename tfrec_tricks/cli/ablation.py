@@ -64,6 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfrec_tricks.errors import writes_named
     from tfrec_tricks.runs.ablation import (
         check_report_dir,
         format_table,
@@ -86,12 +87,14 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     encoder = base.model.get("encoder", "gru4rec")
-    paths = write_report(
-        rows,
-        report_dir,
-        f"{base.data}, {encoder}: ablation",
-        shlex.join(["tfrec-tricks", *sys.argv[1:]]),
-    )
+    # The rows' runs name their run directories (training.train).
+    with writes_named(report_dir):
+        paths = write_report(
+            rows,
+            report_dir,
+            f"{base.data}, {encoder}: ablation",
+            shlex.join(["tfrec-tricks", *sys.argv[1:]]),
+        )
     print(format_table(rows))
     print(f"\nTable: {paths['md']}\nChart: {paths['png']}")
     return 0

@@ -13,14 +13,23 @@ from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.runs.train_config import DERIVED_MODEL_FIELDS, TrainConfig
 
+# Top-level keys of a config file: the options, and what ``train`` records
+# beside them in config.json that a rerun does not take as an option:
+# ``head_choice``, how ``--head auto`` chose the head (the chosen head is
+# ``model.head``, so the file repeats the run it records).
+OPTION_KEYS = ("train", "model")
+RECORD_KEYS = ("head_choice",)
+
 
 def load_config_file(path: str) -> dict:
     """Reads a run's config.json (or tune's best config) as option values.
 
     Accepts ``{"train": {...}, "model": {...}}`` (what ``train`` writes into
-    its run directory and ``tune`` writes as its best configuration). Keys
-    and value types are checked here, value ranges by ``TrainConfig`` and
-    ``ModelConfig``; every error names the file.
+    its run directory and ``tune`` writes as its best configuration), and
+    every other key ``train`` writes there (``RECORD_KEYS``: read past, not
+    options). Keys and value types are checked here, value ranges by
+    ``TrainConfig`` and ``ModelConfig``; every error names the file, and an
+    unknown key by its name.
 
     Steps: read the file's bytes, parse them as JSON, take the training
     and model options out of the document, check their names and value
@@ -79,13 +88,25 @@ def _split_options(path: str, document: Any) -> tuple[dict, dict]:
         DataError: the document, ``train``, ``train.model`` or ``model``
             is not an object, or the document has other keys.
     """
-    if not isinstance(document, dict) or not (
-        set(document) <= {"train", "model"}
-    ):
+    if not isinstance(document, dict):
         raise DataError(
             f"{path}: expected an object with 'train' and/or 'model'. "
             f"Received: {str(document)[:80]}"
         )
+    unknown = sorted(set(document) - {*OPTION_KEYS, *RECORD_KEYS}, key=str)
+    if unknown:
+        raise DataError(
+            f"{path}: expected an object with 'train' and/or 'model' (and "
+            f"{list(RECORD_KEYS)}, which train records beside them); "
+            f"unknown top-level keys {unknown}. Received keys: "
+            f"{sorted(document, key=str)}"
+        )
+    for name in RECORD_KEYS:
+        if name in document and not isinstance(document[name], dict):
+            raise DataError(
+                f"{path}: '{name}' must be an object, as train writes it. "
+                f"Received: {name}={str(document[name])[:80]}"
+            )
     train = document.get("train", {})
     if not isinstance(train, dict):
         raise DataError(

@@ -21,6 +21,27 @@ examples:
 """
 
 
+# TF Serving reads a version folder's name as an int64.
+MAX_VERSION = 2**63 - 1
+
+
+def _version(text: str) -> int:
+    """A version number: a positive integer that fits in int64.
+
+    >>> _version("9223372036854775808")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be at most 9223372036854775807 (TF Serving reads versions as int64), got 9223372036854775808
+    """  # noqa: E501
+    value = positive_int(text)
+    if value > MAX_VERSION:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_VERSION} (TF Serving reads versions as "
+            f"int64), got {value}"
+        )
+    return value
+
+
 def _model_name(text: str) -> str:
     from tfrec_tricks.export.models_config import check_model_name
 
@@ -44,9 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--version",
-        type=positive_int,
+        type=_version,
         metavar="N",
-        help="version number. Default: the next free one",
+        help="version number, 1 to 2**63 - 1 (int64). Default: the next "
+        "free one",
     )
     parser.add_argument(
         "--k",
@@ -75,20 +97,24 @@ def run(args: argparse.Namespace) -> int:
     # The run must be finished and whole before anything is loaded.
     check_finished_run(args.run_dir)
 
+    from tfrec_tricks.errors import writes_named
     from tfrec_tricks.export import export_for_serving
     from tfrec_tricks.runs.training import load_model
 
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
     model = load_model(args.run_dir)
-    path = export_for_serving(
-        model,
-        os.path.join(args.base_path, args.name),
-        vocabulary,
-        version=args.version,
-        k=args.k,
-        scoring=args.scoring,
-        inputs=(args.run_dir,),
-    )
+    # --base-path holds all it writes: the version, models.config and the
+    # request example.
+    with writes_named(args.base_path):
+        path = export_for_serving(
+            model,
+            os.path.join(args.base_path, args.name),
+            vocabulary,
+            version=args.version,
+            k=args.k,
+            scoring=args.scoring,
+            inputs=(args.run_dir,),
+        )
     root = os.path.abspath(args.base_path)
     print(
         f"Exported {path}\nServe it:\n  docker run -p 8501:8501 "

@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
     import logging
 
+    from tfrec_tricks.errors import writes_named
     from tfrec_tricks.runs.prepare_dataset import prepare_dataset
     from tfrec_tricks.runs.train_config import TrainConfig
 
@@ -122,12 +123,15 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig(
         **{name: value for name, value in vars(args).items() if name in names}
     )
-    prepare_dataset(
-        config,
-        args.output,
-        engine=args.engine,
-        num_shards=args.shards,
-        overwrite=args.overwrite,
-        pipeline_args=beam_arguments(args),
-    )
+    # A full disk or a folder that is not writable names --output (the
+    # staging folder is removed, nothing is published).
+    with writes_named(args.output):
+        prepare_dataset(
+            config,
+            args.output,
+            engine=args.engine,
+            num_shards=args.shards,
+            overwrite=args.overwrite,
+            pipeline_args=beam_arguments(args),
+        )
     return 0

@@ -38,16 +38,19 @@ def native_stderr_silenced(enabled: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Holds a Ctrl-C (SIGINT) back until the block ends, then delivers it.
+    """Holds a Ctrl-C (SIGINT), SIGTERM and SIGHUP back until the block
+    ends, then delivers them.
 
-    The ``KeyboardInterrupt`` is raised right after the block instead of
-    inside it. Where signals cannot be blocked (not POSIX), the block runs
-    as it is.
+    The ``KeyboardInterrupt`` (or ``cli.Signalled``) is raised right after
+    the block instead of inside it. Where signals cannot be blocked (not
+    POSIX), the block runs as it is.
     """
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(
+        signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    )
     try:
         yield
     finally:
@@ -59,7 +62,8 @@ def interrupts_deferred() -> Iterator[None]:
 def load_tensorflow(verbose: bool) -> None:
     """Imports TensorFlow under tf-keras, quietly unless ``verbose``.
 
-    A Ctrl-C during the import takes effect when it ends (a few seconds).
+    A Ctrl-C (or SIGTERM, SIGHUP) during the import takes effect when it
+    ends (a few seconds).
     Raised inside TensorFlow's import, it can interrupt Python code that
     its C++ runs through the C API; CPython then counts the interrupt as
     unhandled and ends the process by SIGINT on exit, even after ``main``

@@ -15,9 +15,11 @@ second-to-last validation), NDCG@10 / HR@10 / MRR@10 over all items.
 Everything lands in OUTPUT_DIR/NAME: run.json (the run's fingerprint),
 config.json, vocabulary.json, history.csv, metrics.json, checkpoints/,
 model/ and tensorboard/. The same command again resumes an interrupted run
-(Ctrl-C, crash, lost machine) from its backup/, or reuses a finished one;
-other settings or data on the same NAME are refused, naming the differences
-(--overwrite replaces the old run).
+(Ctrl-C, SIGTERM, SIGHUP, a full disk, crash, lost machine) from its
+backup/, or reuses a finished one; other settings or data on the same NAME
+are refused, naming the differences (--overwrite replaces the old run, and
+only what the run recorded writing: a file of yours inside it is refused,
+never deleted).
 
 Watch a run (loss and ranking metrics per epoch, and its settings under
 HPARAMS): tensorboard --logdir OUTPUT_DIR/NAME/tensorboard

@@ -73,8 +73,9 @@ discards the old search and starts afresh.
 Refused before any trial: a space with nothing to search, hyperband with
 --epochs below 3 or too few --max-trials to reach --epochs, bayesian with
 no trial left after its random ones, --max-minutes shorter than one epoch
-of the defaults, and --choices values that are not finite numbers (inf,
-nan, 1e39).
+of the defaults, and any --choices value that no trial could train (not
+a finite number such as inf, nan or 1e39, out of its range, unknown):
+every value is checked, not only the first.
 
 Distributed: run the same command on every machine with
 KERASTUNER_ORACLE_IP, KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID set
@@ -157,6 +158,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from tfrec_tricks.errors import writes_named
     from tfrec_tricks.tuning import selection
     from tfrec_tricks.tuning.search import (
         SearchOptions,
@@ -190,7 +194,11 @@ def run(args: argparse.Namespace) -> int:
         retrain_top=args.retrain_top,
         seeds=args.seeds,
     )
-    result = run_search(config, options)
+    # A trial that cannot write stops the search (tuners.py), as Ctrl-C
+    # does: named here, by the search folder; the retrained runs name
+    # their run directories (training.train).
+    with writes_named(os.path.join(args.output_dir, config.run_name)):
+        result = run_search(config, options)
     if result.role == "worker":
         print(
             f"Worker finished; the chief writes the reports to "

@@ -99,7 +99,12 @@ from apache_beam.runners.runner import PipelineState
 from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.encoded_interactions import DuplicateRows
-from tfrec_tricks.data.loaders import natural_sort_key, read_records
+from tfrec_tricks.data.loaders import (
+    is_pipe,
+    natural_sort_key,
+    read_records,
+    readable_file,
+)
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import (
@@ -242,7 +247,9 @@ def prepare_with_beam(
             shard_users=shard_users,
         )
 
-    return publish_directory(output, write, replace=overwrite)
+    return publish_directory(
+        output, write, replace=overwrite, kind=fmt.PREPARED_KIND
+    )
 
 
 def match_inputs(inputs: list[str]) -> list[str]:
@@ -255,11 +262,16 @@ def match_inputs(inputs: list[str]) -> list[str]:
         raise DataError("prepare_with_beam needs at least one input file.")
     paths = []
     for pattern in inputs:
-        try:
-            (result,) = FileSystems.match([pattern])
-            found = [m.path for m in result.metadata_list]
-        except BeamIOError:
-            found = []
+        # A local path that exists is that file, read literally: a name
+        # with '[' is no glob, and a pipe (<(...), a FIFO) is a file.
+        if os.path.lexists(pattern):
+            found = [pattern]
+        else:
+            try:
+                (result,) = FileSystems.match([pattern])
+                found = [m.path for m in result.metadata_list]
+            except BeamIOError:
+                found = []
         if not found:
             raise DataError(
                 f"No input file matches {pattern!r}. Received: "
@@ -486,12 +498,15 @@ def _read_files(pipeline: beam.Pipeline, paths: list[str], file_format: str):
         The rows, the schema (a singleton side input, see ``_schema``) and
         a singleton PCollection: how many rows were read.
     """
+    # A pipe can be read once: this process copies it to a local file
+    # (``readable_file``) that the workers read in its place.
+    copies = {path: readable_file(path) for path in paths if is_pipe(path)}
     read = (
         pipeline
         | "Files" >> beam.Create(list(enumerate(paths)))
         | "SpreadFiles" >> beam.Reshuffle()
         | "Read"
-        >> beam.ParDo(_ReadFile(file_format)).with_outputs(
+        >> beam.ParDo(_ReadFile(file_format, copies)).with_outputs(
             _ReadFile.COLUMNS, main="rows"
         )
     )
@@ -714,18 +729,23 @@ def _keep_frequent(group: tuple, bound: int) -> Iterable[tuple]:
 
 
 class _ReadFile(beam.DoFn):
-    """Reads one ``(file index, path)``: its rows, and its columns."""
+    """Reads one ``(file index, path)``: its rows, and its columns.
+
+    ``copies`` maps a pipe's path to the local copy to read instead;
+    messages name the path.
+    """
 
     COLUMNS = "columns"
 
-    def __init__(self, file_format: str):
+    def __init__(self, file_format: str, copies: dict | None = None):
         super().__init__()
         self.file_format = file_format
+        self.copies = dict(copies or {})
 
     def process(self, element: tuple[int, str]) -> Iterator:
         file_index, path = element
         try:
-            with _local_file(path) as local:
+            with _local_file(self.copies.get(path, path)) as local:
                 try:
                     columns, records = read_records(local, self.file_format)
                     yield beam.pvalue.TaggedOutput(

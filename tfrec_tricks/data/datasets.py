@@ -16,7 +16,7 @@ import numpy as np
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.encoded_interactions import DuplicateRows, read_encoded
 from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.data.loaders import natural_sort_key
+from tfrec_tricks.data.loaders import is_pipe, natural_sort_key
 from tfrec_tricks.data.tfds_movielens import TFDS_DATASETS, load_tfds_movielens
 from tfrec_tricks.errors import DataError
 
@@ -133,17 +133,40 @@ def source_files(
     return []
 
 
+def resolved_path(path: str | None) -> str | None:
+    """``path`` as one spelling of its file or folder: its real path.
+
+    A run's fingerprint compares data paths resolved, so ``u.data``,
+    ``./u.data``, ``/home/me/u.data`` and a symlink to it are one input,
+    whatever the working directory. A glob resolves its folders. A pipe
+    (``/dev/fd/63`` of ``<(...)``) stays as written: its real path names a
+    pipe that is gone; its content identifies it.
+
+    >>> resolved_path("/a/./b/../c.tsv")
+    '/a/c.tsv'
+    >>> resolved_path(None) is None
+    True
+    """
+    if not path or is_pipe(path):
+        return path
+    return os.path.realpath(path)
+
+
 def file_paths(pattern: str | None) -> list[str]:
     """The files of ``--data file --data-path PATTERN``, in order.
 
     ``PATTERN`` is a file or a glob of shards (``clicks-*.tsv``), whose
     matches are read as one table in natural order: runs of digits
     compare as numbers, so ``part-2`` comes before ``part-10``
-    (``loaders.natural_sort_key``).
+    (``loaders.natural_sort_key``). A path that exists is that file, even
+    when its name holds glob characters (``clicks[1].tsv``); a pipe
+    (``<(zcat f.gz)``, a FIFO) is a file.
     """
     if not pattern:
         raise DataError("--data file needs --data-path FILE (or a glob).")
-    if not glob.has_magic(pattern):
+    # Literally first: a name with '[' or '*' would otherwise match
+    # other files, or none (glob's [1] is a character class).
+    if os.path.lexists(pattern) or not glob.has_magic(pattern):
         if os.path.isdir(pattern):
             raise DataError(
                 f"--data-path {pattern!r} is a directory; --data file reads "

@@ -8,14 +8,18 @@ written (``café_14`` stays ``café_14``). Convert a latin-1 file first, e.g.
 with ``iconv -f latin1 -t utf-8``. A gzip-compressed file is decompressed
 as it is read, whatever its name (``clicks.tsv.gz``); a UTF-16 or UTF-32
 file, a bzip2, xz, zstd or zip file and a folder are refused, named as
-what they are.
+what they are, with a command that converts what the file is (a gzip file
+is decompressed before ``iconv`` reads it). A pipe (a FIFO, or the
+``/dev/fd/N`` of ``<(zcat f.gz)``) is read once into a local copy that
+every later read of its path uses (``readable_file``).
 
 Fields are split on the format's separator and kept as written: there is
 no CSV-style quoting. An id or number in double quotes (``"214"``) is an
 error rather than an id with quotes in it (a file quoting some ids and not
 others would otherwise split one item in two); a quote inside or at one
 end of an id is part of the id. An empty (or whitespace-only) user,
-session or item id is an error.
+session or item id is an error, and so is an item id ``[PAD]``: it is the
+name of the padding item (contiguous id 0) in every vocabulary.
 
 A line that cannot be parsed raises ``DataError`` naming the file and the
 1-based line number. So does a line that is not valid UTF-8 (the message
@@ -33,6 +37,7 @@ Formats:
     recbole: RecBole atomic ``.inter`` files, header ``name:type`` fields.
 """
 
+import atexit
 import codecs
 import contextlib
 import dataclasses
@@ -41,22 +46,24 @@ import io
 import math
 import os
 import re
+import shlex
+import shutil
+import stat
 import sys
+import tempfile
 import zlib
 from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
 from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.user_sequences import PADDING
 from tfrec_tricks.errors import DataError, malformed_line
 
 FORMATS = ("grouplens", "udata", "sasrec", "sessions", "recbole")
 
 
-_NOT_UTF8_HINT = (
-    "tfrec-tricks reads interaction files as UTF-8: convert it, e.g. "
-    "iconv -f latin1 -t utf-8"
-)
+_NOT_UTF8_HINT = "tfrec-tricks reads interaction files as UTF-8: convert it"
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 # Bytes read from the start of a file to tell what it is.
 _SNIFF_BYTES = 4096
@@ -121,22 +128,76 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
             raise _damaged_gzip(path, error, number) from None
 
 
+# Pipes (a FIFO, or the /dev/fd/N of a shell's process substitution
+# ``<(...)``) can be read once, yet a file is read several times (its
+# format guessed from its first line, hashed for a run's fingerprint, read
+# again for a message): a pipe is copied to a local file when it is first
+# read, and every read of its path reads that copy. Path -> copy.
+_PIPE_COPIES: dict[str, str] = {}
+
+
+def is_pipe(path: str) -> bool:
+    """Whether ``path`` is a pipe: a FIFO, or the ``/dev/fd/N`` (or
+    ``/dev/stdin``) of a pipe, as ``<(zcat f.gz)`` gives."""
+    if path in _PIPE_COPIES:
+        return True
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def readable_file(path: str) -> str:
+    """The regular file that holds ``path``'s bytes.
+
+    ``path`` itself, except for a pipe (``is_pipe``): it is read once, to
+    the end, into a local copy (removed when the process exits) that this
+    and every later call return, so the pipe's data is read, hashed and
+    parsed as a file's is. Other paths are returned unchanged (a missing
+    file is refused by whoever opens it).
+
+    Args:
+        path: str. The path as the user wrote it.
+
+    Returns:
+        str. The file to open.
+    """
+    if path in _PIPE_COPIES:
+        return _PIPE_COPIES[path]
+    if not is_pipe(path):
+        return path
+    folder = tempfile.mkdtemp(prefix="tfrec_tricks-pipe-")
+    atexit.register(shutil.rmtree, folder, True)
+    copy = os.path.join(folder, os.path.basename(path) or "input")
+    with open(path, "rb") as source, open(copy, "wb") as target:
+        shutil.copyfileobj(source, target, 1 << 20)
+    _PIPE_COPIES[path] = copy
+    return copy
+
+
 def _open_binary(path: str) -> tuple[BinaryIO, bool]:
     """The bytes of ``path``'s text (gzip decompressed), and whether it was
-    compressed; refuses what is not a UTF-8 text file, naming what it is."""
+    compressed; refuses what is not a UTF-8 text file, naming what it is.
+    A pipe is read from its copy (``readable_file``)."""
     if os.path.isdir(path):
         raise DataError(
             f"{path!r} is a directory, not a data file; give a file or a "
             f"glob of files (e.g. --data-path '{os.path.join(path, '*.tsv')}')"
         )
-    if not os.path.isfile(path):
+    if not os.path.exists(path) and path not in _PIPE_COPIES:
         raise DataError(f"Data file not found. Received: path={path!r}")
-    with open(path, "rb") as handle:
+    readable = readable_file(path)
+    if not os.path.isfile(readable):
+        raise DataError(
+            f"{path!r} is neither a file nor a pipe (a device or a socket); "
+            "give a data file, a FIFO or <(command)"
+        )
+    with open(readable, "rb") as handle:
         head = handle.read(_SNIFF_BYTES)
     compressed = head.startswith(_GZIP_MAGIC)
     if compressed:
         try:
-            with gzip.open(path, "rb") as handle:
+            with gzip.open(readable, "rb") as handle:
                 head = handle.read(_SNIFF_BYTES)
         except (OSError, EOFError, zlib.error) as error:
             raise _damaged_gzip(path, error, 0) from None
@@ -146,18 +207,44 @@ def _open_binary(path: str) -> tuple[BinaryIO, bool]:
                 raise DataError(
                     f"{path}: the file is {name}-compressed; tfrec-tricks "
                     f"reads plain or gzip-compressed text: decompress it "
-                    f"first, e.g. {command} {path}"
+                    f"first, e.g. {command} {shlex.quote(path)}"
                 )
     encoding = _wide_encoding(head)
     if encoding:
+        gzipped = " (and gzip-compressed)" if compressed else ""
         raise DataError(
-            f"{path}: the file is {encoding} encoded; tfrec-tricks reads "
-            f"interaction files as UTF-8: convert it, e.g. iconv -f "
-            f"{encoding.lower()} -t utf-8 {path} > {path}.utf8"
+            f"{path}: the file is {encoding} encoded{gzipped}; "
+            f"tfrec-tricks reads interaction files as UTF-8: convert it, "
+            f"e.g. {_to_utf8_command(path, compressed, encoding.lower())}"
         )
     if compressed:
-        return gzip.open(path, "rb"), True
-    return open(path, "rb"), False
+        return gzip.open(readable, "rb"), True
+    return open(readable, "rb"), False
+
+
+def _to_utf8_command(path: str, compressed: bool, encoding: str) -> str:
+    """The shell command that converts ``path`` from ``encoding`` to UTF-8.
+
+    It undoes what the file is: a gzip file is decompressed before
+    ``iconv`` reads it (``iconv`` on the compressed bytes would garble
+    them), and a pipe is converted where it is written.
+
+    >>> _to_utf8_command("/no/f.tsv.gz", True, "utf-16")
+    'gunzip -c /no/f.tsv.gz | iconv -f utf-16 -t utf-8 > /no/f.tsv'
+    >>> _to_utf8_command("/no/f.tsv", False, "latin1")
+    'iconv -f latin1 -t utf-8 /no/f.tsv > /no/f.tsv.utf8'
+    """
+    iconv = f"iconv -f {encoding} -t utf-8"
+    if is_pipe(path):
+        steps = ["...", *(["gunzip -c"] if compressed else []), iconv]
+        return "<(" + " | ".join(steps) + ")"
+    if compressed:
+        plain = path[: -len(".gz")] if path.endswith(".gz") else path
+        # Never a command that overwrites a file already there.
+        if plain == path or os.path.exists(plain):
+            plain += ".utf8"
+        return f"gunzip -c {shlex.quote(path)} | {iconv} > {shlex.quote(plain)}"
+    return f"{iconv} {shlex.quote(path)} > {shlex.quote(path + '.utf8')}"
 
 
 def _wide_encoding(head: bytes) -> str | None:
@@ -191,6 +278,8 @@ def _damaged_gzip(path: str, error: BaseException, line: int) -> DataError:
 def _not_utf8(path: str) -> DataError:
     """A DataError locating the first byte of ``path`` that is not UTF-8."""
     binary, compressed = _open_binary(path)
+    command = _to_utf8_command(path, compressed, "latin1")
+    hint = f"{_NOT_UTF8_HINT}, e.g. {command}"
     with binary:
         offset = (
             len(codecs.BOM_UTF8) if binary.read(3) == codecs.BOM_UTF8 else 0
@@ -212,9 +301,9 @@ def _not_utf8(path: str) -> DataError:
             offset += len(line[:start].encode("utf-8"))
             return DataError(
                 f"{path}:{number}: not valid UTF-8 at byte offset {offset}"
-                f"{of} (0x{ord(line[start]) - 0xDC00:02x}); {_NOT_UTF8_HINT}"
+                f"{of} (0x{ord(line[start]) - 0xDC00:02x}); {hint}"
             )
-    return DataError(f"{path}: not valid UTF-8; {_NOT_UTF8_HINT}")
+    return DataError(f"{path}: not valid UTF-8; {hint}")
 
 
 def _float(
@@ -299,9 +388,21 @@ def _fields(line: str, separator: str | None, count: int) -> list[str]:
     return fields
 
 
-def _check_ids(path: str, number: int, line: str, ids: dict) -> None:
+def _check_ids(path: str, number: int, line: str, ids: dict, item: str) -> None:
     """Raises DataError when an id of ``ids`` (what -> value) is empty,
-    whitespace only, or in double quotes."""
+    whitespace only, or in double quotes, or when the item id (``ids[item]``)
+    is the reserved padding token."""
+    if ids[item] == PADDING:
+        # Contiguous item id 0 is padding, named PADDING in every
+        # vocabulary: an item of that name would be a second "[PAD]", which
+        # trains, then cannot be exported (its raw ids are not distinct).
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"the {item} {PADDING!r} is the reserved padding token "
+            "(contiguous id 0, what pads short histories); rename that item",
+        )
     for what, value in ids.items():
         if not value.strip():
             raise malformed_line(path, number, line, f"the {what} is empty")
@@ -404,7 +505,11 @@ def _ratings(path, rows, separator) -> Iterator[Record]:
                 f"{len(fields)}",
             )
         _check_ids(
-            path, number, line, {"user id": fields[0], "item id": fields[1]}
+            path,
+            number,
+            line,
+            {"user id": fields[0], "item id": fields[1]},
+            "item id",
         )
         rating = _float(fields[2], path, number, line, "rating", _FLOAT32_MAX)
         time = _float(fields[3], path, number, line, "timestamp")
@@ -439,6 +544,7 @@ def _sasrec(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                 number,
                 line,
                 {"user id": fields[0], "item id": fields[1]},
+                "item id",
             )
             yield Record(number, fields[0], fields[1], None, ())
 
@@ -485,6 +591,7 @@ def _sessions(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                 number,
                 line,
                 {"SessionId": fields[session_col], "ItemId": fields[item_col]},
+                "ItemId",
             )
             time = _float(fields[time_col], path, number, line, "Time")
             yield Record(
@@ -555,6 +662,7 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     names[user_col]: fields[user_col],
                     "item_id": fields[item_col],
                 },
+                "item_id",
             )
             time = None
             if time_col is not None:
@@ -596,13 +704,26 @@ _READERS = {
 
 
 def guess_format(path: str) -> str:
-    """Guesses the format from the file name and its first line."""
+    r"""Guesses the format from the file name and its first line.
+
+    The first line that is not blank decides, with the whitespace at its
+    end (a trailing tab or space, the line end) left out, as the readers
+    leave it out.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "clicks")
+    >>> with open(path, "w") as handle:
+    ...     _ = handle.write("\n196\t242\t3\t881250949\t \n")
+    >>> guess_format(path)
+    'udata'
+    """
     name = os.path.basename(path).removesuffix(".gz")
     if name.endswith(".inter"):
         return "recbole"
-    if name.endswith(".dat") and "::" in _first_line(path):
+    line = _first_line(path)
+    first = line.rstrip()
+    if name.endswith(".dat") and "::" in first:
         return "grouplens"
-    first = _first_line(path)
     if "SessionId" in first:
         return "sessions"
     fields = first.split("\t")
@@ -610,16 +731,20 @@ def guess_format(path: str) -> str:
         return "udata"
     if len(first.split()) == 2:
         return "sasrec"
+    shown = line if len(line) <= 80 else line[:77] + "..."
     raise DataError(
-        f"Cannot tell the format of {path!r} from its first line "
-        f"{first.strip()[:60]!r}; pass one of {FORMATS} explicitly."
+        f"Cannot tell the format of {path!r} from its first line {shown!r} "
+        f"({len(fields)} tab-separated fields, {len(first.split())} "
+        f"whitespace-separated); pass --format, one of {FORMATS}."
     )
 
 
 def _first_line(path: str) -> str:
+    """The first line of ``path`` that is not blank, with its line end."""
     with contextlib.closing(_lines(path)) as rows:
         for _, line in rows:
-            return line
+            if line.strip():
+                return line
     raise DataError(f"No interactions in {path!r}: the file is empty.")
 
 

@@ -47,6 +47,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfrec_tricks
+from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256
 from tfrec_tricks.errors import DataError
 
@@ -54,6 +55,8 @@ FORMAT = "tfrec_tricks.prepared"
 # 2: ``files`` lists every file of the folder (1 listed the shards only).
 FORMAT_VERSION = 2
 METADATA_FILE = "metadata.json"
+# The kind a prepared dataset's record names (``tfrec_tricks.ownership``).
+PREPARED_KIND = "prepared dataset"
 VOCABULARY_FILE = "vocabulary.json"
 STATISTICS_FILE = "statistics.json"
 ITEM_GRAPH_FILE = "item_graph.json"
@@ -187,14 +190,20 @@ def file_manifest(folder: str) -> list[dict]:
 
 def _files_below(folder: str) -> list[str]:
     """Relative paths of the files below ``folder``, ``metadata.json`` (at
-    the top) left out, hidden ones included."""
+    the top) left out, hidden ones included, but for the tool's record of
+    what it wrote and its staging marker (``tfrec_tricks.ownership``)."""
     names = []
     for root, _, files in os.walk(folder):
         relative = os.path.relpath(root, folder)
         for entry in files:
             name = entry if relative == "." else f"{relative}/{entry}"
             names.append(name.replace(os.sep, "/"))
-    return sorted(name for name in names if name != METADATA_FILE)
+    own = (ownership.RECORD_FILE, ownership.STAGING_MARKER)
+    return sorted(
+        name
+        for name in names
+        if name != METADATA_FILE and not name.startswith(own)
+    )
 
 
 def _listed_files(path: str, metadata: dict) -> list[dict]:

@@ -182,8 +182,17 @@ def user_sequences(
                 f"user gives one from {needed} interactions on, and the "
                 f"longest of the {len(starts):,} users has {lengths.max()}."
             )
+    names = _names(item_order, item_names)
+    if PADDING in names:
+        # The files' loaders refuse it by file and line; this is for tables
+        # built in memory. A second "[PAD]" could never be exported.
+        raise DataError(
+            f"An item of {source or 'the table'} is named {PADDING!r}, the "
+            "reserved padding token (contiguous id 0): rename it. "
+            f"Received: item {PADDING!r}"
+        )
     return UserSequences(
-        item_names=[PADDING] + _names(item_order, item_names),
+        item_names=[PADDING] + names,
         user_names=_names(user_order, user_names),
         items=item_ids,
         starts=starts.astype(np.int64),

@@ -187,7 +187,9 @@ def write_prepared(
             shard_users,
         )
 
-    return publish_directory(output, write, replace=overwrite)
+    return publish_directory(
+        output, write, replace=overwrite, kind=fmt.PREPARED_KIND
+    )
 
 
 def _write_shard(path: str, sequences: UserSequences, first: int, last: int):

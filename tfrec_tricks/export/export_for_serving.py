@@ -1,5 +1,6 @@
 """Export a trained model as a versioned SavedModel for TF Serving."""
 
+import contextlib
 import json
 import math
 import os
@@ -8,7 +9,14 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.atomic_files import publish_directory, write_text_atomic
+from tfrec_tricks import ownership
+from tfrec_tricks.atomic_files import (
+    make_folders,
+    publish_directory,
+    remove_empty_folders,
+    withdraw_directory,
+    write_text_atomic,
+)
 from tfrec_tricks.errors import OutputError
 from tfrec_tricks.export.models_config import (
     check_model_name,
@@ -17,6 +25,7 @@ from tfrec_tricks.export.models_config import (
 )
 from tfrec_tricks.export.serving_module import (
     ServingModule,
+    check_k,
     load_item_vocabulary,
 )
 from tfrec_tricks.export.warmup import write_warmup_requests
@@ -25,22 +34,19 @@ from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
 MODELS_CONFIG = "models.config"
 
 
-def holds_only_versions(folder: str) -> bool:
-    """Whether ``folder`` holds only numbered version folders (and hidden
-    entries: staging folders, locks), as TF Serving's base_path does."""
-    return all(
-        entry.startswith(".")
-        or (entry.isdigit() and os.path.isdir(os.path.join(folder, entry)))
-        for entry in os.listdir(folder)
-    )
-
-
-MODEL_VERSIONS = TargetKind(
-    "folder of model versions", "--name", holds_only_versions
-)
+# A model's folder of versions, TF Serving's base_path: each version a
+# folder with its own record (``ownership``), listed in the folder's.
+MODEL_VERSIONS = TargetKind("folder of model versions", "--name")
 # Served models' root: models.config, the models' folders and requests
-# beside what else the user keeps there; export only adds to it.
-SERVED_MODELS = TargetKind("models.config", "--base-path", lambda folder: True)
+# beside what else the user keeps there; export only adds to it (only
+# locked, never checked or replaced).
+SERVED_MODELS = TargetKind("models.config", "--base-path")
+
+
+def holds_only_versions(folder: str) -> bool:
+    """Whether ``folder`` is a folder of model versions by record: export
+    wrote every entry of it (``ownership``)."""
+    return MODEL_VERSIONS.recognise(folder)
 
 
 def next_version(base_path: str) -> int:
@@ -152,7 +158,8 @@ def export_for_serving(
         version: int or None. Version number; None takes the next free
             one (1 for a new model). An existing version is an error.
             Defaults to None.
-        k: int. Items ``serving_default`` returns. Defaults to 10.
+        k: int. Items ``serving_default`` returns, at most the
+            catalogue's ``num_items - 1`` real items. Defaults to 10.
         scoring: str. ``"auto"``, ``"index"`` or ``"full"`` (see
             ``ServingModule``). Defaults to ``"auto"``.
         server_base_path: str or None. ``base_path`` written into
@@ -167,7 +174,8 @@ def export_for_serving(
 
     Raises:
         ValueError: the last component of ``base_path`` is not a valid
-            model name (see ``check_model_name``), ``version`` exists or
+            model name (see ``check_model_name``), ``k`` is above the
+            catalogue (see ``check_k``), ``version`` exists or
             is not a positive int, or ``models.config`` next to
             ``base_path`` cannot be parsed. Nothing is written then.
 
@@ -197,6 +205,9 @@ def export_for_serving(
             f"saved_models/<name>. {error}; base_path={base_path!r}"
         ) from None
     base_path = stripped
+    # k above the catalogue would serve padding or repeats: refused before
+    # anything (a lock, a folder) is written.
+    check_k(k, model.config.num_items)
     root = os.path.dirname(base_path) or "."
     check_target(base_path, MODEL_VERSIONS, inputs)
     if os.path.lexists(root) and not os.path.isdir(root):
@@ -258,22 +269,40 @@ def _export(
                 staging, name, _warmup_requests(module, items)
             )
 
-    # TF Serving loads only folders named by a number: it never sees the
-    # hidden staging folder.
-    publish_directory(target, write)
-    update_models_config(
-        config_path,
-        name,
-        server_base_path or f"/models/{name}",
-    )
-    request = {
-        "signature_name": "serving_default",
-        "instances": example_instances(
-            items, module.feature_names, module.max_len
-        ),
-    }
-    write_text_atomic(
-        os.path.join(root, f"{name}.request.json"),
-        json.dumps(request, indent=2),
-    )
+    # A failed export (a full disk, Ctrl-C) leaves no folder it made: the
+    # model's folder of versions goes too when this export created it.
+    created = make_folders(base_path)
+    try:
+        ownership.start_record(base_path, MODEL_VERSIONS.name)
+        # TF Serving loads only folders named by a number: it never sees
+        # the hidden staging folder.
+        publish_directory(target, write, kind="model version")
+        try:
+            update_models_config(
+                config_path,
+                name,
+                server_base_path or f"/models/{name}",
+            )
+            request = {
+                "signature_name": "serving_default",
+                "instances": example_instances(
+                    items, module.feature_names, module.max_len
+                ),
+            }
+            write_text_atomic(
+                os.path.join(root, f"{name}.request.json"),
+                json.dumps(request, indent=2),
+            )
+        except BaseException:
+            # Without its models.config entry the version is half an
+            # export: withdrawn, the same command publishes it again.
+            withdraw_directory(target)
+            raise
+    except BaseException:
+        if created:
+            # This export made the folder: its record goes with it.
+            with contextlib.suppress(OSError, ValueError):
+                ownership.remove_owned(base_path)
+        remove_empty_folders(created)
+        raise
     return target

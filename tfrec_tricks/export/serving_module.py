@@ -10,7 +10,6 @@ import tensorflow as tf
 # PADDING_LOGIT: the score of padding, unknown and other never-recommended
 # ids (the model's padding logit).
 from tfrec_tricks.layers.common import PADDING_LOGIT
-from tfrec_tricks.layers.top_k import top_k_positions
 
 SCORING_MODES = ("auto", "index", "full")
 
@@ -63,14 +62,26 @@ def _checked_vocabulary(vocabulary: Any, num_items: int) -> list:
     return items
 
 
-def _check_k(k: Any, num_items: int) -> None:
-    """Raises ValueError unless ``1 <= k <= num_items - 1``."""
+def check_k(k: Any, num_items: int) -> None:
+    """Raises ValueError unless ``1 <= k <= num_items - 1``.
+
+    A served list holds ``k`` distinct real items, never padding: ``k``
+    may not exceed the catalogue (``num_items`` counts the padding id).
+
+    Args:
+        k: the number of items a request gets.
+        num_items: int. The model's ``num_items``, padding included.
+
+    Raises:
+        ValueError: naming ``k`` and the catalogue's size.
+    """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
     if k > num_items - 1:
         raise ValueError(
-            f"`k` must be at most the number of real items "
-            f"{num_items - 1}. Received: k={k}"
+            f"`k` (--k) must be at most the catalogue's {num_items - 1} "
+            "items: a served list never repeats an item or serves padding. "
+            f"Received: k={k}"
         )
 
 
@@ -132,15 +143,23 @@ class ServingModule(tf.Module):
       and an exact in-graph top-k (the computation of TFRS ``BruteForce``
       without a copy of the table), then per head: ``softmax``: its
       top-K; ``softmax_no_dup``: the top-K with the history's ids masked
-      in the index; ``cpr``: the ``f_V`` top-(sum(reranker_ks) + K)
-      outside the history, united with the history, re-scored by
-      ``SoftmaxCPR.score_candidates`` (rerankers, context, pointer). The
-      candidates' exact logits (``score_candidates``) are ranked with
-      ties to the lower id (``tfrec_tricks.layers.top_k``), so the
-      served top-K equals the full-catalogue top-K.
+      in the index, then the history; ``cpr``: the ``f_V``
+      top-(sum(reranker_ks) + K) outside the history, united with the
+      history, re-scored by ``SoftmaxCPR.score_candidates`` (rerankers,
+      context, pointer). The candidates' exact logits
+      (``score_candidates``) are ranked with ties to the lower id
+      (``SequentialRetrievalModel.top_k``), so the served top-K equals
+      the full-catalogue top-K.
     - ``"full"``: the model's logits over the whole catalogue, then top-K.
     - ``"auto"``: ``"index"`` when the head supports it (all but
       ``"mos"``), else ``"full"`` (why: docs/decisions.md#serving-index).
+
+    Either way a list holds K distinct real items, never padding (K is at
+    most the catalogue, ``check_k``). ``softmax_no_dup`` ranks the
+    history's items last, it never drops them: when K exceeds the items
+    outside the history, the history's items fill the remaining places,
+    in the order of their logits before the exclusion, with the score
+    ``-1e9`` that ``score_candidates`` gives them too.
 
     Args:
         model: a trained ``SequentialRetrievalModel`` (built).
@@ -174,7 +193,7 @@ class ServingModule(tf.Module):
         super().__init__(name=name)
         config = model.config
         items = _checked_vocabulary(vocabulary, config.num_items)
-        _check_k(k, config.num_items)
+        check_k(k, config.num_items)
         scoring = _resolved_scoring(scoring, model.has_index, config.head)
         # A model rebuilt by `load_model` creates (and restores) its head
         # weights on its first call.
@@ -241,8 +260,10 @@ class ServingModule(tf.Module):
             **features: float ``[B, L]`` per feature of the model.
 
         Returns:
-            dict with ``item_ids`` (string ``[B, K]``, best first) and
-            ``scores`` (float32 ``[B, K]``, the model's logits).
+            dict with ``item_ids`` (string ``[B, K]``, best first, K
+            distinct real items) and ``scores`` (float32 ``[B, K]``, the
+            model's logits; ``-1e9`` for history items that a
+            ``softmax_no_dup`` model ranks last).
 
         Raises:
             tf.errors.InvalidArgumentError: ``history`` is not ``[B, L]``
@@ -250,20 +271,11 @@ class ServingModule(tf.Module):
         """
         history, features, _ = self.check_request(history, features)
         ids, states = self._encode(history, features)
-        if self.scoring == "full":
-            scores, top = tf.math.top_k(
-                self.model.logits(ids, states), k=self.k
-            )
-        else:
-            candidates, base = self.model.top_k_candidates(ids, states, self.k)
-            logits = self.model.score_candidates(
-                ids, states, candidates, base_logits=base, assume_unique=True
-            )
-            # Id 0 fills the index's slots when fewer items are left.
-            logits = tf.where(candidates > 0, logits, float("-inf"))
-            position = top_k_positions(logits, candidates, self.k)
-            scores = tf.gather(logits, position, batch_dims=1)
-            top = tf.gather(candidates, position, batch_dims=1)
+        # Padding never; a head that excludes the history ranks its items
+        # last (scored -1e9), never drops them: always k real items.
+        top, scores = self.model.top_k(
+            ids, states, self.k, use_index=self.scoring == "index"
+        )
         return {
             "item_ids": tf.gather(self.raw_item_ids, top),
             "scores": scores,

@@ -246,6 +246,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             on them beside the CPR loss keeps that skill
             (``ModelConfig.cpr_base_loss``, docs/decisions.md#cpr-base-loss).
             Defaults to ``False``.
+        exclude_history: bool or None. Overrides the layer's
+            ``exclude_history`` for this call (still never in training):
+            ``False`` gives the history's items their logits, e.g. to rank
+            them among themselves after the other items. Defaults to
+            ``None``.
 
     Returns:
         float32 logits ``[B, N]``, or ``[B, M]`` with ``candidate_ids``;
@@ -388,7 +393,14 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     def excludes_history(self, training: Any) -> bool:
         """Whether ``call`` ranks the history's items last: with
         ``exclude_history``, at inference."""
-        return self.exclude_history and not is_training(training)
+        return self._excluding(training)
+
+    def _excluding(self, training: Any, exclude_history: Any = None) -> bool:
+        """Whether the history is excluded: ``exclude_history`` (None: the
+        layer's setting), never in training."""
+        if exclude_history is None:
+            exclude_history = self.exclude_history
+        return bool(exclude_history) and not is_training(training)
 
     def reads_last_state_only(self, training: Any) -> bool:
         """Whether the head reads only each row's last hidden state: no.
@@ -600,11 +612,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any,
         vectors: tf.Tensor | None,
         equal: tf.Tensor | None = None,
+        exclude_history: Any = None,
     ) -> tf.Tensor:
         """What the history partition writes, ``[B, L]``: ``-1e9`` when
-        excluded at inference, else `_history_logits` (``equal`` computed
-        here if the pointer needs it and none is given)."""
-        if self.exclude_history and not is_training(training):
+        excluded at inference (``exclude_history``: None, the layer's
+        setting), else `_history_logits` (``equal`` computed here if the
+        pointer needs it and none is given)."""
+        if self._excluding(training, exclude_history):
             return tf.fill(tf.shape(ids), PADDING_LOGIT)
         if equal is None and self.use_pointer:
             equal = tf.equal(ids[:, :, None], ids[:, None, :])
@@ -685,11 +699,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             return tf.tensor_scatter_nd_update(logits, index, scores)
         return tf.tensor_scatter_nd_add(logits, index, scores)
 
-    def _uses_history(self, training: Any) -> bool:
+    def _uses_history(self, training: Any, exclude_history: Any = None) -> bool:
         return (
             self.use_context
             or self.use_pointer
-            or (self.exclude_history and not is_training(training))
+            or self._excluding(training, exclude_history)
         )
 
     def _check_ks(self, num_items: tf.Tensor, static_n: int | None) -> list:
@@ -813,6 +827,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         candidate_ids: Any = None,
         training: Any = None,
         return_base_logits: bool = False,
+        exclude_history: Any = None,
     ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
         # Rows only: the within-candidates step gathers from the variables
         # themselves. A whole read of a table that the model's lookup
@@ -845,9 +860,10 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 candidate_ids,
                 training,
                 return_base_logits,
+                exclude_history,
             )
 
-        uses_history = self._uses_history(training)
+        uses_history = self._uses_history(training, exclude_history)
         # With a history scatter, padding is masked by that same scatter
         # (one [B, N] pass fewer).
         pad_in_scatter = self.mask_padding and uses_history
@@ -883,6 +899,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 training,
                 history_vectors,
                 pad_in_scatter,
+                exclude_history,
             )
 
         if return_base_logits:
@@ -900,6 +917,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         candidate_ids: tf.Tensor,
         training: Any,
         return_base_logits: bool,
+        exclude_history: Any = None,
     ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
         """``call`` with ``candidate_ids``: the logits at the candidates.
 
@@ -943,6 +961,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             training,
             stages=selected,
             return_base_logits=return_base_logits,
+            exclude_history=exclude_history,
         )
 
     def _within_candidates_call(
@@ -1069,6 +1088,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any,
         history_vectors: tf.Tensor | None,
         pad_in_scatter: bool,
+        exclude_history: Any = None,
     ) -> tf.Tensor:
         """``logits`` with the history partition's values written in (C, P).
 
@@ -1087,6 +1107,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             training,
             history_vectors,
             equal,
+            exclude_history=exclude_history,
         )
         # Padding positions write the padding logit.
         if self.mask_padding:
@@ -1300,6 +1321,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any = False,
         base_logits: Any = None,
         assume_unique: bool = False,
+        exclude_history: Any = None,
     ) -> tf.Tensor:
         """Logits of a candidate set, exactly as ``call`` scores the catalogue.
 
@@ -1345,6 +1367,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 ``O(M log M)`` sort that finds repeats. Checked in eager
                 mode; with rerankers and a repeated id the logits are
                 otherwise undefined. Defaults to ``False``.
+            exclude_history: bool or None. Overrides the layer's
+                ``exclude_history``, as in ``call``. Defaults to ``None``.
 
         Returns:
             float32 ``[B, M]``: ``call(...)`` at the candidates' ids.
@@ -1381,6 +1405,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             training=training,
             base_logits=base_logits,
             assume_unique=assume_unique,
+            exclude_history=exclude_history,
         )
 
     def get_config(self) -> dict:

@@ -28,7 +28,6 @@ from tfrec_tricks.layers.common import (
     candidate_ids_tensor,
     first_occurrences,
     history_positions,
-    is_training,
     num_rows,
 )
 from tfrec_tricks.layers.top_k import brute_force_top_k, sort_keys
@@ -124,13 +123,14 @@ def score_candidates(
     training: Any = False,
     base_logits: Any = None,
     assume_unique: bool = False,
+    exclude_history: Any = None,
 ) -> tf.Tensor:
     """`SoftmaxCPR.score_candidates` of ``head``: see there.
 
     Args:
         head: the ``SoftmaxCPR`` layer.
         inputs, item_embeddings, candidate_ids, item_bias, training,
-            base_logits, assume_unique: as the method's.
+            base_logits, assume_unique, exclude_history: as the method's.
 
     Returns:
         float32 ``[B, M]``: ``head(...)`` at the candidates' ids.
@@ -169,6 +169,7 @@ def score_candidates(
         base_logits,
         training,
         assume_unique,
+        exclude_history=exclude_history,
     )
 
 
@@ -210,6 +211,7 @@ def candidate_logits(
     assume_unique: bool = False,
     stages: list | None = None,
     return_base_logits: bool = False,
+    exclude_history: Any = None,
 ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
     """Logits ``[B, M]`` of candidates ``[M]`` or ``[B, M]``.
 
@@ -219,6 +221,7 @@ def candidate_logits(
     ``call``'s scatter gives it. None runs the cascade over the
     candidates (`_candidate_cascade`). ``return_base_logits``: also
     the candidates' base logits (``call``'s argument).
+    ``exclude_history``: overrides the head's (None: its setting).
     """
     candidates, vectors, scores = _candidate_base_logits(
         head, f_base, table, bias, ids, candidates, base_logits
@@ -238,7 +241,7 @@ def candidate_logits(
     )
     if head.mask_padding:
         scores = _padding_masked(candidates, scores)
-    if head._uses_history(training):
+    if head._uses_history(training, exclude_history):
         scores = _with_history_logits(
             head,
             query,
@@ -250,6 +253,7 @@ def candidate_logits(
             candidates,
             scores,
             training,
+            exclude_history,
         )
     if first is not None:
         # Every copy of a repeated id takes its first occurrence's
@@ -327,6 +331,7 @@ def _with_history_logits(
     candidates: tf.Tensor,
     logits: tf.Tensor,
     training: Any,
+    exclude_history: Any = None,
 ) -> tf.Tensor:
     """``logits`` with the history partition's written over them.
 
@@ -335,7 +340,7 @@ def _with_history_logits(
     when the history is excluded at inference; the others keep theirs.
     """
     found, position = history_positions(candidates, ids)
-    if head.exclude_history and not is_training(training):
+    if head._excluding(training, exclude_history):
         return tf.where(found, tf.constant(PADDING_LOGIT), logits)
     equal = None
     if head.use_pointer:

@@ -11,6 +11,7 @@ from tfrec_tricks.layers.common import (
     candidate_ids_tensor,
     check_head_arguments,
     check_ids_in_range,
+    first_occurrences,
     history_positions,
     is_training,
     item_logits,
@@ -253,9 +254,13 @@ class TiedSoftmax(tf.keras.layers.Layer):
 
         One ``[B, N]`` product of ``h`` with the table and an exact top-k
         of it, ties to the lower id (`brute_force_top_k`): the top-``k``
-        of ``h E^T + b``, padding left out, and with ``exclude_history``
-        the history too. Rows with fewer items left hold id 0 (a filler).
-        ``extra_ids`` (per-row ids, e.g. to score) are appended.
+        of ``h E^T + b``, padding left out. With ``exclude_history`` the
+        history is left out of the index and appended after it (first
+        occurrences; 0 for padding and repeats), so that a ``k`` above
+        the items outside the history is filled by the history's items,
+        ranked last (``tfrec_tricks.layers.top_k.served_top_k``). Rows
+        with fewer items left hold id 0 (a filler). ``extra_ids``
+        (per-row ids, e.g. to score) are appended.
 
         Args:
             inputs: dict, as for ``call``.
@@ -296,13 +301,22 @@ class TiedSoftmax(tf.keras.layers.Layer):
             )
             return extra_ids, base
         exclude = tf.zeros_like(ids[:, :1])  # padding
-        if self._excludes(False, None):
+        excludes = self._excludes(False, None)
+        if excludes:
             exclude = tf.concat([exclude, ids], axis=1)
         top, top_logits, product = brute_force_top_k(
             query, table, count, bias, exclude_ids=exclude
         )
         # Fewer items left than `count`: 0 fills the rest.
         candidates = tf.where(top_logits > float("-inf"), top, 0)
+        if excludes:
+            # The history, ranked last rather than dropped.
+            is_first = tf.equal(
+                first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
+            )
+            candidates = tf.concat(
+                [candidates, tf.where(is_first, ids, 0)], axis=1
+            )
         if extra_ids is not None:
             extra_ids = tf.cast(extra_ids, tf.int32)
             candidates = tf.concat([candidates, extra_ids], axis=1)
@@ -316,6 +330,7 @@ class TiedSoftmax(tf.keras.layers.Layer):
         item_bias: Any = None,
         base_logits: Any = None,
         assume_unique: bool = False,
+        exclude_history: Any = None,
     ) -> tf.Tensor:
         """``call``'s logits at candidate ids, at inference.
 
@@ -332,6 +347,8 @@ class TiedSoftmax(tf.keras.layers.Layer):
             base_logits: float32 ``[B, M]`` or None. Defaults to ``None``.
             assume_unique: bool. Accepted for the heads' common API; the
                 tied softmax needs no deduplication. Defaults to ``False``.
+            exclude_history: bool or None. Overrides the layer's
+                ``exclude_history``, as in ``call``. Defaults to ``None``.
 
         Returns:
             float32 ``[B, M]``.
@@ -345,13 +362,14 @@ class TiedSoftmax(tf.keras.layers.Layer):
                 item_bias,
                 candidate_ids=candidate_ids,
                 training=False,
+                exclude_history=exclude_history,
             )
         scores = tf.where(
             tf.equal(candidate_ids, 0),
             tf.constant(PADDING_LOGIT),
             tf.cast(base_logits, tf.float32),
         )
-        if not self._excludes(False, None):
+        if not self._excludes(False, exclude_history):
             return scores
         _, ids, _, _ = unpack_head_inputs(inputs)
         return self._without_history(scores, candidate_ids, ids)

@@ -3,18 +3,27 @@
 One rule for every ranking in the package: the output heads' reranker
 selections, the serving index and the served top-K all rank items by
 score and, among equal scores, by lower item id, which is the order of
-``tf.math.top_k`` over a whole-catalogue row. Three entry points:
+``tf.math.top_k`` over a whole-catalogue row. The entry points:
 
 - `top_k_ids`: over whole-catalogue rows ``[B, N]`` (column = item id).
 - `top_k_positions`: over candidate rows whose item ids are given
   (any order), e.g. a re-scored candidate set.
 - `brute_force_top_k`: an exact in-graph index, ``query E^T + b`` then
   `top_k_ids`, with per-row exclusions.
+- `served_top_k`: what a head serves, by either path, through
+  `top_k_ids_history_last` and `top_k_positions_history_last`: padding
+  never, and the history (when the head excludes it) ranked after every
+  other item, never dropped.
 """
 
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import batch_indices
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
+    batch_indices,
+    first_occurrences,
+    history_positions,
+)
 
 #: `top_k_ids` splits the selection in two stages from ``n / k`` on.
 TWO_STAGE_MIN_RATIO = 200
@@ -184,3 +193,257 @@ def brute_force_top_k(
         )
     ids = top_k_ids(masked, k)
     return ids, tf.gather(masked, ids, batch_dims=1), logits
+
+
+def _ranked_positions(
+    keys: tf.Tensor, rankable: tf.Tensor, k: int
+) -> tf.Tensor:
+    """Positions of the ``k`` largest ``keys`` among ``rankable`` entries.
+
+    ``keys`` int64 ``[B, M]`` (`sort_keys`). Rows of fewer than ``k``
+    rankable entries continue with any other positions, up to ``M + k - 1``
+    (past the end: the caller pads what it gathers from by ``k``).
+    """
+    lowest = tf.int64.min
+    keys = tf.where(rankable, keys, lowest)
+    keys = tf.pad(keys, [[0, 0], [0, k]], constant_values=lowest)
+    return tf.math.top_k(keys, k=k).indices
+
+
+def _first_then_second(
+    first: tf.Tensor, count: tf.Tensor, second: tf.Tensor, k: int
+) -> tuple:
+    """Row-wise ``first[:count] + second[:k - count]``, and which are second.
+
+    ``first`` ``[B, k]``, ``count`` int32 ``[B]``, ``second`` ``[B, >= k]``.
+    """
+    column = tf.range(k)[None, :]
+    is_second = column >= count[:, None]
+    later = tf.gather(
+        second, tf.maximum(column - count[:, None], 0), batch_dims=1
+    )
+    return tf.where(is_second, later, first), is_second
+
+
+def top_k_positions_history_last(
+    logits: tf.Tensor,
+    item_ids: tf.Tensor,
+    k: int,
+    in_history: tf.Tensor | None = None,
+) -> tuple:
+    """The served top-``k`` of candidate rows: padding never, history last.
+
+    Ranks the candidates of each row as `top_k_positions` does (larger
+    logit first, ties to the lower id), except that id 0 (padding, or a
+    filler of an index) is never ranked, and entries ``in_history`` come
+    after every other entry, among themselves in the order of their own
+    ``logits``: "history last" ranks the history's items last, it never
+    drops them.
+
+    Args:
+        logits: float32 ``[B, M]``. For history entries, the logits that
+            order them among themselves (before any exclusion).
+        item_ids: int ``[B, M]``, the item of each column; no id but 0
+            repeats within a row.
+        k: int >= 1.
+        in_history: bool ``[B, M]`` or None: the entries ranked last.
+            Defaults to ``None`` (none).
+
+    Returns:
+        ``(positions, from_history, available)``: int32 ``[B, k]`` column
+        positions, best first; bool ``[B, k]``, which come from
+        ``in_history``; int32 ``[B]``, the number of rankable (non-zero)
+        entries of each row. A row with ``available < k`` holds positions
+        at or past ``M`` from column ``available`` on: check it first.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.layers.top_k import top_k_positions_history_last
+    >>> logits = tf.constant([[5.0, 9.0, 2.0, 7.0]])
+    >>> ids = tf.constant([[3, 0, 1, 2]])
+    >>> last = tf.constant([[True, False, False, True]])
+    >>> positions, from_history, _ = top_k_positions_history_last(
+    ...     logits, ids, 3, in_history=last)
+    >>> positions.numpy().tolist(), from_history.numpy().tolist()
+    ([[2, 3, 0]], [[False, True, True]])
+    """
+    item_ids = tf.cast(item_ids, tf.int32)
+    real = tf.not_equal(item_ids, 0)
+    if in_history is None:
+        in_history = tf.zeros_like(real)
+    first = real & ~in_history
+    second = real & in_history
+    keys = sort_keys(tf.cast(logits, tf.float32), item_ids)
+    count = tf.reduce_sum(tf.cast(first, tf.int32), axis=1)
+    positions, from_history = _first_then_second(
+        _ranked_positions(keys, first, k),
+        count,
+        _ranked_positions(keys, second, k),
+        k,
+    )
+    available = count + tf.reduce_sum(tf.cast(second, tf.int32), axis=1)
+    return positions, from_history, available
+
+
+def top_k_ids_history_last(
+    logits: tf.Tensor, k: int, history_ids: tf.Tensor | None = None
+) -> tuple:
+    """The served top-``k`` of whole-catalogue rows: padding never,
+    history last.
+
+    `top_k_ids` of ``[B, N]`` rows (column = item id) without column 0
+    (padding), whatever its logit; with ``history_ids``, the history's
+    items come after every other item, among themselves by their own
+    ``logits`` (ties to the lower id): ranked last, never dropped. Real
+    items are ranked even at ``-inf``.
+
+    Args:
+        logits: float32 ``[B, N]``. At history ids, the logits that order
+            the history among itself (before any exclusion).
+        k: int, ``1 <= k <= N - 1``.
+        history_ids: int ``[B, L]`` (padding 0, repeats allowed) or None.
+            Defaults to ``None``.
+
+    Returns:
+        ``(ids, from_history)``: int32 ``[B, k]``, best first, and bool
+        ``[B, k]``, which are history items.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.layers.top_k import top_k_ids_history_last
+    >>> logits = tf.constant([[9.0, 1.0, 4.0, 3.0, 2.0]])
+    >>> ids, from_history = top_k_ids_history_last(
+    ...     logits, 4, history_ids=tf.constant([[2, 0, 3]]))
+    >>> ids.numpy().tolist(), from_history.numpy().tolist()
+    ([[4, 1, 2, 3]], [[False, False, True, True]])
+    """
+    logits = tf.cast(logits, tf.float32)
+    # Real items (even at -inf) outrank every left-out one.
+    ranked = tf.maximum(logits, tf.float32.min)
+    left_out = tf.zeros_like(ranked[:, :1], dtype=tf.int32)  # padding
+    if history_ids is not None:
+        history_ids = tf.cast(history_ids, tf.int32)
+        left_out = tf.concat([left_out, history_ids], axis=1)
+    ranked = tf.tensor_scatter_nd_update(
+        ranked,
+        batch_indices(left_out),
+        tf.fill(tf.shape(left_out), float("-inf")),
+    )
+    ids = top_k_ids(ranked, k)
+    if history_ids is None:
+        return ids, tf.zeros_like(ids, dtype=tf.bool)
+    width = tf.shape(history_ids)[1]
+    is_first = tf.equal(first_occurrences(history_ids), tf.range(width))
+    rankable = is_first & tf.not_equal(history_ids, 0)
+    keys = sort_keys(tf.gather(logits, history_ids, batch_dims=1), history_ids)
+    padded = tf.pad(history_ids, [[0, 0], [0, k]])
+    later = tf.gather(
+        padded, _ranked_positions(keys, rankable, k), batch_dims=1
+    )
+    count = tf.shape(logits)[1] - 1
+    count -= tf.reduce_sum(tf.cast(rankable, tf.int32), axis=1)
+    return _first_then_second(ids, count, later, k)
+
+
+def served_top_k(
+    head: tf.keras.layers.Layer,
+    inputs: dict,
+    item_embeddings: tf.Tensor,
+    k: int,
+    item_bias: tf.Tensor | None = None,
+    use_index: bool = False,
+) -> tuple:
+    """The top-``k`` items an output head serves, and their logits.
+
+    Every head (`TiedSoftmax`, `SoftmaxCPR`, `MixtureOfSoftmax`), either
+    path: the head's full-catalogue logits (``use_index=False``) or its
+    index (``top_k_candidates``, then ``score_candidates``). Padding
+    (id 0) is never served. A head that ranks the history last
+    (``head.excludes_history(False)``) serves the history's items after
+    every other item, in the order of their logits without the exclusion,
+    with the score ``-1e9`` they have in ``call``: when ``k`` exceeds
+    the items outside the history, the history fills the remaining
+    places, so the list always holds ``k`` real items.
+
+    Args:
+        head: an output head of this package.
+        inputs: dict, the head's inputs (``"history_ids"`` included).
+        item_embeddings: float ``[N, d]``, the item table.
+        k: int, ``1 <= k <= N - 1`` (the real items).
+        item_bias: float ``[N]`` or None. Defaults to ``None``.
+        use_index: bool. Rank the index's candidate set instead of the
+            catalogue (``head.has_index`` must be True). Defaults to
+            ``False``.
+
+    Returns:
+        ``(ids, scores)``: int32 ``[B, k]`` item ids, best first, and
+        float32 ``[B, k]`` their logits in ``call``.
+
+    Raises:
+        ValueError: ``k`` is not in ``[1, N - 1]`` (``N`` static).
+        tf.errors.InvalidArgumentError: (``N`` known at run time only) a
+            row has fewer than ``k`` real items to rank.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
+    catalogue = item_embeddings.shape[0]
+    if catalogue is not None and k > catalogue - 1:
+        raise ValueError(
+            f"`k` must be at most the catalogue's {catalogue - 1} real items "
+            f"(the table's {catalogue} rows less padding). Received: k={k}"
+        )
+    history = tf.cast(inputs["history_ids"], tf.int32)
+    excludes = bool(head.excludes_history(False))
+    keep = {"exclude_history": False} if excludes else {}
+    if use_index:
+        candidates, base = head.top_k_candidates(
+            inputs, item_embeddings, k, item_bias=item_bias
+        )
+        logits = head.score_candidates(
+            inputs,
+            item_embeddings,
+            candidates,
+            item_bias=item_bias,
+            base_logits=base,
+            assume_unique=True,
+            **keep,
+        )
+        in_history = None
+        if excludes:
+            in_history, _ = history_positions(candidates, history)
+        positions, from_history, available = top_k_positions_history_last(
+            logits, candidates, k, in_history
+        )
+        size = "" if catalogue is None else f" ({catalogue - 1})"
+        # A set from `top_k_candidates` always holds k real items when k
+        # is within the catalogue: never serve padding in their place.
+        check = tf.debugging.assert_greater_equal(
+            available,
+            k,
+            message=f"k={k} is above the catalogue's real items{size}",
+        )
+        with tf.control_dependencies([check]):
+            positions = tf.identity(positions)
+        ids = tf.gather(candidates, positions, batch_dims=1)
+        scores = tf.gather(logits, positions, batch_dims=1)
+    else:
+        logits = head(
+            inputs, item_embeddings, item_bias=item_bias, training=False, **keep
+        )
+        if catalogue is None:
+            check = tf.debugging.assert_less_equal(
+                k,
+                tf.shape(logits)[1] - 1,
+                message=f"k={k} is above the catalogue's real items",
+            )
+            with tf.control_dependencies([check]):
+                logits = tf.identity(logits)
+        ids, from_history = top_k_ids_history_last(
+            logits, k, history if excludes else None
+        )
+        scores = tf.gather(logits, ids, batch_dims=1)
+    if excludes:
+        scores = tf.where(from_history, tf.constant(PADDING_LOGIT), scores)
+    return ids, tf.cast(scores, tf.float32)

@@ -22,6 +22,7 @@ from tfrec_tricks.layers import (
     TiedSoftmax,
     common,
 )
+from tfrec_tricks.layers.top_k import served_top_k
 from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
 from tfrec_tricks.models.hstu_encoder import HSTUEncoder
@@ -636,12 +637,12 @@ class SequentialRetrievalModel(tfrs.Model):
         One ``[B, N]`` product of the head's base query with the item
         table and an exact top-k of it (ties to the lower id): for
         ``"softmax"`` the top-``k`` of ``h E^T + b`` (padding left out),
-        for ``"softmax_no_dup"`` the same with the history left out, for
+        for ``"softmax_no_dup"`` the same with the history left out of the
+        index and appended after it (ranked last by ``top_k``), for
         ``"cpr"`` ``SoftmaxCPR.top_k_candidates`` (the top-``(sum k + k)``
         outside the history, then the history). ``extra_ids`` (per-row
-        ids, e.g. to score) are appended. Rank ``score_candidates`` of
-        the result with ``tfrec_tricks.layers.top_k.top_k_positions``,
-        leaving out id 0 (fillers), for ``logits``' exact top-``k``.
+        ids, e.g. to score) are appended. ``top_k`` ranks the result as
+        served (id 0 fills and is never served).
 
         Args:
             history: int32 ``[B, L]`` ids, as returned by ``encode``.
@@ -703,6 +704,44 @@ class SequentialRetrievalModel(tfrs.Model):
             item_bias=self.item_embedding.output_bias,
             base_logits=base_logits,
             assume_unique=assume_unique,
+        )
+
+    def top_k(
+        self,
+        history: tf.Tensor,
+        states: list,
+        k: int,
+        use_index: bool = False,
+    ) -> tuple:
+        """The top-``k`` the model serves, at inference.
+
+        ``tfrec_tricks.layers.top_k.served_top_k`` of the head: ranked by
+        ``logits`` (ties to the lower id), through the index
+        (``use_index``, needs ``has_index``) or over the catalogue;
+        padding never; with ``--head softmax_no_dup``, the history's items
+        after every other item (in the order of their logits before the
+        exclusion, scored ``-1e9``), so a ``k`` above the items outside the
+        history is filled by the history's.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            k: int, at most the catalogue's ``num_items - 1`` real items.
+            use_index: bool. Defaults to ``False``.
+
+        Returns:
+            ``(ids, scores)``: int32 and float32 ``[B, k]``, best first.
+
+        Raises:
+            ValueError: ``k`` is not in ``[1, num_items - 1]``.
+        """
+        return served_top_k(
+            self.head,
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            k,
+            item_bias=self.item_embedding.output_bias,
+            use_index=use_index,
         )
 
     # ----------------------------------------------------------------- loss

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 
+from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
 from tfrec_tricks.runs.training import (
@@ -222,14 +223,12 @@ def plot(rows: list[AblationRow], path: str, title: str) -> None:
 REPORT_FILES = tuple(f"ablation.{ext}" for ext in ("md", "json", "png"))
 
 
+ABLATION_REPORT = TargetKind("ablation report", "--report-dir")
+
+
 def is_ablation_report(folder: str) -> bool:
-    """Whether ``folder`` holds only an ablation report's files."""
-    return set(os.listdir(folder)) <= set(REPORT_FILES)
-
-
-ABLATION_REPORT = TargetKind(
-    "ablation report", "--report-dir", is_ablation_report
-)
+    """Whether ``folder`` is an ablation report by record (``ownership``)."""
+    return ABLATION_REPORT.recognise(folder)
 
 
 def check_report_dir(output_dir: str, inputs: list[str]) -> None:
@@ -244,8 +243,10 @@ def write_report(
     """Writes ablation.md, ablation.json and ablation.png; returns paths."""
     check_target(output_dir, ABLATION_REPORT)
     with target_lock(output_dir, ABLATION_REPORT):
-        os.makedirs(output_dir, exist_ok=True)
+        ownership.start_record(output_dir, ABLATION_REPORT.name)
         md, js, png = (os.path.join(output_dir, f) for f in REPORT_FILES)
+        # Recorded before they are written (matplotlib writes the chart).
+        ownership.claim([md, js, png])
         write_text_atomic(
             md, f"# {title}\n\nCommand: `{command}`\n\n{format_table(rows)}\n"
         )

@@ -29,6 +29,9 @@ import time
 import tensorflow as tf
 
 DISTRIBUTE_MODES = ("auto", "off", "mirrored")
+# The task types a multi-worker run has (MultiWorkerMirroredStrategy): no
+# parameter servers, no evaluator.
+TASK_TYPES = ("chief", "worker")
 # How long a worker waits for the others to start before giving up.
 CLUSTER_TIMEOUT_SECONDS = 120.0
 
@@ -52,6 +55,77 @@ def task() -> tuple[str, int]:
     return entry.get("type", "worker"), int(entry.get("index", 0))
 
 
+def check_tf_config() -> None:
+    """Refuses a ``TF_CONFIG`` whose task is not one of its cluster's.
+
+    A task index outside the cluster (``worker`` 5 of 2), a task type the
+    cluster does not list, or one a multi-worker run has no part for
+    (``ps``, ``evaluator``) would otherwise start a process that trains
+    alone, or waits for peers that never come. Unset (or empty): nothing
+    to check.
+
+    Raises:
+        ValueError: naming TF_CONFIG, the task's type and index, and the
+            cluster.
+
+    Example:
+
+    >>> import json, os
+    >>> os.environ["TF_CONFIG"] = json.dumps({
+    ...     "cluster": {"worker": ["a:1", "b:1"]},
+    ...     "task": {"type": "worker", "index": 2}})
+    >>> check_tf_config()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: TF_CONFIG's task is worker 2, but its cluster has worker ...
+    >>> del os.environ["TF_CONFIG"]
+    """
+    text = os.environ.get("TF_CONFIG", "")
+    if not text.strip():
+        return
+    try:
+        config = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error}).") from None
+    if config == {}:
+        return  # no cluster, no task: one process, as when unset
+    cluster = config.get("cluster", {}) if isinstance(config, dict) else None
+    entry = config.get("task", {}) if isinstance(config, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(entry, dict):
+        raise ValueError(
+            "TF_CONFIG must be an object with a 'cluster' object and a "
+            f"'task' object. Received: TF_CONFIG={text[:200]}"
+        )
+    sizes = {
+        kind: len(tasks) if isinstance(tasks, list) else tasks
+        for kind, tasks in cluster.items()
+    }
+    kind, index = entry.get("type", "worker"), entry.get("index", 0)
+    where = f"Received: TF_CONFIG task={entry}, cluster={cluster}"
+    if kind not in TASK_TYPES:
+        raise ValueError(
+            f"TF_CONFIG's task type {kind!r} is not one a multi-worker run "
+            f"has: expected one of {TASK_TYPES}. {where}"
+        )
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise ValueError(
+            f"TF_CONFIG's task index must be an integer. Received: "
+            f"index={index!r}. {where}"
+        )
+    size = sizes.get(kind)
+    if not isinstance(size, int):
+        raise ValueError(
+            f"TF_CONFIG's task is {kind} {index}, but its cluster lists no "
+            f"{kind} tasks (it has {sizes or 'none'}). {where}"
+        )
+    if not 0 <= index < size:
+        raise ValueError(
+            f"TF_CONFIG's task is {kind} {index}, but its cluster has "
+            f"{kind} indices 0..{size - 1} only ({size} task"
+            f"{'s' if size != 1 else ''}). {where}"
+        )
+
+
 def num_cluster_tasks() -> int:
     """Chief and worker tasks ``TF_CONFIG`` names (0 when unset)."""
     spec = cluster_spec()
@@ -65,7 +139,9 @@ def make_strategy(mode: str = "auto") -> tf.distribute.Strategy | None:
     connections (``CLUSTER_TIMEOUT_SECONDS``).
 
     Raises:
-        ValueError: an unknown ``mode``, or ``TF_CONFIG`` not valid JSON.
+        ValueError: an unknown ``mode``, or (``auto``) ``TF_CONFIG`` not
+            valid JSON or naming a task its cluster does not have
+            (``check_tf_config``).
         ConnectionError: another worker could not be reached; names the
             address tried.
     """
@@ -76,6 +152,8 @@ def make_strategy(mode: str = "auto") -> tf.distribute.Strategy | None:
         )
     if mode == "mirrored":
         return tf.distribute.MirroredStrategy()
+    if mode == "auto":
+        check_tf_config()
     if mode == "off" or num_cluster_tasks() < 2:
         return None
     strategy = tf.distribute.MultiWorkerMirroredStrategy()

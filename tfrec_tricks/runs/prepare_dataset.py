@@ -12,8 +12,8 @@ Three engines end in the same prepared dataset (``data.prepared_format``):
   them as they are.
 """
 
+import contextlib
 import dataclasses
-import json
 import os
 
 from tfrec_tricks.config_fields import field_default
@@ -23,11 +23,16 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.prepared_format import FORMAT, METADATA_FILE
+from tfrec_tricks.data.prepared_format import PREPARED_KIND
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
-from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
+from tfrec_tricks.output_targets import (
+    TargetKind,
+    check_target,
+    read_lock,
+    target_lock,
+)
 from tfrec_tricks.runs.run_directory import data_identity
 from tfrec_tricks.runs.train_config import TrainConfig
 from tfrec_tricks.runs.training_data import input_paths
@@ -35,19 +40,27 @@ from tfrec_tricks.runs.training_data import input_paths
 ENGINES = ("local", "beam")
 
 
+PREPARED_DATASET = TargetKind(PREPARED_KIND, "--output")
+
+
 def is_prepared_dataset(folder: str) -> bool:
-    """Whether ``folder`` holds a prepared dataset's ``metadata.json``
-    (any format version: an old one is replaced by a new preparation)."""
-    try:
-        with open(os.path.join(folder, METADATA_FILE), encoding="utf-8") as f:
-            return json.load(f).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
+    """Whether ``folder`` is a prepared dataset by record (``ownership``):
+    a folder with someone's notes beside a ``metadata.json`` is not, and
+    ``--overwrite`` never replaces it."""
+    return PREPARED_DATASET.recognise(folder)
 
 
-PREPARED_DATASET = TargetKind(
-    "prepared dataset", "--output", is_prepared_dataset
-)
+def prepared_read_lock(
+    config: TrainConfig,
+) -> contextlib.AbstractContextManager:
+    """The shared lock of ``config.prepared`` while a run reads it (none
+    without a prepared dataset): ``prepare --overwrite`` of it is refused
+    meanwhile (``output_targets.read_lock``)."""
+    if not config.prepared:
+        return contextlib.nullcontext()
+    return read_lock(config.prepared, PREPARED_DATASET)
+
+
 # The TrainConfig fields that say which data to read and how to prepare
 # it: recorded in metadata.json, taken from it by ``train --prepared``.
 SOURCE_FIELDS = (

@@ -26,18 +26,20 @@ ran out of memory) is marked ``failed`` with the reason (``fail_run``):
 
 import json
 import os
-import shutil
 from collections.abc import Callable
 from typing import Any
 
 import tfrec_tricks
+from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import (
     file_sha256,
     publish_directory,
     write_text_atomic,
 )
+from tfrec_tricks.data.datasets import resolved_path
+from tfrec_tricks.data.loaders import readable_file
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind, holds_only
+from tfrec_tricks.output_targets import TargetKind
 
 RUN_FILE = "run.json"
 RUN_FORMAT = 1
@@ -79,15 +81,41 @@ def check_run_name(name: str) -> str:
 
 
 def data_identity(paths: list[str]) -> list[dict]:
-    """Name, size and SHA-256 of each data file (missing files: None)."""
+    """Name, size and SHA-256 of each data file (missing files: None).
+
+    A pipe (``<(...)``, a FIFO) is identified by what it held: it is read
+    once into a copy (``loaders.readable_file``) that the loader reads too.
+    """
     identity = []
     for path in paths:
         entry = {"file": os.path.basename(path), "bytes": None, "sha256": None}
-        if os.path.isfile(path):
-            entry["bytes"] = os.path.getsize(path)
-            entry["sha256"] = file_sha256(path)
+        readable = readable_file(path)
+        if os.path.isfile(readable):
+            entry["bytes"] = os.path.getsize(readable)
+            entry["sha256"] = file_sha256(readable)
         identity.append(entry)
     return identity
+
+
+# Training options that name data by a path.
+DATA_PATH_OPTIONS = (
+    "data_path",
+    "prepared",
+    "tfds_data_dir",
+    "tfds_manual_dir",
+)
+
+
+def resolved_data_paths(train: dict) -> dict:
+    """``train`` (training options as a dict) with its data paths resolved
+    (``resolved_path``): the same file written relative, absolute or from
+    another folder is one run, or one search."""
+    return {
+        name: resolved_path(value)
+        if name in DATA_PATH_OPTIONS and isinstance(value, str)
+        else value
+        for name, value in train.items()
+    }
 
 
 def make_fingerprint(train: dict, model: dict, data: list[dict]) -> dict:
@@ -209,7 +237,7 @@ def run_state(run_dir: str) -> str:
         return "absent"
     if not os.path.isdir(run_dir):
         return "foreign"
-    entries = set(os.listdir(run_dir))
+    entries = _entries(run_dir)
     if not entries:
         return "empty"
     if RUN_FILE in entries:
@@ -225,24 +253,42 @@ def run_state(run_dir: str) -> str:
     return "foreign"
 
 
-# Everything ``train`` writes in a run directory.
+def _entries(folder: str) -> set[str]:
+    """The folder's entries but for the tool's record (``ownership``): a
+    folder holding only a record is empty."""
+    return {
+        name
+        for name in os.listdir(folder)
+        if not name.startswith(ownership.RECORD_FILE)
+    }
+
+
+# Everything ``train`` writes in a run directory. Those named here are
+# recorded (``ownership``) when the run starts, before they are written;
+# what Keras and TensorBoard write in the folders is claimed after each
+# epoch (``callbacks.ClaimWrittenFiles``, ``LIBRARY_FOLDERS``).
 RUN_ENTRIES = frozenset(
     (RUN_FILE, "config.json", "vocabulary.json", "history.csv")
-    + ("metrics.json", "backup", "checkpoints", MODEL_DIR, "tensorboard")
+    + ("metrics.json", "backup/", "checkpoints/", MODEL_DIR + "/")
+    + ("tensorboard/",)
+)
+# The run's folders whose files Keras, TensorBoard or tf.train name.
+LIBRARY_FOLDERS = ("backup", "checkpoints", "tensorboard")
+
+# A search retrains its best configurations as runs in its ``selection/``.
+RUN_DIRECTORY = TargetKind(
+    "run directory",
+    "--name or --output-dir",
+    nests_in=(("search folder", "selection"),),
 )
 
 
 def is_run_directory(path: str) -> bool:
-    """Whether every entry of the folder ``path`` is one ``train`` writes
-    (or a leftover of a killed write): only then may ``--overwrite``
-    replace it. A folder of someone's files that happens to hold a
-    ``config.json`` is not a run directory."""
-    return holds_only(path, RUN_ENTRIES)
-
-
-RUN_DIRECTORY = TargetKind(
-    "run directory", "--name or --output-dir", is_run_directory
-)
+    """Whether the folder ``path`` is a run directory by record: only then
+    may ``--overwrite`` replace it. A folder of someone's files, or a run
+    directory holding someone's file (``checkpoints/notes.txt``), is not.
+    """
+    return RUN_DIRECTORY.recognise(path)
 
 
 def open_run(
@@ -276,7 +322,8 @@ def open_run(
             "--name or --output-dir (it is never overwritten)."
         )
     if overwrite:
-        shutil.rmtree(run_dir)
+        # Only what the run recorded; someone's file in it is refused.
+        ownership.remove_owned(run_dir, RUN_DIRECTORY.name)
         return "new"
     if state == "damaged":
         read_run_file(run_dir)  # raises, naming the problem
@@ -291,8 +338,9 @@ def open_run(
     if state == "legacy":
         raise RunDirectoryError(
             f"{run_dir} holds a run of an older tfrec-tricks (it has no "
-            f"{RUN_FILE}), which cannot be checked against this one; pass "
-            "--overwrite to retrain it, or choose another --name."
+            f"{RUN_FILE}), which cannot be checked against this one, and "
+            "no record of its files, so it is never replaced: move it away "
+            "or choose another --name."
         )
     recorded = read_run_file(run_dir)["fingerprint"]
     if as_compared is not None:
@@ -319,7 +367,8 @@ def start_run(run_dir: str, fingerprint: dict, files: dict[str, str]) -> None:
         files: name -> text of the files the run writes when it starts
             (``config.json``, ``vocabulary.json``), each written atomically.
     """
-    os.makedirs(run_dir, exist_ok=True)
+    ownership.start_record(run_dir, RUN_DIRECTORY.name)
+    ownership.claim(os.path.join(run_dir, name) for name in RUN_ENTRIES)
     run = {"format": RUN_FORMAT, "status": "running"}
     run["fingerprint"] = fingerprint
     write_text_atomic(
@@ -340,7 +389,7 @@ def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
     # A run killed after publishing and before finishing, rerun, replaces
     # the model it published.
     return publish_directory(
-        os.path.join(run_dir, MODEL_DIR), write, replace=True
+        os.path.join(run_dir, MODEL_DIR), write, replace=True, kind="model"
     )
 
 
@@ -351,6 +400,7 @@ def _manifest_files(run_dir: str) -> list[str]:
         f"{MODEL_DIR}/{entry}"
         for entry in os.listdir(model_dir)
         if os.path.isfile(os.path.join(model_dir, entry))
+        and not entry.startswith(ownership.RECORD_FILE)
     )
     return names
 
@@ -358,6 +408,8 @@ def _manifest_files(run_dir: str) -> list[str]:
 def finish_run(run_dir: str) -> None:
     """Marks the run finished: ``run.json`` gets the files' SHA-256s."""
     run = read_run_file(run_dir)
+    # What the last epochs and the evaluation wrote.
+    ownership.claim_below(run_dir, LIBRARY_FOLDERS)
     run["status"] = "finished"
     run["files"] = {
         name: file_sha256(os.path.join(run_dir, name))
@@ -400,9 +452,12 @@ def check_finished_run(run_dir: str) -> dict:
 
     Raises:
         RunDirectoryError: naming what is wrong: no run directory, a run
-            that has not finished, a missing file, or a file that changed
+            that has not finished, a missing file, a file that changed
             after the run finished (e.g. ``vocabulary.json`` of another
-            run).
+            run), or a ``run.json`` without a complete record of the files
+            (``config.json``, ``vocabulary.json``, ``metrics.json`` and
+            every file of ``model/``): such a run is retrained, not
+            exported unverified.
     """
     if not os.path.isdir(run_dir):
         raise RunDirectoryError(f"No run directory at {run_dir!r}.")
@@ -410,8 +465,8 @@ def check_finished_run(run_dir: str) -> dict:
     if state == "legacy":
         raise RunDirectoryError(
             f"{run_dir} was written by an older tfrec-tricks (no {RUN_FILE}), "
-            "so its parts cannot be checked; retrain it with `tfrec-tricks "
-            "train ... --overwrite`."
+            "so its parts cannot be checked; retrain it under another "
+            "--name, then export that run."
         )
     if state in ("empty", "foreign"):
         raise RunDirectoryError(
@@ -432,7 +487,16 @@ def check_finished_run(run_dir: str) -> dict:
             "resume it, then export."
         )
     run = read_run_file(run_dir)
-    for name, digest in sorted(run.get("files", {}).items()):
+    files = run.get("files")
+    # Verified or retrained: a finished run without a whole record of its
+    # files (an older or edited run.json) cannot be checked, so it is not
+    # exported as it is.
+    if not isinstance(files, dict) or not all(
+        isinstance(name, str) and isinstance(digest, str)
+        for name, digest in files.items()
+    ):
+        _refuse_incomplete_record(run_dir, "it lists no files")
+    for name, digest in sorted(files.items()):
         path = os.path.join(run_dir, name)
         if not os.path.isfile(path):
             raise RunDirectoryError(
@@ -444,4 +508,28 @@ def check_finished_run(run_dir: str) -> dict:
                 f"{path} changed after the run finished, so the run's parts "
                 "no longer belong together; retrain it with --overwrite."
             )
+    model_dir = os.path.join(run_dir, MODEL_DIR)
+    if not os.path.isdir(model_dir):
+        raise RunDirectoryError(
+            f"{model_dir} is missing: the run directory is incomplete; "
+            "retrain it with --overwrite."
+        )
+    expected = _manifest_files(run_dir)
+    unlisted = [name for name in expected if name not in files]
+    if unlisted or not any(n.startswith(f"{MODEL_DIR}/") for n in expected):
+        _refuse_incomplete_record(
+            run_dir,
+            f"it does not list {', '.join(unlisted)}"
+            if unlisted
+            else f"{MODEL_DIR}/ holds no file",
+        )
     return run
+
+
+def _refuse_incomplete_record(run_dir: str, what: str) -> None:
+    """Raises RunDirectoryError: the run has no complete file record."""
+    raise RunDirectoryError(
+        f"The run in {run_dir} has no complete record of its files "
+        f"({RUN_FILE}: {what}), so its parts cannot be verified to belong "
+        "together. Retrain it with `tfrec-tricks train ... --overwrite`."
+    )

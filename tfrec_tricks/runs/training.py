@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.callbacks import (
+    ClaimWrittenFiles,
     EpochTimer,
     ResumableCSVLogger,
     ResumableEarlyStopping,
@@ -36,7 +38,11 @@ from tfrec_tricks.callbacks import (
     monitor_history,
 )
 from tfrec_tricks.data.prepared_format import read_metadata
-from tfrec_tricks.errors import TrainingFailedError
+from tfrec_tricks.errors import (
+    TrainingFailedError,
+    write_failure,
+    writes_named,
+)
 from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -57,8 +63,12 @@ from tfrec_tricks.runs.optimizers import (
     learning_rate_schedule,
     make_optimizer,
 )
-from tfrec_tricks.runs.prepare_dataset import prepared_train_config
+from tfrec_tricks.runs.prepare_dataset import (
+    prepared_read_lock,
+    prepared_train_config,
+)
 from tfrec_tricks.runs.run_directory import (
+    LIBRARY_FOLDERS,
     RUN_DIRECTORY,
     check_finished_run,
     data_identity,
@@ -69,6 +79,7 @@ from tfrec_tricks.runs.run_directory import (
     open_run,
     publish_model,
     read_run_file,
+    resolved_data_paths,
     start_run,
 )
 from tfrec_tricks.runs.sampled_evaluation import (
@@ -157,7 +168,7 @@ def fingerprint(
     """
     if data is None:
         data = data_identity(data_files(config))
-    train = dataclasses.asdict(config)
+    train = resolved_data_paths(dataclasses.asdict(config))
     # The rate trained with: None (the protocol's default) and the same rate
     # given explicitly are one run, as before the default depended on it.
     train["learning_rate"] = config.training_learning_rate()
@@ -195,6 +206,14 @@ def as_trained_fingerprint(run_fingerprint: dict) -> dict:
     the effective rate; a cpr run recorded at 0.0 stays apart from today's
     default (0.3).
     """
+    train = run_fingerprint.get("train")
+    if isinstance(train, dict):
+        # Runs recorded their data paths as written, before they were
+        # resolved: resolved now (from this folder), they still resume.
+        run_fingerprint = {
+            **run_fingerprint,
+            "train": resolved_data_paths(train),
+        }
     model = run_fingerprint.get("model")
     if not isinstance(model, dict):
         return run_fingerprint
@@ -300,22 +319,30 @@ def train(
         OutputError: the run directory is something else (a file, a
             folder that is no run directory, one of the data's inputs), or
             another process is writing it.
+        WriteFailedError: the disk is full or the run directory is not
+            writable: the run is not recorded as failed, and the same
+            call resumes it once space is freed or permissions restored.
     """
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     config = resolved_config(config)
     run_dir = run_directory(config)
     strategy = make_strategy(config.distribute)
-    if not is_chief(strategy):
-        # Only the chief writes (and locks) the run directory.
-        with failures_recorded(run_dir, config, record=False):
-            return _train(config, run_dir, strategy, verbose, callbacks, False)
-    check_target(run_dir, RUN_DIRECTORY, input_paths(config))
-    with target_lock(run_dir, RUN_DIRECTORY):
-        with failures_recorded(run_dir, config):
-            return _train(
-                config, run_dir, strategy, verbose, callbacks, overwrite
-            )
+    with writes_named(run_dir):
+        if not is_chief(strategy):
+            # Only the chief writes (and locks) the run directory.
+            with failures_recorded(run_dir, config, record=False):
+                return _train(
+                    config, run_dir, strategy, verbose, callbacks, False
+                )
+        check_target(run_dir, RUN_DIRECTORY, input_paths(config))
+        # The prepared dataset read is locked shared: not replaced while
+        # this run reads it.
+        with prepared_read_lock(config), target_lock(run_dir, RUN_DIRECTORY):
+            with failures_recorded(run_dir, config):
+                return _train(
+                    config, run_dir, strategy, verbose, callbacks, overwrite
+                )
 
 
 @contextlib.contextmanager
@@ -329,10 +356,17 @@ def failures_recorded(run_dir: str, config: TrainConfig, record: bool = True):
     result) when ``record`` and the directory holds this run, and is
     raised again as a ``TrainingFailedError`` (a ``ValueError``: the CLI
     prints it and exits 1).
+
+    A full disk is no failure of the run: TensorFlow reports ENOSPC as a
+    ``ResourceExhaustedError`` too, told apart by its message
+    (``errors.write_failure``) and raised as it is, the run left to
+    resume.
     """
     try:
         yield
     except (tf.errors.ResourceExhaustedError, MemoryError) as error:
+        if write_failure(error) is not None:
+            raise
         failure = TrainingFailedError(out_of_memory_reason(error))
     except TrainingFailedError as error:
         failure = error
@@ -733,6 +767,9 @@ def _fit_callbacks(
             profile_batch=0,
         ),
         timer,
+        # Last: records what the callbacks above wrote under names they
+        # choose (``ownership``; the run's own names are recorded first).
+        ClaimWrittenFiles(opened.write_dir, LIBRARY_FOLDERS),
     ]
     return done, timer, callbacks
 
@@ -796,9 +833,11 @@ def _save(
     other workers remove their scratch folder."""
     save_model(model, opened.write_dir)
     if opened.chief:
-        path = os.path.join(opened.run_dir, "metrics.json")
-        with open(path, "w") as handle:
-            json.dump(results, handle, indent=2)
+        # In one rename: a full disk leaves no half-written metrics.json.
+        write_text_atomic(
+            os.path.join(opened.run_dir, "metrics.json"),
+            json.dumps(results, indent=2),
+        )
         finish_run(opened.run_dir)
     else:
         shutil.rmtree(opened.write_dir, ignore_errors=True)

@@ -55,6 +55,8 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
+from tfrec_tricks import ownership  # noqa: E402
+from tfrec_tricks.callbacks import ClaimWrittenFiles  # noqa: E402
 from tfrec_tricks.config_fields import check_finite  # noqa: E402
 from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
@@ -64,6 +66,7 @@ from tfrec_tricks.runs.training import prepare_in_memory  # noqa: E402
 from tfrec_tricks.runs.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
+    LIBRARY_FOLDERS,
     SEARCH_FOLDER,
     open_search,
     search_fingerprint,
@@ -428,14 +431,20 @@ def _run_trials(
             profile_batch=0,
         ),
         *(options.callbacks or []),
+        # Records what KerasTuner and TensorBoard wrote (``ownership``).
+        ClaimWrittenFiles(search_dir, LIBRARY_FOLDERS),
     ]
     start = time.perf_counter()
-    search_tuner.search(
-        **hypermodel.search_data(),
-        epochs=config.epochs,
-        callbacks=trial_callbacks,
-        verbose=options.verbose,
-    )
+    try:
+        search_tuner.search(
+            **hypermodel.search_data(),
+            epochs=config.epochs,
+            callbacks=trial_callbacks,
+            verbose=options.verbose,
+        )
+    finally:
+        # The last trial's files, also when the search is interrupted.
+        ownership.claim_below(search_dir, LIBRARY_FOLDERS)
     seconds = time.perf_counter() - start
     if hasattr(search_tuner.oracle, "search_seconds"):
         # Every session of a resumed search, as its time budget counts.

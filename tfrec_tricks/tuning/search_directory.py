@@ -22,18 +22,19 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import time
 from typing import Any
 
 import tfrec_tricks
+from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind, holds_only
+from tfrec_tricks.output_targets import TargetKind
 from tfrec_tricks.runs.run_directory import (
     PLACEMENT_OPTIONS,
     differences,
     read_fingerprint_file,
+    resolved_data_paths,
 )
 from tfrec_tricks.runs.training import LATER_OPTIONS
 
@@ -93,7 +94,7 @@ def search_fingerprint(
     >>> differences(a, b)
     ['budget.seeds: 1 -> 2']
     """
-    values = dataclasses.asdict(train)
+    values = resolved_data_paths(dataclasses.asdict(train))
     values = {k: v for k, v in values.items() if k not in PLACEMENT_OPTIONS}
     # Through JSON, so that tuples and lists compare equal to a reread;
     # objects (a callback in the tuner options) by their repr.
@@ -146,7 +147,12 @@ def search_state(search_dir: str) -> str:
         return "absent"
     if not os.path.isdir(search_dir):
         return "foreign"
-    entries = set(os.listdir(search_dir))
+    # A folder holding only the tool's record (``ownership``) is empty.
+    entries = {
+        name
+        for name in os.listdir(search_dir)
+        if not name.startswith(ownership.RECORD_FILE)
+    }
     if not entries:
         return "empty"
     if SEARCH_FILE in entries:
@@ -156,23 +162,25 @@ def search_state(search_dir: str) -> str:
     return "foreign"
 
 
-# Everything ``tune`` writes in a search folder (``tuning.search``).
+# Everything ``tune`` writes in a search folder (``tuning.search``),
+# recorded (``ownership``) before it is written; what KerasTuner and
+# TensorBoard write in the folders is claimed after each epoch and trial
+# (``LIBRARY_FOLDERS``). ``selection/`` holds run directories, each with
+# its own record.
 SEARCH_ENTRIES = frozenset(
-    (SEARCH_FILE, BEST_CONFIG_FILE, "search", "selection", "selection.md")
-    + ("tensorboard", "trials.md", "trials.png")
+    (SEARCH_FILE, BEST_CONFIG_FILE, "search/", "selection/", "selection.md")
+    + ("tensorboard/", "trials.md", "trials.png")
 )
+# The search's folders whose files KerasTuner and TensorBoard name.
+LIBRARY_FOLDERS = ("search", "tensorboard")
+
+SEARCH_FOLDER = TargetKind("search folder", "--name or --output-dir")
 
 
 def is_search_folder(path: str) -> bool:
-    """Whether every entry of the folder ``path`` is one ``tune`` writes
-    (or a leftover of a killed write): only then may ``--overwrite``
-    replace it."""
-    return search_state(path) != "foreign" and holds_only(path, SEARCH_ENTRIES)
-
-
-SEARCH_FOLDER = TargetKind(
-    "search folder", "--name or --output-dir", is_search_folder
-)
+    """Whether the folder ``path`` is a search folder by record: only then
+    may ``--overwrite`` replace it."""
+    return SEARCH_FOLDER.recognise(path)
 
 
 def open_search(
@@ -208,9 +216,15 @@ def open_search(
         raise RunDirectoryError(
             f"{search_dir} holds a search of an older tfrec-tricks (it has "
             f"no {SEARCH_FILE}), which cannot be checked against this one; "
-            "pass --overwrite to start afresh, or choose another --name."
+            "pass --overwrite to start afresh (only a folder holding "
+            "tfrec-tricks' record of what it wrote is replaced: move an "
+            "older version's away), or choose another --name."
         )
     recorded = read_search_file(search_dir)["fingerprint"]
+    if isinstance(recorded.get("train"), dict):
+        # Searches recorded their data paths as written, before they were
+        # resolved: resolved now (from this folder), they still resume.
+        recorded["train"] = resolved_data_paths(recorded["train"])
     changed = differences(recorded, _as_recorded(recorded, fingerprint))
     if changed:
         raise RunDirectoryError(
@@ -253,6 +267,7 @@ def _as_recorded(recorded: dict, fingerprint: dict) -> dict:
     before = recorded.get("train")
     if not isinstance(before, dict):
         return fingerprint
+
     earlier = json.loads(json.dumps(LATER_OPTIONS))
     train = {
         name: value
@@ -272,8 +287,10 @@ def start_search(search_dir: str, fingerprint: dict, action: str) -> None:
     if action == "resume":
         return
     if action == "overwrite" and os.path.isdir(search_dir):
-        shutil.rmtree(search_dir)
-    os.makedirs(search_dir, exist_ok=True)
+        # Only what the search recorded; someone's file in it is refused.
+        ownership.remove_owned(search_dir, SEARCH_FOLDER.name)
+    ownership.start_record(search_dir, SEARCH_FOLDER.name)
+    ownership.claim(os.path.join(search_dir, name) for name in SEARCH_ENTRIES)
     document = {
         "format": SEARCH_FORMAT,
         "status": "running",

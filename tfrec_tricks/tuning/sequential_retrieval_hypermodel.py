@@ -508,6 +508,45 @@ sizes below N only (CPR) |
         )
         # Fail now, not in every trial, on fixed values ModelConfig rejects.
         self.model_config(keras_tuner.HyperParameters())
+        self._check_custom_values()
+
+    def _check_custom_values(self) -> None:
+        """Refuses, before the first trial, a value of ``hyperparameters``
+        that no trial could train (``--choices dropout=0.1,1.5``).
+
+        The defaults check only each setting's first value; a bad later
+        one would fail every trial that drew it (KerasTuner prints the
+        traceback and retries, then gives up). Each value is checked with
+        the defaults for the rest, and with the head (or other switch) it
+        applies under when it is conditional.
+
+        Raises:
+            ValueError: naming the setting, the value and why.
+        """
+        conditions = {row[0]: row[3] for row in self._rows()}
+        for name, custom in self._custom.items():
+            condition = conditions.get(name)
+            for value in _listed_values(custom):
+                hp = keras_tuner.HyperParameters()
+                hp.values[name] = value
+                if condition is not None:
+                    parent, parent_values = condition
+                    fixed_parent = self._fixed_hps.get(parent)
+                    if fixed_parent is not None:
+                        if fixed_parent not in parent_values:
+                            continue  # never active: never trained
+                    else:
+                        hp.values[parent] = parent_values[0]
+                try:
+                    if name == BATCH_SIZE:
+                        _check_batch_size(value)
+                    else:
+                        self.model_config(hp)
+                except (ValueError, TypeError) as error:
+                    raise ValueError(
+                        f"--choices {name}: the value {value!r} cannot "
+                        f"train ({error}). Received: {name}={value!r}"
+                    ) from None
 
     def _first_head(self, data: Any) -> str:
         """The head ``train`` trains on ``data`` with the fixed settings:
@@ -622,6 +661,11 @@ sizes below N only (CPR) |
             config = self.model_config(hp)
         except ValueError as error:
             raise keras_tuner.errors.FailedTrialError(str(error)) from error
+        # Every trial starts from the search's seed: its initial weights
+        # and dropout draws depend on its settings alone, not on how many
+        # models this process built before (a resumed search redoes a
+        # trial after fewer of them, and would score it otherwise).
+        tf.keras.utils.set_random_seed(self.seed)
         model = SequentialRetrievalModel.from_data(
             config, self.data, item_graph=self.item_graph
         )
@@ -764,6 +808,28 @@ sizes below N only (CPR) |
             name: np.concatenate([batch[name] for batch in batches])
             for name in batches[0]
         }
+
+
+def _listed_values(hp: Any) -> list:
+    """The values of a hyperparameter to check: every choice, both ends of
+    a range."""
+    kind = type(hp).__name__
+    if kind == "Fixed":
+        return [hp.value]
+    if kind == "Boolean":
+        return [False, True]
+    if kind == "Choice":
+        return list(hp.values)
+    return [hp.min_value, hp.max_value]
+
+
+def _check_batch_size(value: Any) -> None:
+    """Raises ValueError unless ``value`` is a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"batch_size must be a positive integer. Received: "
+            f"batch_size={value!r}"
+        )
 
 
 def _value_count(hp: Any) -> float:

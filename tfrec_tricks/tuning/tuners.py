@@ -7,6 +7,7 @@ a wall-time budget) and ``TrialLog`` (each trial's times; a progress line).
 
 from typing import Any
 
+from tfrec_tricks.errors import write_failure
 from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
 
 keras_tuner = import_keras_tuner()
@@ -35,11 +36,30 @@ class _HyperbandOracle(SearchOracle, keras_tuner.oracles.HyperbandOracle):
     pass
 
 
-class _Tuner(TrialLog, keras_tuner.Tuner):
+class _WriteFailuresStop:
+    """Tuner mixin: a trial that cannot write (a full disk, a folder that
+    is not writable) stops the search, as Ctrl-C does.
+
+    KerasTuner records a trial that raises as failed, and the search goes
+    on to fail every trial after it; raised as a ``FatalError`` instead,
+    the trial stays unfinished, and the same command runs it again once
+    space is freed or the permissions restored.
+    """
+
+    def _run_and_update_trial(self, trial: Any, *args: Any, **kwargs: Any):
+        try:
+            return super()._run_and_update_trial(trial, *args, **kwargs)
+        except Exception as error:
+            if write_failure(error) is None:
+                raise
+            raise keras_tuner.errors.FatalError(str(error)) from error
+
+
+class _Tuner(_WriteFailuresStop, TrialLog, keras_tuner.Tuner):
     pass
 
 
-class _Hyperband(TrialLog, keras_tuner.Hyperband):
+class _Hyperband(_WriteFailuresStop, TrialLog, keras_tuner.Hyperband):
     # keras_tuner.Hyperband builds its own oracle; this one takes ours and
     # keeps Hyperband's run_trial (epochs per round, resumed checkpoints).
     def __init__(self, oracle: Any, hypermodel: Any, **kwargs: Any):
