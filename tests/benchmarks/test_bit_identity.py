@@ -1,0 +1,27 @@
+"""benchmarks/bit_identity.py: saved arrays, and every difference named."""
+
+import numpy as np
+import pytest
+
+from benchmarks import bit_identity
+
+pytestmark = pytest.mark.slow
+
+CONFIG = ["gru4rec-no-dup-sse"]
+
+
+def test_a_changed_array_is_named_and_the_script_exits_1(tmp_path, capsys):
+    path = str(tmp_path / "before.npz")
+    assert bit_identity.main(["--save", path, "--configs", *CONFIG]) == 0
+    with np.load(path) as saved:
+        arrays = {key: saved[key] for key in saved.files}
+    assert any("/served-index-ids" in key for key in arrays)
+    key = next(k for k in arrays if "/weight/" in k)
+    arrays[key] = arrays[key] + np.float32(1e-7)
+    del arrays[next(k for k in arrays if k.endswith("/losses"))]
+    np.savez(path, **arrays)
+    assert bit_identity.main(["--compare", path, "--configs", *CONFIG]) == 1
+    out = capsys.readouterr().out
+    assert f"{key}: differs (largest difference" in out
+    assert "gru4rec-no-dup-sse/losses: new" in out
+    assert "2 arrays differ" in out
