@@ -185,7 +185,8 @@ def compare(path: str, names: list[str] | None = None) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options: ``--save`` or ``--compare``, ``--configs``."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Configurations: " + ", ".join(CONFIGS),
@@ -201,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=list(CONFIGS),
         help="only these configurations (default: all)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.save:
         arrays = save(args.save, args.configs)
         print(f"saved {len(arrays)} arrays to {args.save}")

@@ -65,8 +65,8 @@ from tfrec_tricks.evaluation.history_ranking import (  # noqa: E402
     summarize_diagnostics,
 )
 from tfrec_tricks.layers.common import PADDING_LOGIT  # noqa: E402
-from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
-from tfrec_tricks.runs.training import (  # noqa: E402
+from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
+from tfrec_tricks.training.training import (  # noqa: E402
     TrainConfig,
     eval_batch_size,
     prepare_in_memory,
@@ -75,7 +75,7 @@ from tfrec_tricks.runs.training import (  # noqa: E402
 
 DEFAULT_DATA = "yoochoose-100k"
 K = 10
-#: The two heads compared: ablation rows (``tfrec_tricks.runs.ablation``).
+#: The two heads compared: ablation rows (``tfrec_tricks.training.ablation``).
 SOFTMAX, CPR = "Softmax", "Softmax + CPR:100 + Mi"
 #: The models of a report, in table order.
 MODELS = ("softmax", "cpr", "cpr_base")

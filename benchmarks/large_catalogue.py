@@ -321,7 +321,7 @@ def train_worker(options: dict) -> int:
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
     from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
-    from tfrec_tricks.runs import training
+    from tfrec_tricks.training import training
 
     arguments = parse(build_parser(), ["train", *options["argv"]])
     config = train_config(arguments)

@@ -176,7 +176,7 @@ def input_wait(model, dataset: tf.data.Dataset) -> float:
 def model_for(prepared):
     """The default run's model (``train``'s), compiled as ``train`` does."""
     from tfrec_tricks.models import SequentialRetrievalModel
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.train_config import TrainConfig
 
     config = TrainConfig()
     tf.keras.utils.set_random_seed(0)

@@ -4,7 +4,7 @@ Softmax-CPR's gain on data with repeats comes from deciding, per example,
 how much probability goes to the items of the history. This script trains
 ablation rows (or reuses their finished runs, named as the ablation and
 ``benchmarks.seed_spread`` name them) and re-ranks each model's validation and
-test logits with the switches of ``tfrec_tricks.runs.repeat_headroom``:
+test logits with the switches of ``tfrec_tricks.training.repeat_headroom``:
 
 - constant: the history gets the validation split's repeat share;
 - learned: a logistic regression on the history and the logits predicts
@@ -39,11 +39,11 @@ use_legacy_keras()
 
 from benchmarks import common, seed_spread  # noqa: E402
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.runs.repeat_headroom import (  # noqa: E402
+from tfrec_tricks.training.repeat_headroom import (  # noqa: E402
     cross_fitted_headroom,
     repeat_headroom,
 )
-from tfrec_tricks.runs.training import (  # noqa: E402
+from tfrec_tricks.training.training import (  # noqa: E402
     EVAL_BATCH_SIZE,
     load_model,
     prepare_in_memory,

@@ -528,8 +528,8 @@ def prepare_worker(options: dict) -> int:
     from tfrec_tricks.cli.quiet import load_tensorflow
 
     load_tensorflow(verbose=False)
-    from tfrec_tricks.runs.train_config import TrainConfig
-    from tfrec_tricks.runs.training_data import prepare_in_memory
+    from tfrec_tricks.training.train_config import TrainConfig
+    from tfrec_tricks.training.training_data import prepare_in_memory
 
     config = TrainConfig(
         data="file", data_path=options["path"], file_format="udata"
@@ -562,8 +562,8 @@ def train_worker(options: dict) -> int:
     import tensorflow as tf
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
-    from tfrec_tricks.runs import training_data
-    from tfrec_tricks.runs.training import train
+    from tfrec_tricks.training import training_data
+    from tfrec_tricks.training.training import train
 
     config = train_config(parse(build_parser(), ["train", *options["argv"]]))
     steps, eval_batches = options["steps"], options["eval_batches"]

@@ -1,6 +1,6 @@
 """Seed-to-seed spread: is a difference between two variants real?
 
-Trains rows of the ablation (``tfrec_tricks.runs.ablation.ROWS``) once per
+Trains rows of the ablation (``tfrec_tricks.training.ablation.ROWS``) once per
 seed of ``--seeds``, everything else fixed (data, encoder, dropout, budget),
 and reports each row's test and validation NDCG@10 per seed, their mean and
 range, and the change of the mean against the first row. A change smaller
@@ -48,8 +48,8 @@ use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
-from tfrec_tricks.runs.ablation import ROWS, row_slug  # noqa: E402
-from tfrec_tricks.runs.training import (  # noqa: E402
+from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
+from tfrec_tricks.training.training import (  # noqa: E402
     TrainConfig,
     finished_metrics,
     train,
@@ -109,7 +109,7 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     """The shared config, as ``tfrec-tricks ablation`` builds it.
 
     The same options give the same ``TrainConfig`` as the ablation's, so
-    seed 0 reuses its run (``tfrec_tricks.runs.training.finished_metrics``).
+    seed 0 reuses its run (``tfrec_tricks.training.training.finished_metrics``).
     """
     return TrainConfig(
         data=args.data,

@@ -20,7 +20,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
-from tfrec_tricks.runs.training import (  # noqa: E402
+from tfrec_tricks.training.training import (  # noqa: E402
     TrainConfig,
     finished_metrics,
     train,

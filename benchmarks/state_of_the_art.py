@@ -50,10 +50,10 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common, train_rows  # noqa: E402
-from tfrec_tricks.runs.sampled_evaluation import (  # noqa: E402
+from tfrec_tricks.training.sampled_evaluation import (  # noqa: E402
     history_kept_metrics,
 )
-from tfrec_tricks.runs.training import (  # noqa: E402
+from tfrec_tricks.training.training import (  # noqa: E402
     TrainConfig,
     eval_batch_size,
     finished_metrics,
@@ -63,7 +63,7 @@ from tfrec_tricks.runs.training import (  # noqa: E402
     train,
     training_minutes,
 )
-from tfrec_tricks.runs.training_data import load_training_data  # noqa: E402
+from tfrec_tricks.training.training_data import load_training_data  # noqa: E402
 
 #: Published MovieLens-1M results, full ranking, leave-one-out, seen items
 #: excluded: (model, items, test NDCG@10, HR@10, what it is).

@@ -12,7 +12,7 @@ import re
 import shlex
 
 from tfrec_tricks.cli import parser as cli_parser
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 
 def add_row_option(parser: argparse.ArgumentParser, note: str = "") -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 # The CLI flags of a tiny synthetic run (what ``tiny_config`` trains on).
 TINY_FLAGS = [

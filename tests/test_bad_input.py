@@ -25,7 +25,7 @@ INTERRUPTED = ["--epochs", "3", "--name", "running"]
 def runs(tmp_path_factory):
     """``runs/run``, finished; ``runs/running``, interrupted after epoch 1."""
     from tests.run_helpers import Interrupt
-    from tfrec_tricks.runs.training import TrainConfig, train
+    from tfrec_tricks.training.training import TrainConfig, train
 
     root = tmp_path_factory.mktemp("bad-input") / "runs"
     result = run_cli(
@@ -72,8 +72,8 @@ def _other_vocabulary(workspace):
 
 
 def _prepared(workspace, change=None):
-    from tfrec_tricks.runs.prepare_dataset import prepare_dataset
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.prepare_dataset import prepare_dataset
+    from tfrec_tricks.training.train_config import TrainConfig
 
     config = TrainConfig(synthetic_users=60, synthetic_items=40, max_len=10)
     path = workspace / "prepared"

@@ -167,8 +167,11 @@ def test_out_of_memory_while_training_is_recorded_as_failed(tmp_path):
 
     from tests.run_helpers import tiny_config
     from tfrec_tricks.errors import TrainingFailedError
-    from tfrec_tricks.runs.run_directory import check_finished_run, run_state
-    from tfrec_tricks.runs.training import train
+    from tfrec_tricks.training.run_directory import (
+        check_finished_run,
+        run_state,
+    )
+    from tfrec_tricks.training.training import train
 
     class OutOfMemory(tf.keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):

@@ -342,7 +342,7 @@ def test_sigterm_and_sighup_end_a_run_that_resumes(tmp_path):
 
 def test_ablation_write_failures_name_the_folder(tmp_path, monkeypatch, capsys):
     from tfrec_tricks.errors import writes_named
-    from tfrec_tricks.runs import ablation
+    from tfrec_tricks.training import ablation
 
     monkeypatch.chdir(tmp_path)
     args = ["ablation", *TINY, "--rows", "Softmax", "--report-dir", "report"]

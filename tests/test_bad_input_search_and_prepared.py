@@ -79,8 +79,8 @@ def _foreign_folder(workspace):
 
 def _prepared(change=None):
     def setup(workspace):
-        from tfrec_tricks.runs.prepare_dataset import prepare_dataset
-        from tfrec_tricks.runs.train_config import TrainConfig
+        from tfrec_tricks.training.prepare_dataset import prepare_dataset
+        from tfrec_tricks.training.train_config import TrainConfig
 
         config = TrainConfig(synthetic_users=60, synthetic_items=40, max_len=10)
         path = workspace / "prepared"

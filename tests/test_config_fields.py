@@ -34,7 +34,7 @@ def test_check_finite_names_the_option_and_value(value, shown):
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 1e39])
 def test_configs_from_python_refuse_non_finite_numbers(value):
     from tfrec_tricks.models.config import ModelConfig
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.train_config import TrainConfig
 
     with pytest.raises(ValueError, match="learning_rate must be a finite"):
         TrainConfig(learning_rate=value)

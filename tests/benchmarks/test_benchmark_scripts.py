@@ -57,6 +57,9 @@ DEFAULTS = {
         "epochs": 30, "patience": 3, "output_dir": "runs/benchmarks",
         "name": "baseline",
     }),
+    "bit_identity": (["--save", "a.npz"], {
+        "save": "a.npz", "compare": None, "configs": None,
+    }),
     "cpr_diagnosis": ([], {
         "data": "yoochoose-100k", "data_path": None, "file_format": "auto",
         "max_sessions": None, "cpr_row": "Softmax + CPR:100 + Mi",

@@ -253,7 +253,7 @@ def test_a_tiny_run_end_to_end(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import prepare_in_memory, train
+    from tfrec_tricks.training.training import prepare_in_memory, train
 
     args = fake_args(
         data="synthetic",

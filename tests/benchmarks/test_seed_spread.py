@@ -6,9 +6,9 @@ import pytest
 
 from benchmarks import common, seed_spread
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.runs import ablation
-from tfrec_tricks.runs.ablation import run_ablation
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training import ablation
+from tfrec_tricks.training.ablation import run_ablation
+from tfrec_tricks.training.train_config import TrainConfig
 
 pytestmark = pytest.mark.slow
 

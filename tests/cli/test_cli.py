@@ -373,7 +373,7 @@ def test_verbose_lets_tensorflow_speak():
 
 def test_flags_are_generated_from_the_config_fields(capsys):
     from tfrec_tricks.models.config import ModelConfig
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.train_config import TrainConfig
 
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])

@@ -4,8 +4,8 @@ import pytest
 
 from tfrec_tricks.cli.parser import build_parser, parse, train_config
 from tfrec_tricks.errors import DataError
-from tfrec_tricks.runs.recipes import RECIPES, recipe_options
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.recipes import RECIPES, recipe_options
+from tfrec_tricks.training.train_config import TrainConfig
 
 #: benchmarks/results/ml-1m-long-histories' command, without the head its
 #: page names (the recipe leaves it to --head auto) and the run's name.

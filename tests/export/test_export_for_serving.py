@@ -314,7 +314,7 @@ def test_unreadable_models_config_is_refused_before_writing(tmp_path, garbage):
 def test_contract_in_a_process_without_tfrec_tricks(
     run, trained_runs, tmp_path
 ):
-    from tfrec_tricks.runs.training import load_model
+    from tfrec_tricks.training.training import load_model
 
     run_dir = trained_runs[run]
     with open(os.path.join(run_dir, "vocabulary.json")) as handle:

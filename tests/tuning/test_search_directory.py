@@ -8,8 +8,8 @@ import pytest
 from tfrec_tricks import ownership
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.ownership import RECORD_FILE
-from tfrec_tricks.runs.run_directory import data_identity
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.run_directory import data_identity
+from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.tuning.search import parse_choices
 from tfrec_tricks.tuning.search_directory import (
     SEARCH_FILE,

@@ -2,7 +2,7 @@
 
 import types
 
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.tuning import import_keras_tuner, selection
 
 keras_tuner = import_keras_tuner()

@@ -34,7 +34,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tfrec_tricks.runs.ablation import PAPER_ROWS, ROWS
+    from tfrec_tricks.training.ablation import PAPER_ROWS, ROWS
 
     add_overwrite_argument(parser)
     group = parser.add_argument_group("ablation")
@@ -65,13 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.errors import writes_named
-    from tfrec_tricks.runs.ablation import (
+    from tfrec_tricks.training.ablation import (
         check_report_dir,
         format_table,
         run_ablation,
         write_report,
     )
-    from tfrec_tricks.runs.training_data import input_paths
+    from tfrec_tricks.training.training_data import input_paths
 
     base = train_config(args)
     report_dir = args.report_dir or os.path.join(

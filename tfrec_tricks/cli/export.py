@@ -92,14 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.runs.run_directory import check_finished_run
+    from tfrec_tricks.training.run_directory import check_finished_run
 
     # The run must be finished and whole before anything is loaded.
     check_finished_run(args.run_dir)
 
     from tfrec_tricks.errors import writes_named
     from tfrec_tricks.export import export_for_serving
-    from tfrec_tricks.runs.training import load_model
+    from tfrec_tricks.training.training import load_model
 
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
     model = load_model(args.run_dir)

@@ -24,7 +24,7 @@ from tfrec_tricks.config_fields import (
     field_default,
 )
 from tfrec_tricks.models.config import ModelConfig
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 GROUP_TITLES = {
     "data": "data",

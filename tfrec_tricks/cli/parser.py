@@ -11,8 +11,8 @@ from tfrec_tricks.cli.options import train_config as train_config
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
-from tfrec_tricks.runs.recipes import RECIPES, recipe_options
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.recipes import RECIPES, recipe_options
+from tfrec_tricks.training.train_config import TrainConfig
 
 DESCRIPTION = """\
 tfrec-tricks: sequential recommenders with TensorFlow Recommenders, and four

@@ -41,8 +41,8 @@ NOT_PREPARATION = ("prepared",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tfrec_tricks.runs.prepare_dataset import ENGINES
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.prepare_dataset import ENGINES
+    from tfrec_tricks.training.train_config import TrainConfig
 
     groups = {}
     add_field_arguments(
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from tfrec_tricks.errors import writes_named
-    from tfrec_tricks.runs.prepare_dataset import prepare_dataset
-    from tfrec_tricks.runs.train_config import TrainConfig
+    from tfrec_tricks.training.prepare_dataset import prepare_dataset
+    from tfrec_tricks.training.train_config import TrainConfig
 
     if args.engine == "beam" and not args.verbose:
         # Beam logs notices of optional packages (GCP clients, faster

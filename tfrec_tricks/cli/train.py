@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.runs.training import format_results, train
+    from tfrec_tricks.training.training import format_results, train
 
     result = train(
         train_config(args),

@@ -9,7 +9,7 @@ from tfrec_tricks.cli.options import (
     train_config,
 )
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.tuning.search_budget import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_RETRAIN_TOP,

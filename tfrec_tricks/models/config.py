@@ -18,7 +18,7 @@ HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
 #: that take ``cosine_temperature``.
 SOFTMAX_HEADS = ("softmax", "softmax_no_dup")
 #: A training run's ``--head auto``, its default: the run chooses one of
-#: ``HEADS`` from its data (``tfrec_tricks.runs.head_choice``); a model has
+#: ``HEADS`` from its data (``tfrec_tricks.training.head_choice``); a model has
 #: a real head, and ``ModelConfig`` defaults to ``softmax``.
 AUTO_HEAD = "auto"
 OBJECTIVES = ("full", "sampled")

@@ -60,10 +60,10 @@ from tfrec_tricks.callbacks import ClaimWrittenFiles  # noqa: E402
 from tfrec_tricks.config_fields import check_finite  # noqa: E402
 from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
-from tfrec_tricks.runs.run_directory import data_identity  # noqa: E402
-from tfrec_tricks.runs.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.runs.training import prepare_in_memory  # noqa: E402
-from tfrec_tricks.runs.training_data import data_files  # noqa: E402
+from tfrec_tricks.training.run_directory import data_identity  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.training.training import prepare_in_memory  # noqa: E402
+from tfrec_tricks.training.training_data import data_files  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     LIBRARY_FOLDERS,

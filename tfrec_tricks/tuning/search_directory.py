@@ -4,7 +4,7 @@
 determines it (the training options, the fixed settings, the search space
 with its ``--choices``, the budget, the data files' sizes and SHA-256s and
 the tfrec_tricks version), as ``run.json`` does for a training run
-(``tfrec_tricks.runs.run_directory``). It is written before the first
+(``tfrec_tricks.training.run_directory``). It is written before the first
 trial, and every later search in the directory is checked against it:
 
 - the same search again resumes it (KerasTuner reloads its project:
@@ -30,13 +30,13 @@ from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
-from tfrec_tricks.runs.run_directory import (
+from tfrec_tricks.training.run_directory import (
     PLACEMENT_OPTIONS,
     differences,
     read_fingerprint_file,
     resolved_data_paths,
 )
-from tfrec_tricks.runs.training import LATER_OPTIONS
+from tfrec_tricks.training.training import LATER_OPTIONS
 
 SEARCH_FILE = "search.json"
 SEARCH_FORMAT = 1
@@ -88,7 +88,7 @@ def search_fingerprint(
 
     Example:
 
-    >>> from tfrec_tricks.runs.train_config import TrainConfig
+    >>> from tfrec_tricks.training.train_config import TrainConfig
     >>> a = search_fingerprint(TrainConfig(), None, None, {"seeds": 1}, [])
     >>> b = search_fingerprint(TrainConfig(), None, None, {"seeds": 2}, [])
     >>> differences(a, b)

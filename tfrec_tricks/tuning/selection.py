@@ -18,9 +18,9 @@ import dataclasses
 import os
 from typing import Any
 
-from tfrec_tricks.runs.run_directory import differences
-from tfrec_tricks.runs.train_config import DERIVED_MODEL_FIELDS, TrainConfig
-from tfrec_tricks.runs.training import train, training_minutes
+from tfrec_tricks.training.run_directory import differences
+from tfrec_tricks.training.train_config import DERIVED_MODEL_FIELDS, TrainConfig
+from tfrec_tricks.training.training import train, training_minutes
 
 DEFAULTS = "defaults"
 SELECTION_DIR = "selection"

@@ -28,9 +28,9 @@ from tfrec_tricks.models.config import (  # noqa: E402
     SOFTMAX_HEADS,
     default_head_dropout,
 )
-from tfrec_tricks.runs.head_choice import head_for_data  # noqa: E402
-from tfrec_tricks.runs.optimizers import make_optimizer  # noqa: E402
-from tfrec_tricks.runs.train_config import (  # noqa: E402
+from tfrec_tricks.training.head_choice import head_for_data  # noqa: E402
+from tfrec_tricks.training.optimizers import make_optimizer  # noqa: E402
+from tfrec_tricks.training.train_config import (  # noqa: E402
     TrainConfig,
     default_learning_rate,
 )
@@ -378,7 +378,7 @@ sizes below N only (CPR) |
             ``window_stride`` targets apart, with a target at every
             position (``make_dataset``'s ``window_stride``; the batch size
             then counts windows). Defaults to None: prefix rows.
-        optimizer: str. A key of ``tfrec_tricks.runs.optimizers.OPTIMIZERS``
+        optimizer: str. A key of ``tfrec_tricks.training.optimizers.OPTIMIZERS``
             (its learning rate is the tuned ``learning_rate``). Defaults to
             "adam".
         name: str or None. Passed on to ``keras_tuner.HyperModel``.

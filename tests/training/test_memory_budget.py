@@ -3,7 +3,7 @@
 import pytest
 
 from tfrec_tricks.models import ModelConfig
-from tfrec_tricks.runs.memory_budget import FLOAT_BYTES, training_bytes
+from tfrec_tricks.training.memory_budget import FLOAT_BYTES, training_bytes
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,7 @@ def test_the_logits_are_rows_times_the_objectives_columns(objective, columns):
 
 def test_a_catalogue_too_large_for_the_logits_is_refused_with_negatives():
     from tfrec_tricks.errors import InsufficientMemoryError
-    from tfrec_tricks.runs.memory_budget import check_memory
+    from tfrec_tricks.training.memory_budget import check_memory
 
     # The ml-1m recipe's windows over a 400,000-item catalogue: 76 GiB of
     # logits; 128 sampled negatives fit where the full softmax does not.

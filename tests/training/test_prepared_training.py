@@ -9,9 +9,9 @@ from tests.run_helpers import TINY_FLAGS, run_cli, tiny_config
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import SequentialRetrievalModel
-from tfrec_tricks.runs.prepare_dataset import prepare_dataset
-from tfrec_tricks.runs.training import train
-from tfrec_tricks.runs.training_data import prepare_in_memory
+from tfrec_tricks.training.prepare_dataset import prepare_dataset
+from tfrec_tricks.training.training import train
+from tfrec_tricks.training.training_data import prepare_in_memory
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from tfrec_tricks.runs import ablation
-from tfrec_tricks.runs.ablation import ROWS, run_ablation
-from tfrec_tricks.runs.training import TrainConfig
+from tfrec_tricks.training import ablation
+from tfrec_tricks.training.ablation import ROWS, run_ablation
+from tfrec_tricks.training.training import TrainConfig
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
 from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
 from tfrec_tricks.models.config import ModelConfig
-from tfrec_tricks.runs.distribution import DISTRIBUTE_MODES
-from tfrec_tricks.runs.optimizers import LR_SCHEDULES, OPTIMIZERS
-from tfrec_tricks.runs.run_directory import check_run_name
+from tfrec_tricks.training.distribution import DISTRIBUTE_MODES
+from tfrec_tricks.training.optimizers import LR_SCHEDULES, OPTIMIZERS
+from tfrec_tricks.training.run_directory import check_run_name
 
 # ModelConfig fields that come from the data or the training options.
 DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")

@@ -1,4 +1,4 @@
-"""runs.repeat_headroom: the repeat / explore switches on logits."""
+"""training.repeat_headroom: the repeat / explore switches on logits."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from tfrec_tricks.evaluation.full_ranking import (
     target_ranks,
 )
 from tfrec_tricks.evaluation.history_ranking import history_mask
-from tfrec_tricks.runs.repeat_headroom import (
+from tfrec_tricks.training.repeat_headroom import (
     CERTAIN,
     FEATURE_NAMES,
     cross_fitted_headroom,

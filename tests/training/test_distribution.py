@@ -1,11 +1,11 @@
-"""``TF_CONFIG`` checks of ``tfrec_tricks.runs.distribution`` (no cluster
-started: the processes are in tests/runs/test_multi_worker.py)."""
+"""``TF_CONFIG`` checks of ``tfrec_tricks.training.distribution`` (no cluster
+started: the processes are in tests/training/test_multi_worker.py)."""
 
 import json
 
 import pytest
 
-from tfrec_tricks.runs import distribution
+from tfrec_tricks.training import distribution
 
 CLUSTER = {"chief": ["host:1"], "worker": ["host:2", "host:3"]}
 

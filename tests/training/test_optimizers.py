@@ -9,8 +9,11 @@ import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
-from tfrec_tricks.runs.optimizers import learning_rate_schedule, make_optimizer
-from tfrec_tricks.runs.training import train
+from tfrec_tricks.training.optimizers import (
+    learning_rate_schedule,
+    make_optimizer,
+)
+from tfrec_tricks.training.training import train
 
 NUM_ITEMS = 50
 

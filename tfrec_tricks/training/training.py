@@ -1,7 +1,7 @@
 """Training runs: data -> model.fit -> metrics, all saved in a run directory.
 
 A run directory holds ``run.json`` (the run's fingerprint, then its
-manifest: see ``tfrec_tricks.runs.run_directory``), ``config.json``
+manifest: see ``tfrec_tricks.training.run_directory``), ``config.json``
 (everything needed to repeat the run), ``vocabulary.json`` (contiguous id
 -> raw id), ``history.csv`` (per epoch), ``metrics.json`` (validation and
 test metrics, timings), ``checkpoints/best`` (weights of the best epoch by
@@ -56,18 +56,18 @@ from tfrec_tricks.models.config import (
     as_trained,
 )
 from tfrec_tricks.output_targets import check_target, target_lock
-from tfrec_tricks.runs.distribution import is_chief, make_strategy
-from tfrec_tricks.runs.head_choice import requested_head, with_chosen_head
-from tfrec_tricks.runs.memory_budget import check_training_memory
-from tfrec_tricks.runs.optimizers import (
+from tfrec_tricks.training.distribution import is_chief, make_strategy
+from tfrec_tricks.training.head_choice import requested_head, with_chosen_head
+from tfrec_tricks.training.memory_budget import check_training_memory
+from tfrec_tricks.training.optimizers import (
     learning_rate_schedule,
     make_optimizer,
 )
-from tfrec_tricks.runs.prepare_dataset import (
+from tfrec_tricks.training.prepare_dataset import (
     prepared_read_lock,
     prepared_train_config,
 )
-from tfrec_tricks.runs.run_directory import (
+from tfrec_tricks.training.run_directory import (
     LIBRARY_FOLDERS,
     RUN_DIRECTORY,
     check_finished_run,
@@ -82,14 +82,14 @@ from tfrec_tricks.runs.run_directory import (
     resolved_data_paths,
     start_run,
 )
-from tfrec_tricks.runs.sampled_evaluation import (
+from tfrec_tricks.training.sampled_evaluation import (
     history_kept_metrics,
     sampled_metrics,
     seen_excluded_metrics,
     seen_items,
 )
-from tfrec_tricks.runs.train_config import TrainConfig
-from tfrec_tricks.runs.training_data import (
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training_data import (
     TrainingData,
     data_files,
     input_paths,
@@ -163,8 +163,8 @@ def fingerprint(
     ``data`` is the data files' ``data_identity`` when already computed
     (hashing a large file twice is what it saves); None computes it.
 
-    See ``tfrec_tricks.runs.run_directory``: the training options, the resolved
-    model config, the data files' hashes and the package version.
+    See ``tfrec_tricks.training.run_directory``: the training options, the
+    resolved model config, the data files' hashes and the package version.
     """
     if data is None:
         data = data_identity(data_files(config))
@@ -292,7 +292,7 @@ def train(
     """Runs one training run and writes its run directory.
 
     The run directory is one consistent thing (``run.json`` holds its
-    fingerprint, see ``tfrec_tricks.runs.run_directory``):
+    fingerprint, see ``tfrec_tricks.training.run_directory``):
 
     - a new run writes ``run.json`` first, then trains;
     - the same configuration after an interruption resumes from the last

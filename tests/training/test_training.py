@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
-from tfrec_tricks.runs.training import (
+from tfrec_tricks.training.training import (
     TrainConfig,
     format_results,
     load_model,
     train,
 )
-from tfrec_tricks.runs.training_data import load_training_data
+from tfrec_tricks.training.training_data import load_training_data
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
     # Interrupted while evaluating: fit had returned and emptied backup/.
     overrides = {"epochs": 9, "patience": 1} if stopped_early else {}
     config = tiny_config(tmp_path, **overrides)
-    import tfrec_tricks.runs.training as training
+    import tfrec_tricks.training.training as training
 
     evaluate = training._results
 
@@ -140,7 +140,7 @@ def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
     # The test metrics (from the per-example ranks) are what the model's
     # own metrics give.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import prepare_in_memory
+    from tfrec_tricks.training.training import prepare_in_memory
 
     _, data = prepare_in_memory(tiny_config(tmp_path, epochs=1))
     evaluated = result.model.evaluate(
@@ -166,7 +166,7 @@ def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
     # The encoders are causal and the batch is cut to its longest history,
     # so how examples are grouped into batches cannot change any score.
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.runs.training import prepare_in_memory
+    from tfrec_tricks.training.training import prepare_in_memory
 
     config = tiny_config(
         tmp_path,
@@ -223,7 +223,7 @@ def test_training_every_position_in_one_pass(tmp_path):
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_training_windows_on_disk_and_in_memory(tmp_path, encoder):
     """--train-windows trains; the prepared path gives the same metrics."""
-    from tfrec_tricks.runs.prepare_dataset import prepare_dataset
+    from tfrec_tricks.training.prepare_dataset import prepare_dataset
 
     model = {"embedding_dim": 8, "encoder": encoder}
     memory = train(
@@ -356,7 +356,7 @@ def test_rerun_after_completion_reuses_the_run(tmp_path, monkeypatch):
 
 def test_run_directory_model_reloads_with_equal_outputs(tmp_path):
     from tfrec_tricks.data import load_source, prepare
-    from tfrec_tricks.runs.training import load_model
+    from tfrec_tricks.training.training import load_model
 
     config = tiny_config(
         tmp_path,
@@ -390,7 +390,7 @@ def test_run_directory_model_reloads_with_equal_outputs(tmp_path):
 
 
 def test_load_model_from_an_unfinished_run_says_so(tmp_path):
-    from tfrec_tricks.runs.training import load_model
+    from tfrec_tricks.training.training import load_model
 
     with pytest.raises(FileNotFoundError, match="No trained model"):
         load_model(str(tmp_path))

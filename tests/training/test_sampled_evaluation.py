@@ -8,7 +8,7 @@ from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.preparation import prepare
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.runs.sampled_evaluation import (
+from tfrec_tricks.training.sampled_evaluation import (
     SeenItems,
     sampled_metrics,
     seen_excluded_metrics,

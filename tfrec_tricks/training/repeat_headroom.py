@@ -312,7 +312,7 @@ def repeat_headroom(fit: tuple, evaluate: tuple, ks: tuple = (10,)) -> dict:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.runs.repeat_headroom import repeat_headroom
+    >>> from tfrec_tricks.training.repeat_headroom import repeat_headroom
     >>> rng = np.random.default_rng(0)
     >>> histories = rng.integers(1, 20, size=(200, 4))
     >>> targets = np.where(

@@ -30,7 +30,7 @@ from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 #: Below this share of repeat targets the history is ranked last.
 FEW_REPEATS = 0.01

@@ -9,14 +9,14 @@ from tfrec_tricks.cli.options import train_config
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import AUTO_HEAD
-from tfrec_tricks.runs.head_choice import (
+from tfrec_tricks.training.head_choice import (
     FEW_REPEATS,
     MANY_REPEATS,
     choose_head,
     requested_head,
     with_chosen_head,
 )
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def write_sessions(path, repeat: bool) -> None:
 def test_a_run_with_head_auto_trains_the_head_its_data_calls_for(
     tmp_path, repeat, head, requested
 ):
-    from tfrec_tricks.runs.training import train
+    from tfrec_tricks.training.training import train
 
     path = tmp_path / "u.data"
     write_sessions(path, repeat)

@@ -19,7 +19,7 @@ import os
 
 from tfrec_tricks.errors import InsufficientMemoryError
 from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 FLOAT_BYTES = 4
 # Slots each optimizer keeps per weight (Adam: m and v; Adagrad: one

@@ -33,9 +33,9 @@ from tfrec_tricks.output_targets import (
     read_lock,
     target_lock,
 )
-from tfrec_tricks.runs.run_directory import data_identity
-from tfrec_tricks.runs.train_config import TrainConfig
-from tfrec_tricks.runs.training_data import input_paths
+from tfrec_tricks.training.run_directory import data_identity
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training_data import input_paths
 
 ENGINES = ("local", "beam")
 

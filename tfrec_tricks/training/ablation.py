@@ -13,7 +13,7 @@ import os
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
-from tfrec_tricks.runs.training import (
+from tfrec_tricks.training.training import (
     TrainConfig,
     finished_metrics,
     train,

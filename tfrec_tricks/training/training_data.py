@@ -23,7 +23,7 @@ from tfrec_tricks.data.prepared_format import (
     STATISTICS_FILE,
     VOCABULARY_FILE,
 )
-from tfrec_tricks.runs.train_config import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 
 @dataclasses.dataclass
