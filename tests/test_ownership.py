@@ -135,6 +135,26 @@ def test_claim_below_records_what_libraries_named(run):
     assert ownership.foreign_entries(str(run)) == ["notes.txt"]
 
 
+def test_claim_below_forgets_what_libraries_deleted(run):
+    # Keras keeps its last backups only: the record does not grow with them.
+    for epoch in range(3):
+        if epoch:
+            os.remove(run / "backup" / f"ckpt-{epoch - 1}.index")
+        _write(run, f"backup/ckpt-{epoch}.index", claim=False)
+        ownership.claim_below(str(run), ["backup"])
+    entries = ownership.read_record(str(run))["entries"]
+    assert [e for e in entries if e.startswith("backup/")] == [
+        "backup/",
+        "backup/ckpt-2.index",
+    ]
+    # A deleted file that comes back is claimed again, only below names.
+    _write(run, "backup/ckpt-0.index", claim=False)
+    assert ownership.claim_below(str(run), ["backup"]) == [
+        "backup/ckpt-0.index"
+    ]
+    assert "run.json" in ownership.read_record(str(run))["entries"]
+
+
 def test_remove_owned_removes_only_recorded_entries(run):
     staging = run / ".x.abcd1234.tmp"
     staging.mkdir()

@@ -198,8 +198,8 @@ def claim(paths: Iterable[str]) -> None:
 def claim_below(folder: str, names: Iterable[str]) -> list[str]:
     """Claims every entry below ``folder``'s ``names`` (files or folders,
     at any depth) that its record does not list yet: what libraries wrote
-    there under names they choose. ``folder`` without a record is left as
-    it is.
+    there under names they choose; recorded entries below ``names`` that
+    are gone are dropped. ``folder`` without a record is left as it is.
 
     Only for subfolders this command writes, after the command's start
     refused any foreign entry there (``output_targets.check_target``).
@@ -228,8 +228,19 @@ def claim_below(folder: str, names: Iterable[str]) -> list[str]:
         elif os.path.lexists(path):
             found.append(name)
     new = sorted(set(found) - recorded)
-    if new:
-        claim(os.path.join(folder, *entry.split("/")) for entry in new)
+    # What the libraries deleted again (Keras keeps its last checkpoints
+    # only) leaves the record, so that it does not grow with every epoch;
+    # files here are recorded after they appear, never before.
+    prefixes = tuple(name.rstrip("/") + "/" for name in names)
+    gone = {
+        entry
+        for entry in recorded
+        if entry.startswith(prefixes) and entry not in found
+    }
+    if new or gone:
+        record = read_record(folder)
+        entries = (set(record["entries"]) - gone) | set(new)
+        write_record(folder, record["kind"], entries)
     return new
 
 
