@@ -16,7 +16,7 @@ with ``--patience``, as ``tfrec-tricks train``), then on the test set:
 
 - overall / repeat / new NDCG@10;
 - each new target's rank among the items not in its history
-  (``tfrec_tricks.evaluation.history_ranking.non_history_ranks``):
+  (``benchmarks.history_ranking.non_history_ranks``):
   NDCG@10, HR@10,
   HR@100, median and mean rank, CPR vs the softmax, with the paired
   difference's standard error; also CPR's *base logits* alone (``f_V . e_x
@@ -56,22 +56,20 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common, seed_spread  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.evaluation.history_ranking import (  # noqa: E402
+from benchmarks.history_ranking import (  # noqa: E402
     concatenate_diagnostics,
     example_diagnostics,
     ndcg_per_example,
     paired_difference,
     summarize_diagnostics,
 )
+from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.layers.common import PADDING_LOGIT  # noqa: E402
 from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
-from tfrec_tricks.training.training import (  # noqa: E402
-    TrainConfig,
-    eval_batch_size,
-    prepare_in_memory,
-    train,
-)
+from tfrec_tricks.training.evaluate import eval_batch_size  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.training.training import train  # noqa: E402
+from tfrec_tricks.training.training_data import prepare_in_memory  # noqa: E402
 
 DEFAULT_DATA = "yoochoose-100k"
 K = 10

@@ -61,7 +61,7 @@ def history_mask(histories: np.ndarray, num_items: int) -> np.ndarray:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import history_mask
+    >>> from benchmarks.history_ranking import history_mask
     >>> history_mask(np.array([[0, 2, 2], [3, 1, 0]]), 4)
     array([[False, False,  True, False],
            [False,  True, False,  True]])
@@ -150,7 +150,7 @@ def non_history_ranks(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import non_history_ranks
+    >>> from benchmarks.history_ranking import non_history_ranks
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5, 0.1]])  # target 3 is 3rd
     >>> non_history_ranks(scores, np.array([[1, 0]]), np.array([3]))
     array([2])
@@ -201,7 +201,7 @@ def history_items_in_top_k(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import (
+    >>> from benchmarks.history_ranking import (
     ...     history_items_in_top_k)
     >>> scores = np.array([[0.0, 0.9, 0.5, 0.5, 0.1]])
     >>> history_items_in_top_k(scores, np.array([[3, 4, 3]]), k=2)
@@ -225,7 +225,7 @@ def history_lengths(history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import history_lengths
+    >>> from benchmarks.history_ranking import history_lengths
     >>> history_lengths(np.array([[0, 4, 2, 4], [0, 0, 0, 0]]))
     (array([3, 0]), array([2, 0]))
     """
@@ -267,7 +267,7 @@ def example_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import example_diagnostics
+    >>> from benchmarks.history_ranking import example_diagnostics
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5], [0.0, 0.1, 0.7, 0.3]])
     >>> found = example_diagnostics(
     ...     scores, np.array([[1, 0], [2, 2]]), np.array([3, 2]), k=2)
@@ -303,7 +303,7 @@ def concatenate_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import (
+    >>> from benchmarks.history_ranking import (
     ...     concatenate_diagnostics, example_diagnostics)
     >>> one = example_diagnostics(
     ...     np.array([[0.0, 0.2, 0.1]]), np.array([[2]]), np.array([1]))
@@ -331,7 +331,7 @@ def paired_difference(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import paired_difference
+    >>> from benchmarks.history_ranking import paired_difference
     >>> mean, error = paired_difference(
     ...     np.array([1.0, 0.5, 0.0, 0.5]), np.array([0.5, 0.5, 0.0, 0.0]))
     >>> round(mean, 4), round(error, 4)
@@ -383,7 +383,7 @@ def summarize_diagnostics(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.evaluation.history_ranking import (
+    >>> from benchmarks.history_ranking import (
     ...     example_diagnostics, summarize_diagnostics)
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.5], [0.0, 0.1, 0.7, 0.3]])
     >>> summary = summarize_diagnostics(example_diagnostics(

@@ -321,7 +321,7 @@ def train_worker(options: dict) -> int:
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
     from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
-    from tfrec_tricks.training import training
+    from tfrec_tricks.training import evaluate, training
 
     arguments = parse(build_parser(), ["train", *options["argv"]])
     config = train_config(arguments)
@@ -364,7 +364,7 @@ def train_worker(options: dict) -> int:
     )
     done = time.perf_counter()
     data = OnDiskDataset(config.prepared)
-    batch_size = getattr(training, "eval_batch_size", None)
+    batch_size = getattr(evaluate, "eval_batch_size", None)
     num_items = data.num_items
     trained = timer.ends[-1][0]
     with open(options["result"], "w") as handle:

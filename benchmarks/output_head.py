@@ -95,11 +95,8 @@ def build_steps(heads, num_items, batch, length, dim, seed=0):
     import tensorflow as tf
 
     from tfrec_tricks.evaluation.full_ranking import tf_target_ranks
-    from tfrec_tricks.layers import (
-        MixtureOfSoftmax,
-        SoftmaxCPR,
-        TiedItemEmbedding,
-    )
+    from tfrec_tricks.heads import MixtureOfSoftmax, SoftmaxCPR
+    from tfrec_tricks.layers import TiedItemEmbedding
 
     rng = np.random.default_rng(seed)
     # Left-padded histories of random length 5..L; ids may repeat.

@@ -4,7 +4,7 @@ Softmax-CPR's gain on data with repeats comes from deciding, per example,
 how much probability goes to the items of the history. This script trains
 ablation rows (or reuses their finished runs, named as the ablation and
 ``benchmarks.seed_spread`` name them) and re-ranks each model's validation and
-test logits with the switches of ``tfrec_tricks.training.repeat_headroom``:
+test logits with the switches of ``benchmarks.repeat_switch``:
 
 - constant: the history gets the validation split's repeat share;
 - learned: a logistic regression on the history and the logits predicts
@@ -38,16 +38,14 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common, seed_spread  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
-from tfrec_tricks.training.repeat_headroom import (  # noqa: E402
+from benchmarks.repeat_switch import (  # noqa: E402
     cross_fitted_headroom,
     repeat_headroom,
 )
-from tfrec_tricks.training.training import (  # noqa: E402
-    EVAL_BATCH_SIZE,
-    load_model,
-    prepare_in_memory,
-)
+from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.training.evaluate import EVAL_BATCH_SIZE  # noqa: E402
+from tfrec_tricks.training.persistence import load_model  # noqa: E402
+from tfrec_tricks.training.training_data import prepare_in_memory  # noqa: E402
 
 SWITCHES = (
     ("model", "model"),

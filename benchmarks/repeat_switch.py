@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.history_ranking import history_mask
 from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_from_ranks,
     repeat_targets,
     target_ranks,
 )
-from tfrec_tricks.evaluation.history_ranking import history_mask
 
 #: Added to / taken from history logits for a certain decision.
 CERTAIN = 1e6
@@ -312,7 +312,7 @@ def repeat_headroom(fit: tuple, evaluate: tuple, ks: tuple = (10,)) -> dict:
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.training.repeat_headroom import repeat_headroom
+    >>> from benchmarks.repeat_switch import repeat_headroom
     >>> rng = np.random.default_rng(0)
     >>> histories = rng.integers(1, 20, size=(200, 4))
     >>> targets = np.where(

@@ -49,12 +49,10 @@ use_legacy_keras()
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
-from tfrec_tricks.training.training import (  # noqa: E402
-    TrainConfig,
-    finished_metrics,
-    train,
-    training_minutes,
-)
+from tfrec_tricks.training.evaluate import training_minutes  # noqa: E402
+from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.training.training import train  # noqa: E402
 
 
 def run_name(prefix: str, row: str, dropout: float, seed: int) -> str:
@@ -109,7 +107,8 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     """The shared config, as ``tfrec-tricks ablation`` builds it.
 
     The same options give the same ``TrainConfig`` as the ablation's, so
-    seed 0 reuses its run (``tfrec_tricks.training.training.finished_metrics``).
+    seed 0 reuses its run
+    (``tfrec_tricks.training.resumption.finished_metrics``).
     """
     return TrainConfig(
         data=args.data,

@@ -37,7 +37,6 @@ the time gap) are reported alone, since the anchors are not theirs. Writes
 """
 
 import argparse
-import dataclasses
 import json
 import os
 import shlex
@@ -50,19 +49,15 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common, train_rows  # noqa: E402
-from tfrec_tricks.training.sampled_evaluation import (  # noqa: E402
-    history_kept_metrics,
-)
-from tfrec_tricks.training.training import (  # noqa: E402
-    TrainConfig,
+from tfrec_tricks.training.evaluate import (  # noqa: E402
     eval_batch_size,
-    finished_metrics,
-    load_model,
-    read_history,
-    run_directory,
-    train,
+    history_kept_metrics,
     training_minutes,
 )
+from tfrec_tricks.training.persistence import load_model, read_history  # noqa: E402
+from tfrec_tricks.training.resumption import finished_metrics, run_directory  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.training.training import train  # noqa: E402
 from tfrec_tricks.training.training_data import load_training_data  # noqa: E402
 
 #: Published MovieLens-1M results, full ranking, leave-one-out, seen items
@@ -153,7 +148,7 @@ def flags_key(flags: str) -> str:
 def row_settings(config: TrainConfig) -> dict:
     """What a row's flags resolve to, as JSON: the training settings less
     the seed, the run's name and where runs and data are."""
-    settings = dataclasses.asdict(config)
+    settings = config.to_dict()
     for name in ("seed", "name", "output_dir", "data_path"):
         settings.pop(name)
     return json.loads(json.dumps(settings))

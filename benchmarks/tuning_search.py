@@ -36,7 +36,7 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
-from tfrec_tricks.training.training import TrainConfig  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.search import SearchOptions, run_search  # noqa: E402
 from tfrec_tricks.tuning.search_budget import (  # noqa: E402

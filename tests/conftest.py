@@ -30,7 +30,7 @@ def shared_data() -> pathlib.Path:
 @pytest.fixture
 def tiny_ablation_base(tmp_path):
     """A TrainConfig small enough for ablation rows trained in a test."""
-    from tfrec_tricks.training.training import TrainConfig
+    from tfrec_tricks.training.train_config import TrainConfig
 
     return TrainConfig(
         synthetic_users=80,

@@ -1,4 +1,5 @@
-"""Helpers shared by the tests of training runs and run directories."""
+"""Helpers shared by the tests of training runs, run directories and the
+command line."""
 
 import dataclasses
 import hashlib
@@ -68,6 +69,22 @@ def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )
+
+
+def assert_clean_error(result: subprocess.CompletedProcess, *fragments):
+    """``result`` (``run_cli``'s) exited 1 with a message holding every
+    fragment, and no traceback."""
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr[-2000:]
+
+
+def parsed_train_config(*argv) -> TrainConfig:
+    """The ``TrainConfig`` that ``tfrec-tricks ARGV`` would train."""
+    from tfrec_tricks.cli.parser import build_parser, parse, train_config
+
+    return train_config(parse(build_parser(), list(argv)))
 
 
 def tiny_config(tmp_path, **overrides) -> TrainConfig:

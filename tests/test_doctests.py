@@ -131,10 +131,10 @@ KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
 
 
 def test_discovery_and_the_tf_keras_rule():
-    assert "tfrec_tricks.layers.softmax_cpr" in DOCTESTED
+    assert "tfrec_tricks.heads.softmax_cpr" in DOCTESTED
     assert needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
     assert needs_tf_keras("tfrec_tricks.export.warmup")  # via its package
-    assert not needs_tf_keras("tfrec_tricks.layers.softmax_cpr")
+    assert not needs_tf_keras("tfrec_tricks.heads.softmax_cpr")
 
 
 @pytest.mark.parametrize("name", PARAMS)

@@ -1,6 +1,7 @@
 """The Python examples of the README and of docs/*.md run as written, and the
 relative links of every Markdown page lead somewhere."""
 
+import os
 import pathlib
 import re
 import subprocess
@@ -26,6 +27,9 @@ def run_blocks(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
             capture_output=True,
             text=True,
             cwd=tmp_path,
+            # As from the clone's root: pages may use the studies of
+            # benchmarks/, which are not installed.
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         assert result.returncode == 0, (
             f"{path.relative_to(ROOT)} python block {number} failed:\n"
@@ -56,7 +60,7 @@ def test_readme_first_section_has_the_two_commands():
     assert [c.strip() for c in commands] == [
         "pip install . && tfrec-tricks train",
         'pip install ".[test]" && pytest -n 2 && TF_USE_LEGACY_KERAS=0 pytest '
-        "tests/layers tests/test_doctests.py",
+        "tests/layers tests/heads tests/test_doctests.py",
     ]
 
 

@@ -160,7 +160,15 @@ DEFAULTS = {
 SCRIPTS = sorted(
     path.stem
     for path in BENCHMARKS.glob("*.py")
-    if path.stem not in ("__init__", "common", "train_rows")
+    # Shared code and the studies the scripts import: no options of their own.
+    if path.stem
+    not in (
+        "__init__",
+        "common",
+        "train_rows",
+        "repeat_switch",
+        "history_ranking",
+    )
 )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import common
 from benchmarks import cpr_diagnosis as diagnosis
-from tfrec_tricks.evaluation.history_ranking import history_mask
+from benchmarks.history_ranking import history_mask
 
 
 def summary(inner_ndcg: float, new_ndcg: float, top_mean: float) -> dict:
@@ -253,7 +253,8 @@ def test_a_tiny_run_end_to_end(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     from tfrec_tricks.data.pipeline import make_dataset
-    from tfrec_tricks.training.training import prepare_in_memory, train
+    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.training_data import prepare_in_memory
 
     args = fake_args(
         data="synthetic",

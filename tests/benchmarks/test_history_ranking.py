@@ -5,8 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from tfrec_tricks.evaluation.full_ranking import target_ranks
-from tfrec_tricks.evaluation.history_ranking import (
+from benchmarks.history_ranking import (
     DIAGNOSTIC_FIELDS,
     concatenate_diagnostics,
     example_diagnostics,
@@ -17,6 +16,7 @@ from tfrec_tricks.evaluation.history_ranking import (
     paired_difference,
     summarize_diagnostics,
 )
+from tfrec_tricks.evaluation.full_ranking import target_ranks
 
 # Column 0 is padding; its score is the highest on purpose: never ranked.
 SCORES = np.array(

@@ -1,14 +1,10 @@
-"""training.repeat_headroom: the repeat / explore switches on logits."""
+"""benchmarks.repeat_switch: the repeat / explore switches on logits."""
 
 import numpy as np
 import pytest
 
-from tfrec_tricks.evaluation.full_ranking import (
-    metrics_from_ranks,
-    target_ranks,
-)
-from tfrec_tricks.evaluation.history_ranking import history_mask
-from tfrec_tricks.training.repeat_headroom import (
+from benchmarks.history_ranking import history_mask
+from benchmarks.repeat_switch import (
     CERTAIN,
     FEATURE_NAMES,
     cross_fitted_headroom,
@@ -19,6 +15,10 @@ from tfrec_tricks.training.repeat_headroom import (
     repeat_headroom,
     roc_auc,
     switch_logits,
+)
+from tfrec_tricks.evaluation.full_ranking import (
+    metrics_from_ranks,
+    target_ranks,
 )
 
 

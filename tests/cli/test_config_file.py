@@ -1,9 +1,11 @@
-"""The phases of ``load_config_file``, one by one."""
+"""The phases of ``load_config_file``, one by one, and a bad file through
+``tfrec-tricks train --config``."""
 
 import json
 
 import pytest
 
+from tests.run_helpers import assert_clean_error, run_cli
 from tfrec_tricks.cli.config_file import (
     _check_options,
     _check_ranges,
@@ -110,3 +112,19 @@ def test_load_config_file_returns_both_parts(tmp_path):
         json.dumps({"train": {"epochs": 2}, "model": {"num_items": 7}})
     )
     assert load_config_file(str(path)) == {"train": {"epochs": 2}, "model": {}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", ":1: not valid JSON"),
+        ('{"training": {}}', "expected an object with 'train'"),
+        ('{"train": {"epoch": 3}}', "unknown training options ['epoch']"),
+    ],
+)
+def test_bad_config_file_is_reported(tmp_path, content, fragment):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    result = run_cli("train", "--config", str(path))
+    assert_clean_error(result, fragment)

@@ -5,6 +5,9 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
+from tests.run_helpers import run_cli
 from tfrec_tricks.cli import quiet
 
 DEFERRED = """
@@ -60,3 +63,24 @@ def test_a_callers_blocked_ctrl_c_stays_blocked():
         assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@pytest.mark.slow
+def test_help_prints_no_tensorflow_log_line():
+    result = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert "--overwrite" in result.stdout and "tensorboard" in result.stdout
+
+
+@pytest.mark.slow
+def test_verbose_lets_tensorflow_speak():
+    quiet_run = run_cli("train", "--help", env={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    loud = run_cli(
+        "train", "--help", "--verbose", env={"TF_CPP_MIN_LOG_LEVEL": "0"}
+    )
+    assert loud.returncode == 0
+    assert loud.stdout == quiet_run.stdout
+    # What TensorFlow prints while it loads depends on the machine (CUDA
+    # stubs, oneDNN); --verbose hides none of it.
+    assert len(loud.stderr) >= len(quiet_run.stderr)

@@ -1,28 +1,22 @@
-"""The Beam engine prepares the same dataset as the local engine."""
+"""The Beam engine prepares the same dataset as the local engine.
+
+End to end, through ``prepare_with_beam``; the pipeline's phases are tested
+in the files of their modules (``test_beam_*.py``).
+"""
 
 import json
 import os
 
-import apache_beam as beam
 import numpy as np
 import pytest
-from apache_beam.testing.util import assert_that, equal_to
 
 from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
-from tfrec_tricks.data.beam_preparation import (
-    _Config,
-    _drop_duplicate_rows,
-    _encoded_users,
-    _SummaryFn,
-    _user_sequences,
-    prepare_with_beam,
-)
+from tfrec_tricks.data.beam_preparation import prepare_with_beam
 from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
-from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import split_counts, write_prepared
+from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.ownership import RECORD_FILE
 
@@ -189,112 +183,6 @@ def test_same_metadata(both_engines):
     ]
 
 
-def test_summary_merges_batches_and_accumulators():
-    table = synthetic.generate(num_users=40, num_items=60, seed=2).interactions
-    sequences = user_sequences(
-        table.users, table.items, table.timestamps, split="every-user"
-    )
-    users = []
-    for user in range(sequences.num_users):
-        rows = slice(
-            sequences.starts[user],
-            sequences.starts[user] + sequences.lengths[user],
-        )
-        users.append(
-            (
-                sequences.items[rows],
-                {n: v[rows] for n, v in sequences.features.items()},
-                sequences.validation_positions[user],
-                sequences.test_positions[user],
-            )
-        )
-    combine = _SummaryFn(max_len=5, batch_size=7)
-    parts = []
-    for first in range(0, len(users), 15):
-        accumulator = combine.create_accumulator()
-        for user in users[first : first + 15]:
-            accumulator = combine.add_input(accumulator, user)
-        parts.append(accumulator)
-    summary = combine.extract_output(combine.merge_accumulators(parts))
-    expected = training_statistics(sequences, 5).to_dict()
-    got = summary["statistics"]
-    counts = got["item_counts"]
-    counts += [0] * (len(expected["item_counts"]) - len(counts))
-    assert counts == expected["item_counts"]
-    for name, moments in expected["moments"].items():
-        assert got["moments"][name] == pytest.approx(moments, rel=1e-9)
-    assert summary["split_counts"] == split_counts(
-        sequences.train_ends,
-        sequences.validation_positions,
-        sequences.test_positions,
-    )
-    assert summary["users"] == sequences.num_users
-    assert summary["interactions"] == len(sequences.items)
-    assert summary["longest"] == sequences.lengths.max()
-    assert summary["feature_names"] == ["time_gap"]
-
-
-# --- the pipeline's phases --------------------------------------------------
-
-
-def _phase_config(drop_duplicates: bool = True):
-    return _Config(
-        max_len=5,
-        split="recbole",
-        min_user=1,
-        min_item=1,
-        numeric_features=False,
-        num_shards=1,
-        filter_rounds=1,
-        drop_duplicates=drop_duplicates,
-    )
-
-
-@pytest.mark.parametrize("drop", [True, False])
-def test_duplicate_phase_counts_and_keeps_the_first(drop):
-    # (file, line, user, item, time, numeric, other)
-    first = (0, 1, "u", "a", 1.0, [], None)
-    again = (0, 2, "u", "a", 1.0, [], None)
-    later_file = (1, 1, "u", "a", 1.0, [], None)
-    other = (0, 3, "u", "b", 2.0, [], None)
-    schema = {"has_time": True, "numeric": [], "slots": {0: [], 1: []}}
-    with beam.Pipeline() as pipeline:
-        rows = pipeline | "Rows" >> beam.Create(
-            [later_file, again, other, first]
-        )
-        side = beam.pvalue.AsSingleton(pipeline | "S" >> beam.Create([schema]))
-        kept, duplicates = _drop_duplicate_rows(rows, side, _phase_config(drop))
-        expected = [first, other] if drop else [first, again, later_file, other]
-        assert_that(kept, equal_to(expected), label="Kept")
-        assert_that(
-            duplicates, equal_to([(2, (0, 2), (0, 1))]), label="Counted"
-        )
-
-
-def test_user_and_item_phases_rank_by_first_place():
-    rows = [
-        (0, 1, "u2", "x", None, [], None),
-        (0, 2, "u1", "y", None, [], None),
-        (0, 3, "u2", "y", None, [], None),
-        (0, 4, "u1", "z", None, [], None),
-    ]
-    schema = {"has_time": False, "numeric": [], "slots": {0: []}}
-    with beam.Pipeline() as pipeline:
-        kept = pipeline | "Rows" >> beam.Create(rows[::-1])
-        side = beam.pvalue.AsSingleton(pipeline | "S" >> beam.Create([schema]))
-        config = _phase_config()
-        users, sequences = _user_sequences(kept, side, config)
-        items, encoded = _encoded_users(sequences, config)
-        assert_that(users, equal_to([["u2", "u1"]]), label="Users")
-        assert_that(items, equal_to([["x", "y", "z"]]), label="Items")
-        # Items are numbered from 1 in order of their first place.
-        assert_that(
-            encoded | beam.Map(lambda user: tuple(user[1][0].tolist())),
-            equal_to([(1, 2), (2, 3)]),
-            label="Encoded",
-        )
-
-
 # --- bad input --------------------------------------------------------------
 
 
@@ -302,6 +190,7 @@ def test_glob_matching_nothing(tmp_path):
     pattern = str(tmp_path / "nothing-*.tsv")
     with pytest.raises(DataError, match="No input file matches .*nothing-"):
         prepare_with_beam([pattern], str(tmp_path / "out"), {"max_len": 3})
+    assert not os.path.exists(tmp_path / "out")
 
 
 def test_existing_output_is_not_overwritten(tmp_path):

@@ -313,32 +313,6 @@ def test_long_malformed_line_is_shortened(tmp_path):
     assert "..." in message and "extra" not in message
 
 
-# --- load_source front end ------------------------------------------------
-
-
-def test_load_source_file(tmp_path):
-    path = write(tmp_path, "u.data", "1\t2\t5\t100\n")
-    source = datasets.load_source("file", data_path=path)
-    assert source.item_graph is None
-    np.testing.assert_array_equal(source.interactions.items, ["2"])
-    with pytest.raises(DataError, match="--data-path"):
-        datasets.load_source("file")
-
-
-def test_load_source_unknown_name():
-    with pytest.raises(DataError, match="Unknown data source") as info:
-        datasets.load_source("ml-20m")
-    assert "yoochoose-100k" in str(info.value)
-
-
-def test_missing_dataset_folder(tmp_path):
-    with pytest.raises(DataError, match="Dataset 'ml-100k' not found") as info:
-        datasets.load_source("ml-100k", data_path=str(tmp_path))
-    message = str(info.value)
-    assert os.path.join(str(tmp_path), "ml-100k", "u.data") in message
-    assert "--data-path" in message and datasets.DATA_ENV in message
-
-
 # --- text is UTF-8 --------------------------------------------------------
 
 UTF8_CASES = {
@@ -581,6 +555,33 @@ def test_process_substitution_is_read_as_a_file():
         os.close(read_end)
 
 
+def test_a_reused_dev_fd_number_is_the_new_pipe():
+    # One process (a notebook, a test session) reads <(...) twice; the
+    # second pipe gets the first one's freed fd number, and its own data.
+    import threading
+
+    def pipe_of(data: bytes) -> int:
+        read_end, write_end = os.pipe()
+
+        def fill():
+            with os.fdopen(write_end, "wb") as handle:
+                handle.write(data)
+
+        threading.Thread(target=fill, daemon=True).start()
+        return read_end
+
+    first = pipe_of(b"u1 i1\nu1 i2\n")
+    path = f"/dev/fd/{first}"
+    assert list(loaders.load_file(path, "sasrec").items) == ["i1", "i2"]
+    os.close(first)
+    second = pipe_of(b"u7 i9\n")
+    try:
+        assert second == first  # the lowest free number again
+        assert list(loaders.load_file(path, "sasrec").items) == ["i9"]
+    finally:
+        os.close(second)
+
+
 def test_existing_path_with_glob_characters_is_taken_literally(tmp_path):
     literal = write(tmp_path, "clicks[1].tsv", "1\t2\t5\t9\n")
     # What glob would read '[1]' as: a character class matching this one.
@@ -643,3 +644,14 @@ def test_unknown_format_message_shows_the_line_as_read(tmp_path):
     # repr: the trailing whitespace is visible.
     assert "its first line 'a,b,c \\t\\n'" in str(info.value)
     assert "--format" in str(info.value)
+
+
+def test_natural_sort_key_compares_digit_runs_as_numbers():
+    names = ["part-10.tsv", "part-2.tsv", "part-1.tsv", "part-02.tsv", "a"]
+    assert sorted(names, key=loaders.natural_sort_key) == [
+        "a",
+        "part-1.tsv",
+        "part-02.tsv",
+        "part-2.tsv",
+        "part-10.tsv",
+    ]

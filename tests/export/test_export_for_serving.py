@@ -2,7 +2,6 @@
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import reference_top_k
-from tfrec_tricks.export import check_model_name, export_for_serving
+from tfrec_tricks.export import export_for_serving
 from tfrec_tricks.export.export_for_serving import next_version
 from tfrec_tricks.export.models_config import update_models_config
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
@@ -200,42 +199,6 @@ def test_failed_export_leaves_no_version(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["demo", "m", "9lives", "gru4rec-cpr_v2.1", "A" * 255, "a..b"],
-)
-def test_check_model_name_accepts(name):
-    assert check_model_name(name) == name
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "",
-        ".",
-        "..",
-        ".hidden",
-        "-dash",
-        "_under",
-        "a/b",
-        "/abs",
-        "a\\b",
-        "..\\evil",
-        "a b",
-        "naïve",
-        "A" * 256,
-        None,
-    ],
-)
-def test_check_model_name_rejects_naming_value_and_rule(name):
-    with pytest.raises(ValueError) as error:
-        check_model_name(name)
-    message = str(error.value)
-    assert f"Received: name={name!r}" in message
-    assert "^[A-Za-z0-9][A-Za-z0-9_.-]*$" in message
-    assert "255" in message
-
-
-@pytest.mark.parametrize(
     "base_path", ["demo/..", "demo/.", "x/.hidden", "a b", "x\\y", "/"]
 )
 def test_export_refuses_a_bad_model_name_before_writing(tmp_path, base_path):
@@ -270,13 +233,6 @@ def test_export_takes_the_name_as_given(tmp_path):
         "models.config",
     ]
     assert 'name: "demo"' in (tmp_path / "served" / "models.config").read_text()
-
-
-def test_update_models_config_checks_the_name(tmp_path):
-    path = tmp_path / "models.config"
-    with pytest.raises(ValueError, match=re.escape("name='../evil'")):
-        update_models_config(str(path), "../evil", "/models/evil")
-    assert not path.exists()
 
 
 @pytest.mark.parametrize(
@@ -314,7 +270,7 @@ def test_unreadable_models_config_is_refused_before_writing(tmp_path, garbage):
 def test_contract_in_a_process_without_tfrec_tricks(
     run, trained_runs, tmp_path
 ):
-    from tfrec_tricks.training.training import load_model
+    from tfrec_tricks.training.persistence import load_model
 
     run_dir = trained_runs[run]
     with open(os.path.join(run_dir, "vocabulary.json")) as handle:

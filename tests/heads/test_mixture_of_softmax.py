@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tfrec_tricks.layers
-from tests.layers.head_inputs import (
+import tfrec_tricks.heads
+from tests.heads.head_inputs import (
     HISTORY,
     D,
     L,
@@ -17,7 +17,7 @@ from tests.layers.head_inputs import (
     head_inputs,
 )
 from tfrec_tricks import testing
-from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR
+from tfrec_tricks.heads import MixtureOfSoftmax, SoftmaxCPR
 
 NEG = -1e9
 K = 3
@@ -216,7 +216,7 @@ def test_config_round_trip():
     serialized = tf.keras.utils.serialize_keras_object(layer)
     assert isinstance(
         tf.keras.utils.deserialize_keras_object(serialized),
-        tfrec_tricks.layers.MixtureOfSoftmax,
+        tfrec_tricks.heads.MixtureOfSoftmax,
     )
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tfrec_tricks.layers
-from tests.layers.head_inputs import (
+import tfrec_tricks.heads
+from tests.heads.head_inputs import (
     D,
     L,
     N,
@@ -14,7 +14,7 @@ from tests.layers.head_inputs import (
     head_inputs,
 )
 from tfrec_tricks import testing
-from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
+from tfrec_tricks.heads import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
 from tfrec_tricks.layers.top_k import top_k_positions
 
 NEG = -1e9
@@ -293,7 +293,7 @@ def test_config_round_trip_and_registration():
     assert clone.get_config() == config
     restored = tf.keras.layers.deserialize(
         tf.keras.layers.serialize(layer),
-        custom_objects={"TiedSoftmax": tfrec_tricks.layers.TiedSoftmax},
+        custom_objects={"TiedSoftmax": tfrec_tricks.heads.TiedSoftmax},
     )
     assert restored.exclude_history and not restored.mask_padding
     assert restored.cosine_temperature == 0.05

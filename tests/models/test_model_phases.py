@@ -7,12 +7,18 @@ fast; ``test_sequential_retrieval_model.py`` checks that the parts work.
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
+from tfrec_tricks.models.hstu_encoder import HSTUEncoder
 from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
+from tfrec_tricks.objectives import (
+    FullSoftmax,
+    InBatchSampledSoftmax,
+    PartitionedSoftmax,
+    SampledNegatives,
+)
 
 NUM_ITEMS = 6
 DIM = 8
@@ -159,7 +165,12 @@ def test_each_feature_gets_its_own_soft_one_hot_encoder():
 
 
 @pytest.mark.parametrize(
-    "encoder, cls", [("gru4rec", GRU4RecEncoder), ("sasrec", SASRecEncoder)]
+    "encoder, cls",
+    [
+        ("gru4rec", GRU4RecEncoder),
+        ("sasrec", SASRecEncoder),
+        ("hstu", HSTUEncoder),
+    ],
 )
 @pytest.mark.parametrize("hidden_dim", [None, 12])
 def test_the_encoder_has_the_configured_type_and_width(
@@ -294,23 +305,38 @@ def test_the_head_gets_the_effective_head_dropout(head, head_dropout, rate):
 # -------------------------------------------------------- sampled objective
 
 
+@pytest.mark.parametrize(
+    "overrides, objective",
+    [
+        ({}, FullSoftmax),
+        ({"head": "cpr", "cpr_reranker_ks": (2,)}, PartitionedSoftmax),
+        ({"objective": "sampled"}, InBatchSampledSoftmax),
+        (
+            {"objective": "sampled", "num_sampled_negatives": 3},
+            SampledNegatives,
+        ),
+    ],
+    ids=["full", "partitioned", "in_batch", "negatives"],
+)
+def test_the_objective_is_the_configs(overrides, objective):
+    model = build(**overrides)
+    assert type(model.objective) is objective
+    # Only the sampled objectives keep candidate probabilities.
+    assert (model.candidate_probability is None) == (
+        not objective.samples_candidates
+    )
+
+
+def test_the_objective_gets_the_base_loss_weight():
+    model = build(head="cpr", cpr_reranker_ks=(2,), cpr_base_loss=0.5)
+    assert model.objective.base_loss_weight == 0.5
+
+
 def test_the_full_objective_has_no_sampled_parts():
     model = build(objective="full", num_hard_negatives=2)
     assert model.candidate_probability is None
     for name in ("logq_correction", "accidental_hits", "hard_negatives"):
         assert not hasattr(model, name)
-
-
-@pytest.mark.parametrize("num_hard_negatives", [None, 2])
-def test_the_sampled_objective_has_its_loss_layers(num_hard_negatives):
-    model = build(objective="sampled", num_hard_negatives=num_hard_negatives)
-    loss = tfrs.layers.loss
-    assert isinstance(model.logq_correction, loss.SamplingProbablityCorrection)
-    assert isinstance(model.accidental_hits, loss.RemoveAccidentalHits)
-    if num_hard_negatives is None:
-        assert model.hard_negatives is None
-    else:
-        assert isinstance(model.hard_negatives, loss.HardNegativeMining)
 
 
 def test_without_frequencies_the_candidates_are_uniform_over_the_items():
@@ -363,7 +389,8 @@ def test_the_metrics_are_every_kind_at_every_k_and_the_mean_loss():
 
 def test_the_layers_are_tracked_in_the_order_of_the_steps():
     # The order of the steps is that of the weights of saved models and of
-    # seeded initialisation, so it must not change.
+    # seeded initialisation, so it must not change. The objective is no
+    # layer: it owns no weight.
     model = build(
         features=("time_gap",),
         head="cpr",
@@ -383,9 +410,6 @@ def test_the_layers_are_tracked_in_the_order_of_the_steps():
         model.encoder,
         model.output_dropout,
         model.head,
-        model.logq_correction,
-        model.accidental_hits,
-        model.hard_negatives,
     ]
     assert [id(layer) for layer in model.layers] == [
         id(layer) for layer in expected

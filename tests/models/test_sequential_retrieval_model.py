@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 from tensorflow_recommenders.layers.loss import MIN_FLOAT
 
+from tests.models.model_helpers import make_config, make_model
 from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.layers import SoftmaxCPR, common
-from tfrec_tricks.layers.top_k import top_k_positions
+from tfrec_tricks.layers import SoftmaxCPR
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
 # The sizes of the tiny data of conftest.py.
@@ -67,25 +67,6 @@ SWITCHES = {
         "cpr_base_loss": 0.5,
     },
 }
-
-
-def make_config(data, **overrides):
-    values = {
-        "num_items": data.num_items,
-        "max_len": MAX_LEN,
-        "embedding_dim": DIM,
-        "dropout": 0.1,
-    }
-    values.update(overrides)
-    return ModelConfig(**values)
-
-
-def make_model(data, raw_item_graph=None, **overrides):
-    model = SequentialRetrievalModel.from_data(
-        make_config(data, **overrides), data, item_graph=raw_item_graph
-    )
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
-    return model
 
 
 @pytest.mark.slow
@@ -419,8 +400,8 @@ def test_a_sampled_step_touches_only_the_batchs_item_rows(
 
 
 def fixed_negatives(model, ids):
-    """The model draws ``ids`` as its sampled negatives."""
-    model.sample_negatives = lambda: tf.constant(ids, tf.int32)
+    """The model's objective draws ``ids`` as its sampled negatives."""
+    model.objective.sample_negatives = lambda: tf.constant(ids, tf.int32)
 
 
 @pytest.mark.parametrize("hard", [None, 2])
@@ -475,16 +456,6 @@ def test_a_sampled_negatives_step_touches_the_targets_and_negatives(
     assert set(ids) <= touched
 
 
-def test_sampled_negatives_are_uniform_real_items(data):
-    model = make_model(data, objective="sampled", num_sampled_negatives=4000)
-    ids = model.sample_negatives().numpy()
-    assert ids.shape == (4000,)
-    assert ids.min() >= 1 and ids.max() <= data.num_items - 1
-    # Every item drawn about K / (N - 1) times.
-    counts = np.bincount(ids, minlength=data.num_items)[1:]
-    assert counts.min() > 0 and counts.max() < 3 * counts.mean()
-
-
 @pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
 def test_appending_padding_columns_keeps_the_logits(encoder, data, batch):
     model = make_model(
@@ -526,78 +497,6 @@ def test_empty_history_scores_do_not_depend_on_the_batch(data, batch, head):
     assert (history[1:] > 0).sum(axis=1).max() > 2  # a wide batch
     in_batch = model({"history": tf.constant(history)}).numpy()
     np.testing.assert_allclose(in_batch[0], alone[0], rtol=1e-5, atol=1e-5)
-
-
-def test_model_and_heads_share_one_last_position_rule():
-    history = tf.constant([[4, 2, 0, 0], [0, 0, 0, 0], [7, 7, 7, 7]])
-    np.testing.assert_array_equal(
-        SequentialRetrievalModel.last_positions(history),
-        common.last_positions(history),
-    )
-    np.testing.assert_array_equal(
-        SequentialRetrievalModel.last_positions(history), [1, 0, 3]
-    )
-
-
-@pytest.mark.parametrize("head", ["softmax", "softmax_no_dup", "cpr"])
-def test_index_candidates_hold_the_top_k_and_score_as_the_logits(
-    data, batch, head
-):
-    model = make_model(
-        data,
-        head=head,
-        cpr_reranker_ks=(3, 5),
-        cpr_mi=head == "cpr",
-        num_layers=2,
-    )
-    bias = model.item_embedding.output_bias
-    bias.assign(tf.random.normal(bias.shape))  # no near-ties
-    history, states = model.encode(batch)
-    logits = model.logits(history, states).numpy()
-    np.testing.assert_array_equal(logits, model(batch).numpy())
-    for k in (1, 10):
-        candidates, base = model.top_k_candidates(history, states, k)
-        scores = model.score_candidates(
-            history, states, candidates, base_logits=base
-        )
-        real = candidates.numpy() > 0
-        expected = np.take_along_axis(logits, candidates.numpy(), axis=1)
-        np.testing.assert_allclose(
-            scores.numpy()[real], expected[real], rtol=1e-5, atol=1e-5
-        )
-        scores = tf.where(candidates > 0, scores, float("-inf"))
-        position = top_k_positions(scores, candidates, k)
-        np.testing.assert_array_equal(
-            tf.gather(candidates, position, batch_dims=1),
-            np.argsort(-logits, axis=1, kind="stable")[:, :k],
-        )
-    # Any ids, scored through the index's set (history ids among them).
-    wanted = np.random.default_rng(0).integers(0, data.num_items, (16, 12))
-    wanted[:, :MAX_LEN] = history.numpy()[:, :MAX_LEN]
-    candidates, base = model.top_k_candidates(
-        history, states, 0, extra_ids=wanted
-    )
-    scores = model.score_candidates(
-        history, states, candidates, base_logits=base
-    ).numpy()[:, -12:]
-    np.testing.assert_allclose(
-        scores, np.take_along_axis(logits, wanted, axis=1), atol=1e-5
-    )
-    direct = model.score_candidates(history, states, wanted).numpy()
-    if head != "cpr":  # CPR needs the index's set (its precondition)
-        np.testing.assert_allclose(direct, scores, atol=1e-5)
-
-
-def test_mos_has_no_index_but_scores_candidates(data, batch):
-    model = make_model(data, head="mos")
-    history, states = model.encode(batch)
-    with pytest.raises(ValueError, match="head='mos'"):
-        model.top_k_candidates(history, states, 3)
-    wanted = np.tile(np.arange(data.num_items), (16, 1))
-    np.testing.assert_array_equal(
-        model.score_candidates(history, states, wanted),
-        model.logits(history, states),
-    )
 
 
 @pytest.mark.slow
@@ -727,11 +626,12 @@ def test_cpr_base_loss_adds_the_weighted_loss_of_the_base_logits(
             targets, base
         )
     else:
-        cpr = model.sampled_softmax_loss(
-            tf.gather(logits, targets, axis=1), targets
+        probability = model.candidate_probability
+        cpr = model.objective.loss(
+            tf.gather(logits, targets, axis=1), targets, probability
         )
-        base_loss = model.sampled_softmax_loss(
-            tf.gather(base, targets, axis=1), targets
+        base_loss = model.objective.loss(
+            tf.gather(base, targets, axis=1), targets, probability
         )
     expected = float(tf.reduce_mean(cpr + 0.5 * base_loss))
     loss = float(model.compute_loss(batch, training=training))

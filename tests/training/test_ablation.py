@@ -9,7 +9,7 @@ import pytest
 
 from tfrec_tricks.training import ablation
 from tfrec_tricks.training.ablation import ROWS, run_ablation
-from tfrec_tricks.training.training import TrainConfig
+from tfrec_tricks.training.train_config import TrainConfig
 
 pytestmark = pytest.mark.slow
 

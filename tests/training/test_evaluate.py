@@ -1,19 +1,28 @@
-"""train --eval-negatives: the users' earlier items and the sampled ranks."""
+"""training.evaluate: a run's metrics, and the sampled and seen-excluded
+protocols (the users' earlier items, the sampled ranks)."""
+
+import dataclasses
+import json
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.run_helpers import tiny_config
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.preparation import prepare
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.training.sampled_evaluation import (
+from tfrec_tricks.training.evaluate import (
     SeenItems,
+    format_results,
     sampled_metrics,
     seen_excluded_metrics,
     seen_items,
 )
+from tfrec_tricks.training.persistence import load_model
+from tfrec_tricks.training.training import train
+from tfrec_tricks.training.training_data import load_training_data
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +145,127 @@ def test_seen_excluded_metrics_rank_every_seen_item_last():
     # 1 and 2 for user 1.
     assert plain["hr@1"] == 0.0
     assert plain["hr@3"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.slow
+def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
+    result = train(tiny_config(tmp_path, epochs=1), verbose=0)
+    split = result.metrics["test_by_target"]
+    repeat, new = split["repeat"], split["new"]
+    assert repeat["share"] + new["share"] == pytest.approx(1.0)
+    assert 0 < repeat["share"] < 1  # the synthetic users repeat items
+    # The shares weight the two parts back into the overall metric.
+    for name in ("ndcg@10", "hr@10", "mrr@10"):
+        whole = repeat["share"] * repeat[name] + new["share"] * new[name]
+        assert whole == pytest.approx(result.metrics["test"][name], abs=1e-5)
+    # The test metrics (from the per-example ranks) are what the model's
+    # own metrics give.
+    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.training.training_data import prepare_in_memory
+
+    _, data = prepare_in_memory(tiny_config(tmp_path, epochs=1))
+    evaluated = result.model.evaluate(
+        make_dataset(data.test, 7), return_dict=True, verbose=0
+    )
+    assert result.metrics["test"] == pytest.approx(
+        {name: evaluated[name] for name in result.metrics["test"]}, abs=1e-5
+    )
+    saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert saved["test_by_target"] == split
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoder", ["gru4rec", "sasrec", "hstu"])
+def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
+    tmp_path, encoder
+):
+    # The encoders are causal and the batch is cut to its longest history,
+    # so how examples are grouped into batches cannot change any score.
+    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.training.training_data import prepare_in_memory
+
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        model={
+            "embedding_dim": 8,
+            "encoder": encoder,
+            "head": "cpr",
+            "cpr_reranker_ks": (5,),
+            "cpr_mi": True,
+        },
+    )
+    result = train(config, verbose=0)
+    _, data = prepare_in_memory(config)
+    metrics = {
+        bucket: result.model.evaluate(
+            make_dataset(data.test, 16, bucket_by_length=bucket),
+            return_dict=True,
+            verbose=0,
+        )
+        for bucket in (False, True)
+    }
+    for name in ("ndcg@10", "hr@10", "mrr@10"):
+        assert metrics[True][name] == pytest.approx(
+            metrics[False][name], abs=1e-5
+        )
+
+
+@pytest.mark.slow
+def test_eval_negatives_reports_the_sampled_protocol_beside(tmp_path):
+    config = tiny_config(tmp_path, epochs=1, eval_negatives=20)
+    result = train(config, verbose=0)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["eval_negatives"] == 20
+    for split in ("validation", "test"):
+        sampled, full = metrics[f"{split}_sampled"], metrics[split]
+        assert set(sampled) == set(full)
+        # 20 negatives are far easier than 39 other items.
+        assert sampled["hr@10"] > full["hr@10"]
+    assert result.metrics["test_sampled"] == metrics["test_sampled"]
+    # Seeded per user and target: the same numbers again.
+    again = train(dataclasses.replace(config, name="again"), verbose=0).metrics
+    assert again["test_sampled"] == metrics["test_sampled"]
+
+
+@pytest.mark.slow
+def test_eval_seen_excluded_reports_the_full_sort_protocol_beside(tmp_path):
+    config = tiny_config(tmp_path, epochs=1, eval_seen_excluded=True)
+    metrics = train(config, verbose=0).metrics
+    for split in ("validation", "test"):
+        excluded, full = metrics[f"{split}_seen_excluded"], metrics[split]
+        assert set(excluded) == set(full)
+        assert all(0.0 <= value <= 1.0 for value in excluded.values())
+    # The synthetic data repeats items: ranking them last loses those hits.
+    assert metrics["test_seen_excluded"] != metrics["test"]
+    assert "(seen items ranked last)" in format_results(metrics, "run")
+    # The tiny run's head keeps the history: its full ranking is the plain one.
+    assert "test_history_kept" not in metrics
+
+
+@pytest.mark.slow
+def test_a_head_that_ranks_the_history_last_reports_the_plain_ranking_too(
+    tmp_path,
+):
+    config = tiny_config(
+        tmp_path,
+        epochs=1,
+        eval_seen_excluded=True,
+        model={"embedding_dim": 8, "head": "softmax_no_dup"},
+    )
+    result = train(config, verbose=0)
+    metrics = result.metrics
+    # The synthetic data repeats items: ranking the history last loses
+    # the repeats' hits, which the plain ranking keeps.
+    assert metrics["test_history_kept"] != metrics["test"]
+    # The README's recipe agrees: the run's weights, loaded, with the head
+    # told to keep the history before its first call, through Keras'
+    # metrics.
+    model = load_model(result.run_dir)
+    model.head.exclude_history = False
+    batches = load_training_data(config).batches("test", 512)
+    again = model.evaluate(batches, return_dict=True, verbose=0)
+    assert again["ndcg@10"] == pytest.approx(
+        metrics["test_history_kept"]["ndcg@10"], abs=1e-6
+    )
+    assert "(history kept: plain ranking)" in format_results(metrics, "run")

@@ -13,7 +13,6 @@ from tfrec_tricks.training.head_choice import (
     FEW_REPEATS,
     MANY_REPEATS,
     choose_head,
-    requested_head,
     with_chosen_head,
 )
 from tfrec_tricks.training.train_config import TrainConfig
@@ -92,7 +91,7 @@ def test_the_cli_default_head_is_auto():
     args = parse(build_parser(), ["train"])
     config = train_config(args)
     assert "head" not in config.model
-    assert requested_head(config.model) == AUTO_HEAD
+    assert config.model.head == AUTO_HEAD
 
 
 def test_auto_on_data_that_does_not_record_repeats_is_refused():

@@ -10,6 +10,10 @@ from tests.run_helpers import Interrupt, snapshot
 from tfrec_tricks import ownership
 from tfrec_tricks.errors import OutputError, RunDirectoryError
 from tfrec_tricks.training import run_directory
+from tfrec_tricks.training.resumption import (
+    finished_metrics,
+    with_recorded_head,
+)
 from tfrec_tricks.training.run_directory import (
     check_finished_run,
     check_run_name,
@@ -17,12 +21,8 @@ from tfrec_tricks.training.run_directory import (
     open_run,
     publish_model,
 )
-from tfrec_tricks.training.training import (
-    TrainConfig,
-    finished_metrics,
-    train,
-    with_recorded_head,
-)
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training import train
 
 
 def tiny_config(tmp_path, **overrides):
@@ -295,7 +295,7 @@ def test_differences_name_each_changed_leaf():
 def test_options_added_later_enter_the_fingerprint_only_when_set(
     tmp_path, options
 ):
-    from tfrec_tricks.training.training import (
+    from tfrec_tricks.training.resumption import (
         LATER_OPTIONS,
         MODEL_LATER_OPTIONS,
         fingerprint,
@@ -331,7 +331,7 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
 
 
 def test_cosine_temperature_enters_the_fingerprint_only_when_set(tmp_path):
-    from tfrec_tricks.training.training import fingerprint
+    from tfrec_tricks.training.resumption import fingerprint
 
     def model_part(**model):
         config = tiny_config(tmp_path, model=model)
@@ -346,7 +346,7 @@ def test_cosine_temperature_enters_the_fingerprint_only_when_set(tmp_path):
 
 
 def test_sampled_negatives_enter_the_fingerprint_only_when_set(tmp_path):
-    from tfrec_tricks.training.training import fingerprint
+    from tfrec_tricks.training.resumption import fingerprint
 
     def model_part(**model):
         config = tiny_config(tmp_path, model={"objective": "sampled", **model})
@@ -358,7 +358,7 @@ def test_sampled_negatives_enter_the_fingerprint_only_when_set(tmp_path):
 
 
 def test_sasrec_norm_enters_the_fingerprint_only_when_pre(tmp_path):
-    from tfrec_tricks.training.training import fingerprint
+    from tfrec_tricks.training.resumption import fingerprint
 
     def model_part(**model):
         config = tiny_config(tmp_path, model=model)
@@ -377,7 +377,7 @@ def test_sasrec_norm_enters_the_fingerprint_only_when_pre(tmp_path):
 def test_learning_rate_defaults_to_the_protocols_and_keeps_fingerprints(
     tmp_path,
 ):
-    from tfrec_tricks.training.training import fingerprint
+    from tfrec_tricks.training.resumption import fingerprint
 
     # None: 1e-3 for prefix rows, 5e-3 for training windows; given wins.
     prefixes = run_helpers.tiny_config(tmp_path)
@@ -435,7 +435,7 @@ def test_a_run_recorded_with_the_effective_head_dropout_is_the_same_run(
 
 
 def test_head_dropout_compares_at_its_effective_rate(tmp_path):
-    from tfrec_tricks.training.training import (
+    from tfrec_tricks.training.resumption import (
         as_trained_fingerprint,
         fingerprint,
     )
@@ -512,7 +512,7 @@ def test_a_run_that_named_its_head_is_matched_to_auto_only_after_loading(
 
 
 def test_train_metrics_enter_the_fingerprint_only_when_off(tmp_path):
-    from tfrec_tricks.training.training import fingerprint
+    from tfrec_tricks.training.resumption import fingerprint
 
     def parts(**model):
         found = fingerprint(tiny_config(tmp_path, model=model), 40, data=[])

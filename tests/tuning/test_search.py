@@ -1,4 +1,5 @@
-"""Small searches with each tuner: every trial COMPLETED, results usable."""
+"""Small searches with each tuner: every trial COMPLETED, results usable;
+and ``parse_choices``, the values of ``tune --choices``."""
 
 import glob
 import json
@@ -15,7 +16,7 @@ from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
 )
-from tfrec_tricks.tuning.search import SearchOptions, run_search
+from tfrec_tricks.tuning.search import SearchOptions, parse_choices, run_search
 from tfrec_tricks.tuning.tuners import build_tuner
 
 keras_tuner = import_keras_tuner()
@@ -235,3 +236,49 @@ def test_cli_refuses_a_budget_with_a_clear_message(tmp_path, capsys):
     assert "max_epochs=2 (--epochs) below 3" in error
     assert "--tuner random or bayesian" in error
     assert not list(tmp_path.iterdir())
+
+
+def test_parse_choices():
+    hp = parse_choices(
+        [
+            "embedding_dim=16,32",
+            "dropout=0.1,0.3",
+            "cpr_mi=true,false",
+            "head=softmax,cpr",
+            "cpr_reranker_ks=none;20;20,100",
+        ]
+    )
+    space = {h.name: h.values for h in hp.space}
+    assert space == {
+        "embedding_dim": [16, 32],
+        "dropout": [0.1, 0.3],
+        "cpr_mi": [True, False],
+        "head": ["softmax", "cpr"],
+        "cpr_reranker_ks": ["none", "20", "20,100"],
+    }
+    assert parse_choices(None) is None
+    with pytest.raises(ValueError, match="NAME=V1,V2"):
+        parse_choices(["embedding_dim"])
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("learning_rate=0.001,inf", "learning_rate=inf"),
+        ("learning_rate=Infinity,0.1", "learning_rate=inf"),
+        ("learning_rate=1e39,0.1", "learning_rate=1e+39"),
+        ("dropout=NaN,0.1", "dropout=nan"),
+        ("cpr_reranker_ks=none;20,1e39", "cpr_reranker_ks=1e+39"),
+    ],
+)
+def test_parse_choices_refuses_non_finite_values(item, message):
+    with pytest.raises(ValueError, match="finite number") as error:
+        parse_choices([item])
+    assert message in str(error.value) and repr(item) in str(error.value)
+
+
+def test_parse_choices_reads_numbers_and_refuses_a_name_twice():
+    hp = parse_choices(["dropout=.5,0.1", "head=softmax,cpr"])
+    assert [h.values for h in hp.space] == [[0.5, 0.1], ["softmax", "cpr"]]
+    with pytest.raises(ValueError, match="dropout is given twice"):
+        parse_choices(["dropout=0.1,0.2", "dropout=0.3,0.4"])

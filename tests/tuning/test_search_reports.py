@@ -1,6 +1,8 @@
-"""The search's reports: the warning for a search of short trials only."""
+"""The search's reports: the warning for a search of short trials only,
+the best score so far."""
 
 from tfrec_tricks.tuning.search_reports import (
+    best_so_far,
     format_summary,
     short_trials_note,
     write_table,
@@ -43,3 +45,14 @@ def test_the_note_is_in_the_table_and_the_summary(tmp_path):
     assert "No trial reached --epochs (20)" in summary
     text = write_table(rows, str(tmp_path / "trials.md"), "val_ndcg@10", 3)
     assert "No trial reached" not in text
+
+
+def test_best_so_far_falls_back_to_trial_numbers():
+    rows = [
+        {"number": 1, "score": 0.2, "timing": None},
+        {"number": 2, "score": None, "timing": None},
+        {"number": 3, "score": 0.3, "timing": None},
+        {"number": 4, "score": 0.1, "timing": None},
+    ]
+    assert best_so_far(rows) == ([1, 3, 4], [0.2, 0.3, 0.1], [0.2, 0.3, 0.3],
+                                 "trial")  # fmt: skip

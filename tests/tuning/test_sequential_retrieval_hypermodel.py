@@ -315,59 +315,6 @@ def test_first_trial_learning_rate_is_the_protocols(data, window_stride, rate):
     assert hypermodel.model_config(hp).learning_rate == rate
 
 
-# The rows of ``_default_space``: (name, parent) in declaration order,
-# computed once from the space before it was split into groups.
-DEFAULT_SPACE_ROWS = [
-    ("encoder", None),
-    ("embedding_dim", None),
-    ("num_layers", None),
-    ("num_heads", "encoder"),
-    ("dropout", None),
-    ("learning_rate", None),
-    ("batch_size", None),
-    ("tie_embeddings", None),
-    ("sse", None),
-    ("sse_item_probability", "sse"),
-    ("sse_label_probability", "sse"),
-    ("features", None),
-    ("soft_one_hot_buckets", "features"),
-    ("head", None),
-    ("cpr_context", "head"),
-    ("cpr_pointer", "head"),
-    ("cpr_reranker_ks", "head"),
-    ("cpr_mi", "head"),
-    ("cpr_base_loss", "head"),
-    ("head_dropout", "head"),
-    ("mos_components", "head"),
-]
-
-
-def test_default_space_names_and_order_are_pinned():
-    rows = module._default_space(["time_gap", "hour"], 1000)
-    assert [
-        (row[0], row[3][0] if len(row) > 3 and row[3] else None) for row in rows
-    ] == DEFAULT_SPACE_ROWS
-
-
-def test_feature_choices_add_all_features_only_when_several():
-    assert module._feature_choices([]) == ["none"]
-    assert module._feature_choices(["a"]) == ["none", "a"]
-    assert module._feature_choices(["a", "b"]) == ["none", "a", "b", "a,b"]
-
-
-@pytest.mark.parametrize(
-    "num_items, expected",
-    [
-        (2, ["none"]),
-        (21, ["none", "20"]),
-        (101, ["none", "20", "100"]),
-        (501, ["none", "20", "100", "500", "20,100,500"]),
-    ],
-)
-def test_reranker_choices_are_below_the_catalogue_size(num_items, expected):
-    assert module._reranker_choices(num_items) == expected
-
-
 def _sequences_data(repeat: bool):
     """40 users of 12 items over a catalogue of 200: all distinct, or
     every other one repeats the item before."""

@@ -25,6 +25,25 @@ def search_data(hypermodel):
     return values
 
 
+def build_test_tuner(hypermodel, tmp_path, tuner="random", **options):
+    """``build_tuner`` of ``hypermodel`` in ``tmp_path/<tuner>``, seed 1."""
+    from tfrec_tricks.tuning.tuners import build_tuner
+
+    return build_tuner(
+        hypermodel,
+        tuner,
+        directory=str(tmp_path),
+        project_name=tuner,
+        seed=1,
+        **options,
+    )
+
+
+def run_search(search_tuner, hypermodel, epochs=1):
+    """Searches on ``search_data``'s slice, silently."""
+    search_tuner.search(**search_data(hypermodel), epochs=epochs, verbose=0)
+
+
 def cli(args, env=None, cwd=None) -> subprocess.Popen:
     """Starts ``tfrec-tricks`` in a fresh process (tf-keras, quiet TF)."""
     return start_cli(

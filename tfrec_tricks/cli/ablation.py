@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=0 if args.quiet else 2,
         overwrite=args.overwrite,
     )
-    encoder = base.model.get("encoder", "gru4rec")
+    encoder = base.model.value("encoder")
     # The rows' runs name their run directories (training.train).
     with writes_named(report_dir):
         paths = write_report(

@@ -11,7 +11,8 @@ from tfrec_tricks.config_fields import (
 )
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
-from tfrec_tricks.training.train_config import DERIVED_MODEL_FIELDS, TrainConfig
+from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
+from tfrec_tricks.training.train_config import TrainConfig
 
 # Top-level keys of a config file: the options, and what ``train`` records
 # beside them in config.json that a rerun does not take as an option:

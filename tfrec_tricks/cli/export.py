@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tfrec_tricks.errors import writes_named
     from tfrec_tricks.export import export_for_serving
-    from tfrec_tricks.training.training import load_model
+    from tfrec_tricks.training.persistence import load_model
 
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
     model = load_model(args.run_dir)

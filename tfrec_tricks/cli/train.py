@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfrec_tricks.training.training import format_results, train
+    from tfrec_tricks.training.evaluate import format_results
+    from tfrec_tricks.training.training import train
 
     result = train(
         train_config(args),

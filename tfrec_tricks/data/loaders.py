@@ -132,19 +132,37 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
 # ``<(...)``) can be read once, yet a file is read several times (its
 # format guessed from its first line, hashed for a run's fingerprint, read
 # again for a message): a pipe is copied to a local file when it is first
-# read, and every read of its path reads that copy. Path -> copy.
-_PIPE_COPIES: dict[str, str] = {}
+# read, and every read of its path reads that copy. Path -> (the pipe's
+# device and inode, copy): a /dev/fd/N reused by another pipe later in the
+# same process (a notebook, a test session) is that other pipe's data.
+_PIPE_COPIES: dict[str, tuple[tuple[int, int], str]] = {}
+
+
+def _pipe_identity(path: str) -> tuple[int, int] | None:
+    """The device and inode of the pipe ``path`` names, or None."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISFIFO(status.st_mode):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _known_copy(path: str) -> str | None:
+    """The copy of the pipe ``path`` names now, if it was read before (or,
+    once the pipe is gone, the last pipe read under that path)."""
+    if path not in _PIPE_COPIES:
+        return None
+    identity, copy = _PIPE_COPIES[path]
+    now = _pipe_identity(path)
+    return copy if now is None or now == identity else None
 
 
 def is_pipe(path: str) -> bool:
     """Whether ``path`` is a pipe: a FIFO, or the ``/dev/fd/N`` (or
     ``/dev/stdin``) of a pipe, as ``<(zcat f.gz)`` gives."""
-    if path in _PIPE_COPIES:
-        return True
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    return _known_copy(path) is not None or _pipe_identity(path) is not None
 
 
 def readable_file(path: str) -> str:
@@ -162,16 +180,18 @@ def readable_file(path: str) -> str:
     Returns:
         str. The file to open.
     """
-    if path in _PIPE_COPIES:
-        return _PIPE_COPIES[path]
-    if not is_pipe(path):
+    known = _known_copy(path)
+    if known is not None:
+        return known
+    identity = _pipe_identity(path)
+    if identity is None:
         return path
     folder = tempfile.mkdtemp(prefix="tfrec_tricks-pipe-")
     atexit.register(shutil.rmtree, folder, True)
     copy = os.path.join(folder, os.path.basename(path) or "input")
     with open(path, "rb") as source, open(copy, "wb") as target:
         shutil.copyfileobj(source, target, 1 << 20)
-    _PIPE_COPIES[path] = copy
+    _PIPE_COPIES[path] = (identity, copy)
     return copy
 
 
@@ -184,7 +204,7 @@ def _open_binary(path: str) -> tuple[BinaryIO, bool]:
             f"{path!r} is a directory, not a data file; give a file or a "
             f"glob of files (e.g. --data-path '{os.path.join(path, '*.tsv')}')"
         )
-    if not os.path.exists(path) and path not in _PIPE_COPIES:
+    if not os.path.exists(path) and _known_copy(path) is None:
         raise DataError(f"Data file not found. Received: path={path!r}")
     readable = readable_file(path)
     if not os.path.isfile(readable):

@@ -5,6 +5,4 @@
   ``RankingMetric`` and the metrics by target kind (repeat or new item).
 - ``sampled_ranking``: the papers' protocol of 100 sampled negatives
   (SASRec, SSE-PT), not comparable with full ranking.
-- ``history_ranking``: how a model ranks the items of the history against
-  the rest, to tell a worse ranking from a worse merge of the two.
 """

@@ -151,7 +151,7 @@ def export_for_serving(
 
     Args:
         model: a trained ``tfrec_tricks.models.SequentialRetrievalModel``
-            (e.g. ``tfrec_tricks.training.training.load_model(run_dir)``).
+            (e.g. ``tfrec_tricks.training.persistence.load_model(run_dir)``).
         base_path: str. The model's folder of versions.
         vocabulary: the run's vocabulary (``Vocabulary``, the dict or the
             path of ``vocabulary.json``, or the list of raw item ids).

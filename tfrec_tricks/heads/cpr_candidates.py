@@ -7,15 +7,12 @@ exactly as ``call`` scores the catalogue, running the reranker cascade
 over the candidates, with no ``[B, N]`` work; ``call`` with
 ``candidate_ids`` scores its candidates here too (`candidate_logits`).
 
-This path lives apart from the layer, as functions of the head (their
-first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
-holds two scoring paths: the layer holds the full-catalogue logits,
-``softmax_cpr_loss`` the training loss, this module the candidate sets.
-The head's own pieces (query, projections, history logits, reranker
-stages and scores) stay on the layer as its methods and are called
-through ``head``: ``head._query``, ``head._project``,
-``head._history_logits``, ``head._stages``, ``head._rerank_scores``.
-The layer imports this module, never the reverse (no import cycle).
+`candidate_call` is ``call`` with ``candidate_ids``. The functions take
+the layer as their first argument, ``head``, and compose its public
+partition methods (`CPRPartitions`: ``head.read_inputs``, ``head.query``,
+``head.project``, ``head.history_logits``, ``head.reranker_stages``,
+``head.select_stages``, ``head.rerank_scores``). The layer imports this
+module, never the reverse (no import cycle).
 """
 
 from typing import Any
@@ -28,6 +25,7 @@ from tfrec_tricks.layers.common import (
     candidate_ids_tensor,
     first_occurrences,
     history_positions,
+    is_training,
     num_rows,
 )
 from tfrec_tricks.layers.top_k import brute_force_top_k, sort_keys
@@ -67,11 +65,10 @@ def top_k_candidates(
     Returns:
         ``(candidate_ids, base_logits)``, as the method's.
     """
-    hidden, ids, layers, last, table, bias = head._read_inputs(
+    hidden, ids, layers, last, table, bias = head.read_inputs(
         inputs, item_embeddings, item_bias
     )
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-        raise ValueError(f"`k` must be an int >= 0. Received: k={k!r}")
+    k = head.check_k(k)
     extra = None
     if extra_ids is not None:
         extra = candidate_ids_tensor(extra_ids, num_rows(table), "extra_ids")
@@ -83,8 +80,8 @@ def top_k_candidates(
     count = sum(head.reranker_ks) + int(k)
     if table.shape[0] is not None:
         count = min(count, table.shape[0] - int(head.mask_padding))
-    query = head._query(hidden, ids, layers, last)
-    f_base = head._project(head.base_projection, query, False)
+    query = head.query(hidden, ids, layers, last)
+    f_base = head.project(head.base_projection, query, False)
     if count == 0:
         if extra is None:
             extra = tf.zeros_like(ids[:, :0])
@@ -135,7 +132,7 @@ def score_candidates(
     Returns:
         float32 ``[B, M]``: ``head(...)`` at the candidates' ids.
     """
-    hidden, ids, layers, last, table, bias = head._read_inputs(
+    hidden, ids, layers, last, table, bias = head.read_inputs(
         inputs, item_embeddings, item_bias
     )
     candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
@@ -155,8 +152,8 @@ def score_candidates(
         _check_history_in_candidates(head, ids, candidates)
     if assume_unique:
         _check_unique(candidates, head.mask_padding)
-    query = head._query(hidden, ids, layers, last)
-    f_base = head._project(head.base_projection, query, training)
+    query = head.query(hidden, ids, layers, last)
+    f_base = head.project(head.base_projection, query, training)
     return candidate_logits(
         head,
         query,
@@ -171,6 +168,105 @@ def score_candidates(
         assume_unique,
         exclude_history=exclude_history,
     )
+
+
+def candidate_call(
+    head: Any,
+    query: tf.Tensor,
+    f_base: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidate_ids: tf.Tensor,
+    training: Any,
+    return_base_logits: bool,
+    exclude_history: Any = None,
+) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+    """``call`` with ``candidate_ids``: the logits at the candidates.
+
+    With rerankers the cascade's sets are chosen over the whole
+    catalogue first (`select_stages`); the candidates are then scored
+    by `candidate_logits`. In training with
+    ``rerank_within_candidates``, they are chosen among the candidates
+    and the history instead (`within_candidates_call`).
+    """
+    if head.rerank_within_candidates and is_training(training):
+        return within_candidates_call(
+            head,
+            query,
+            f_base,
+            hidden,
+            ids,
+            table,
+            bias,
+            candidate_ids,
+            training,
+            return_base_logits,
+        )
+    selected = None
+    if head.reranker_ks:
+        _, selected = head.select_stages(query, f_base, table, bias, training)
+    # The sets are chosen: score only the candidates, from their
+    # gathered rows. The gradient then reaches the table as
+    # sparse rows, not as a dense [N, d] product gradient that
+    # would make every optimizer step O(N).
+    return candidate_logits(
+        head,
+        query,
+        f_base,
+        hidden,
+        ids,
+        table,
+        bias,
+        candidate_ids,
+        None,
+        training,
+        stages=selected,
+        return_base_logits=return_base_logits,
+        exclude_history=exclude_history,
+    )
+
+
+def within_candidates_call(
+    head: Any,
+    query: tf.Tensor,
+    f_base: tf.Tensor,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    table: tf.Tensor,
+    bias: tf.Tensor | None,
+    candidate_ids: tf.Tensor,
+    training: Any,
+    return_base_logits: bool,
+) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+    """Candidate logits, the cascade run over candidates and history.
+
+    Each row's pool is its candidates followed by its history; the
+    cascade ranks the pool (first occurrences, padding left out) as
+    ``call`` ranks the catalogue, and only the candidates' columns
+    are returned. No row of the table outside the pool is read.
+    """
+    count = tf.shape(candidate_ids)[-1]
+    if candidate_ids.shape.rank == 1:
+        candidate_ids = per_row(candidate_ids, ids)
+    pool = tf.concat([candidate_ids, ids], axis=1)
+    logits = candidate_logits(
+        head,
+        query,
+        f_base,
+        hidden,
+        ids,
+        table,
+        bias,
+        pool,
+        None,
+        training,
+        return_base_logits=return_base_logits,
+    )
+    if return_base_logits:
+        return tuple(x[:, :count] for x in logits)
+    return logits[:, :count]
 
 
 def _check_history_in_candidates(
@@ -241,7 +337,7 @@ def candidate_logits(
     )
     if head.mask_padding:
         scores = _padding_masked(candidates, scores)
-    if head._uses_history(training, exclude_history):
+    if head.uses_history(training, exclude_history):
         scores = _with_history_logits(
             head,
             query,
@@ -335,17 +431,17 @@ def _with_history_logits(
 ) -> tf.Tensor:
     """``logits`` with the history partition's written over them.
 
-    Candidates in the row's history get ``head._history_logits`` (a
+    Candidates in the row's history get ``head.history_logits`` (a
     method of the head, as ``call`` computes them), or the padding logit
     when the history is excluded at inference; the others keep theirs.
     """
     found, position = history_positions(candidates, ids)
-    if head._excluding(training, exclude_history):
+    if head.excluding(training, exclude_history):
         return tf.where(found, tf.constant(PADDING_LOGIT), logits)
     equal = None
     if head.use_pointer:
         equal = tf.equal(ids[:, :, None], ids[:, None, :])
-    values = head._history_logits(
+    values = head.history_logits(
         query,
         f_base,
         hidden,
@@ -419,7 +515,7 @@ def _candidate_cascade(
     gradient-free running logits among the selectable candidates
     (first occurrences; not padding when masked), ranked by
     `sort_keys`: larger logit first, ties to the lower id, as ``call``
-    ranks the catalogue (``head._select``, a method of the head). The
+    ranks the catalogue (``head.select_top_k``, a method of the head). The
     selected get the stage's reranker term, merged as in ``call``.
 
     A repeated id enters at its first occurrence only, and its copies
@@ -441,7 +537,7 @@ def _candidate_cascade(
         real = tf.not_equal(candidates, 0)
         selectable = real if selectable is None else selectable & real
     lowest = tf.int64.min
-    for k, projection in head._stages():
+    for k, projection in head.reranker_stages():
         keys = sort_keys(tf.stop_gradient(logits), candidates)
         if selectable is not None:
             keys = tf.where(selectable, keys, lowest)
@@ -454,7 +550,7 @@ def _candidate_cascade(
         selected = keys >= kth[:, None]
         if selectable is not None:
             selected &= selectable
-        f_rerank = head._project(projection, query, training)
+        f_rerank = head.project(projection, query, training)
         logits = _merge_stage(
             head, table, bias, candidates, vectors, logits, selected, f_rerank
         )
@@ -500,7 +596,7 @@ def _merge_stage(
     f_rerank: tf.Tensor,
 ) -> tf.Tensor:
     """One stage's term on its ``selected`` candidates (bool ``[B, M]``)."""
-    scores = head._rerank_scores(
+    scores = head.rerank_scores(
         f_rerank, table, bias, candidates, vectors=vectors
     )
     if head.merge == "replace":

@@ -1,66 +1,30 @@
 """Training loss of ``SoftmaxCPR`` without writing out its logits.
 
 ``SoftmaxCPR.cross_entropy`` and ``SoftmaxCPR.position_cross_entropy``
-give the cross-entropy of ``call``'s logits and of its base logits, and
-the targets' ranks, from the partitions' entries
-(`partitioned_cross_entropy`): the partitions' logits are never written
-into a ``[B, N]`` tensor. `product_and_rows`, the base product's gradient
-with the gathered table rows' added in place, serves ``call`` too.
+(the loss API every `OutputHead` declares, which a training objective
+calls when ``head.has_cross_entropy``) give the cross-entropy of
+``call``'s logits and of its base logits, and the targets' ranks, from
+the partitions' entries (`partitioned_cross_entropy`): the partitions'
+logits are never written into a ``[B, N]`` tensor.
 
-This path lives apart from the layer, as functions of the head (their
-first argument, ``head``: the ``SoftmaxCPR`` layer), so that no layer file
-holds two scoring paths: the layer holds the full-catalogue logits,
-``softmax_cpr_candidates`` the candidate sets, this module the training
-loss. The head's own pieces (query, projections, history logits, reranker
-cascade) stay on the layer as its methods and are called through
-``head``: ``head._query``, ``head._project``, ``head._history_values``,
-``head._select_stages``, ``head._rerank_scores``. The layer imports this
-module, never the reverse (no import cycle).
-"""
+The functions take the layer as their first argument, ``head``, and
+compose its public partition methods (`CPRPartitions`:
+``head.read_inputs``, ``head.query``, ``head.project``,
+``head.history_values``, ``head.select_stages``,
+``head.reranker_stages``, ``head.rerank_scores``, ``head.uses_history``)
+and `product_and_rows`. The layer imports this module, never the reverse
+(no import cycle)."""
 
 from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import PADDING_LOGIT, is_training
-from tfrec_tricks.layers.partitioned_cross_entropy import (
+from tfrec_tricks.heads.cpr_partitions import product_and_rows
+from tfrec_tricks.heads.partitioned_cross_entropy import (
     partitioned_cross_entropy,
 )
-
-
-def product_and_rows(
-    query: tf.Tensor, table: tf.Tensor, row_ids: Any, product: tf.Tensor
-) -> Any:
-    """``query table^T`` (given as ``product``) and ``table[row_ids]``.
-
-    Forward: returns ``product`` (computed by the caller without gradient)
-    and the gathered rows. Backward: the matmul's gradients, with the rows'
-    gradient added into the dense table gradient in place, instead of
-    TensorFlow's separate sparse-to-dense conversion of the gather's
-    gradient (an extra ``[N, d]`` zero-fill and sum).
-    """
-
-    @tf.custom_gradient
-    def forward(query: tf.Tensor, table: tf.Tensor) -> Any:
-        rows = None if row_ids is None else tf.gather(table, row_ids)
-
-        def grad(d_product: tf.Tensor, d_rows: Any = None) -> tuple:
-            d_query = tf.matmul(d_product, table)
-            d_table = tf.matmul(d_product, query, transpose_a=True)
-            if row_ids is not None and d_rows is not None:
-                d_table = tf.tensor_scatter_nd_add(
-                    d_table,
-                    tf.reshape(row_ids, [-1, 1]),
-                    tf.reshape(d_rows, [-1, tf.shape(table)[-1]]),
-                )
-            return d_query, d_table
-
-        if rows is None:
-            return tf.identity(product), grad
-        return (tf.identity(product), rows), grad
-
-    return forward(query, table)
+from tfrec_tricks.layers.common import PADDING_LOGIT, is_training
 
 
 def _base_logits_at(
@@ -103,16 +67,14 @@ def cross_entropy(
         ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
         each.
     """
-    hidden, ids, layers, last, table, bias = head._read_inputs(
+    hidden, ids, layers, last, table, bias = head.read_inputs(
         inputs, item_embeddings, item_bias
     )
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-    query = head._query(hidden, ids, layers, last)
-    f_base = head._project(head.base_projection, query, training)
-    product, selected = head._select_stages(
-        query, f_base, table, bias, training
-    )
-    uses_history = head._uses_history(training)
+    query = head.query(hidden, ids, layers, last)
+    f_base = head.project(head.base_projection, query, training)
+    product, selected = head.select_stages(query, f_base, table, bias, training)
+    uses_history = head.uses_history(training)
     # Rows to gather, in the entries' priority order (the history wins,
     # then the smallest k's reranker), then the labels.
     stages = selected[::-1]
@@ -135,7 +97,7 @@ def cross_entropy(
     history = None
     if uses_history:
         valid = tf.not_equal(ids, 0)
-        values = head._history_values(
+        values = head.history_values(
             query,
             f_base,
             hidden,
@@ -151,7 +113,7 @@ def cross_entropy(
     scored = [
         (
             top,
-            head._rerank_scores(
+            head.rerank_scores(
                 f_rerank, table, bias, top, vectors=row_parts[offset + j]
             ),
             base_parts[offset + j],
@@ -240,7 +202,7 @@ def position_cross_entropy(
         ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[M]``
         each, in row-major order of the targets.
     """
-    hidden, ids, layers, last, table, bias = head._read_inputs(
+    hidden, ids, layers, last, table, bias = head.read_inputs(
         inputs, item_embeddings, item_bias
     )
     _check_no_last_positions(inputs)
@@ -342,17 +304,17 @@ def _position_stages(
         and ``(top, f_rerank)`` per reranker, smallest ``k`` first (the
         entries' priority order).
     """
-    f_base_grid = head._project(head.base_projection, query, training)
+    f_base_grid = head.project(head.base_projection, query, training)
     f_base = tf.gather_nd(f_base_grid, index)  # [M, d]
-    product, selected = head._select_stages(
+    product, selected = head.select_stages(
         tf.gather_nd(query, index),
         f_base,
         table,
         bias,
         training,
         f_reranks=[
-            tf.gather_nd(head._project(projection, query, training), index)
-            for _, projection in head._stages()
+            tf.gather_nd(head.project(projection, query, training), index)
+            for _, projection in head.reranker_stages()
         ],
     )
     return f_base_grid, f_base, product, selected[::-1]
@@ -419,7 +381,7 @@ def _position_history(
         ``(ids, values, base)`` as `_entries_loss` takes them (ids -1
         where no entry), or None when the head has no history partition.
     """
-    if not head._uses_history(training):
+    if not head.uses_history(training):
         return None
     history_ids = tf.gather(ids, index[:, 0])  # [M, L]
     entry = tf.not_equal(history_ids, 0) & (
@@ -465,7 +427,7 @@ def _position_stage_entries(
         scored.append(
             (
                 top,
-                head._rerank_scores(
+                head.rerank_scores(
                     f_rerank, table, bias, top, vectors=top_rows
                 ),
                 _base_logits_at(
@@ -519,9 +481,9 @@ def _label_base(
 def _position_query(
     head: Any, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
 ) -> tf.Tensor:
-    """``head._query`` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``.
+    """``head.query`` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``.
 
-    ``_query`` is a method of the head (``SoftmaxCPR._query``), which
+    ``head.query`` (``CPRPartitions.query``)
     reads the last position only; this reads every position.
     """
     if not head.use_mi:
@@ -534,7 +496,7 @@ def _position_query(
         window = []
         for j in range(head.mi_window):
             # The state j steps back: zeros before the history starts
-            # and at padding, as ``head._query`` gives them.
+            # and at padding, as ``head.query`` gives them.
             back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
             real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
             window.append(back * tf.cast(real, back.dtype)[:, :, None])
@@ -554,12 +516,12 @@ def _position_history_logits(
     vectors: tf.Tensor,
     bias: tf.Tensor | None,
 ) -> tf.Tensor:
-    """``head._history_logits`` at every position: ``[B, L(p), L(t)]``.
+    """``head.history_logits`` at every position: ``[B, L(p), L(t)]``.
 
-    ``_history_logits`` is a method of the head
-    (``SoftmaxCPR._history_logits``), for the last position only; this
+    ``history_logits`` is a method of the head
+    (``CPRPartitions.history_logits``), for the last position only; this
     reads every position of ``query`` (``[B, L, q]``), projected with
-    ``head._project``.
+    ``head.project``.
 
     Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]`` read
     at position ``p`` (its pointer term averages the keys of its
@@ -569,14 +531,14 @@ def _position_history_logits(
     if head.use_context:
         context = tf.einsum(
             "bpd,btd->bpt",
-            head._project(head.context_projection, query, training),
+            head.project(head.context_projection, query, training),
             vectors,
         )
         values = context if head.merge == "replace" else values + context
     if bias is not None:
         values += tf.gather(bias, ids)[:, None, :]
     if head.use_pointer:
-        f_pointer = head._project(head.pointer_projection, query, training)
+        f_pointer = head.project(head.pointer_projection, query, training)
         kernel = tf.cast(head.key_projection.kernel, tf.float32)
         key_bias = tf.cast(head.key_projection.bias, tf.float32)
         reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)

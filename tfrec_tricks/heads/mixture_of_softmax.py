@@ -4,6 +4,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.heads.output_head import OutputHead
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
     as_item_table,
@@ -17,7 +18,7 @@ from tfrec_tricks.serialization import register
 
 
 @register
-class MixtureOfSoftmax(tf.keras.layers.Layer):
+class MixtureOfSoftmax(OutputHead):
     """Mixture of ``K`` softmaxes over the item catalogue (Yang et al., 2018).
 
     With ``h`` the hidden state at the true last position of each history
@@ -78,8 +79,8 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
     Example:
 
     >>> import tensorflow as tf
-    >>> import tfrec_tricks.layers
-    >>> head = tfrec_tricks.layers.MixtureOfSoftmax(num_components=3)
+    >>> import tfrec_tricks.heads
+    >>> head = tfrec_tricks.heads.MixtureOfSoftmax(num_components=3)
     >>> inputs = {
     ...     "hidden_states": tf.random.normal((2, 4, 8)),
     ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
@@ -110,8 +111,9 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         bias_initializer: Any = "zeros",
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("autocast", False)
-        super().__init__(**kwargs)
+        super().__init__(
+            mask_padding=mask_padding, output_dim=output_dim, **kwargs
+        )
         if (
             isinstance(num_components, bool)
             or not isinstance(num_components, int)
@@ -121,11 +123,9 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
                 "`num_components` must be an int >= 1. "
                 f"Received: num_components={num_components!r}"
             )
-        check_head_arguments(dropout, output_dim)
+        check_head_arguments(dropout, None)
         self.num_components = num_components
         self.dropout = float(dropout)
-        self.mask_padding = bool(mask_padding)
-        self.output_dim = output_dim
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
 
@@ -164,12 +164,6 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
     def has_index(self) -> bool:
         """Whether `top_k_candidates` is an exact index: never for a
         mixture, which does not factorise into one query vector."""
-        return False
-
-    @property
-    def has_cross_entropy(self) -> bool:
-        """Whether the head computes its own training loss: no, the
-        cross-entropy of its log-probabilities is the loss."""
         return False
 
     def excludes_history(self, training: Any) -> bool:
@@ -257,8 +251,8 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
         Example:
 
         >>> import tensorflow as tf
-        >>> import tfrec_tricks.layers
-        >>> head = tfrec_tricks.layers.MixtureOfSoftmax(num_components=2)
+        >>> import tfrec_tricks.heads
+        >>> head = tfrec_tricks.heads.MixtureOfSoftmax(num_components=2)
         >>> inputs = {
         ...     "hidden_states": tf.random.normal((2, 4, 8)),
         ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
@@ -349,8 +343,6 @@ class MixtureOfSoftmax(tf.keras.layers.Layer):
             {
                 "num_components": self.num_components,
                 "dropout": self.dropout,
-                "mask_padding": self.mask_padding,
-                "output_dim": self.output_dim,
                 "kernel_initializer": tf.keras.initializers.serialize(
                     self.kernel_initializer
                 ),

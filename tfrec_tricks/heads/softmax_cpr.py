@@ -1,23 +1,28 @@
 """Softmax-CPR: partitioned output logits for sequential recommenders.
 
-The layer holds the full-catalogue logits (``call``). Its two other
-scoring paths live in their own modules, as functions of the layer that
-its methods delegate to: the training loss without written-out logits
-(``softmax_cpr_loss``) and the candidate scoring of the serving index
-(``softmax_cpr_candidates``).
+The layer: its arguments, weights and ``call``. Its pieces live by
+responsibility: the partition logits (query, Mi, context, pointer,
+rerankers, the full-catalogue logits) in ``cpr_partitions``, a base class
+of the layer; the training loss without written-out logits in
+``cpr_loss``; the candidate scoring of the serving index (and ``call``
+with ``candidate_ids``) in ``cpr_candidates``. The methods delegate to
+them, passing the layer, whose partition methods are public.
 """
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.layers import softmax_cpr_candidates, softmax_cpr_loss
+from tfrec_tricks.heads import cpr_candidates, cpr_loss
+from tfrec_tricks.heads.cpr_partitions import (
+    CPRPartitions,
+    reranker_sizes,
+    row_sources,
+)
+from tfrec_tricks.heads.output_head import OutputHead
 from tfrec_tricks.layers.common import (
-    PADDING_LOGIT,
     as_item_table,
-    batch_indices,
     candidate_ids_tensor,
     check_head_arguments,
     check_ids_in_range,
@@ -26,36 +31,13 @@ from tfrec_tricks.layers.common import (
     num_rows,
     unpack_head_inputs,
 )
-from tfrec_tricks.layers.softmax_cpr_loss import product_and_rows
-from tfrec_tricks.layers.top_k import TWO_STAGE_MIN_RATIO, top_k_ids
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
 
 
-def _row_sources(item_embeddings: Any, item_bias: Any, units: Any) -> Any:
-    """``(item_embeddings, item_bias)`` themselves when both are float32
-    variables of the right shapes (or the bias None), to gather rows from;
-    else None (`as_item_table` reads and checks them)."""
-
-    def is_variable(value: Any, rank: int) -> bool:
-        return (
-            isinstance(value, tf.Variable)
-            and value.dtype == tf.float32
-            and value.shape.rank == rank
-        )
-
-    if not is_variable(item_embeddings, 2):
-        return None
-    if item_embeddings.shape[-1] not in (None, units):
-        return None
-    if item_bias is not None and not is_variable(item_bias, 1):
-        return None
-    return item_embeddings, item_bias
-
-
 @register
-class SoftmaxCPR(tf.keras.layers.Layer):
+class SoftmaxCPR(CPRPartitions, OutputHead):
     """Softmax-CPR output layer: per-partition projections of the query.
 
     A plain softmax head scores every item ``x`` with one query vector,
@@ -260,8 +242,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     Example:
 
     >>> import tensorflow as tf
-    >>> import tfrec_tricks.layers
-    >>> head = tfrec_tricks.layers.SoftmaxCPR(reranker_ks=(3,))
+    >>> import tfrec_tricks.heads
+    >>> head = tfrec_tricks.heads.SoftmaxCPR(reranker_ks=(3,))
     >>> inputs = {
     ...     "hidden_states": tf.random.normal((2, 4, 8)),
     ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
@@ -272,7 +254,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
     (2, 10) float32 -1000000000.0
     >>> print(head(inputs, table, candidate_ids=tf.constant([2, 5, 9])).shape)
     (2, 3)
-    >>> mi = tfrec_tricks.layers.SoftmaxCPR(
+    >>> mi = tfrec_tricks.heads.SoftmaxCPR(
     ...     reranker_ks=(3,), use_mi=True, mi_layers=2)
     >>> layers = [tf.random.normal((2, 4, 8)), inputs["hidden_states"]]
     >>> print(mi({**inputs, "layer_hidden_states": layers}, table).shape)
@@ -307,36 +289,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         bias_initializer: Any = "zeros",
         **kwargs: Any,
     ) -> None:
-        # The item table arrives as a call argument: keep it float32 (Keras
-        # 3 would otherwise cast every float argument to float16 under
-        # mixed precision). The projections cast their own inputs.
-        kwargs.setdefault("autocast", False)
-        super().__init__(**kwargs)
-        if isinstance(reranker_ks, (int, np.integer)):
-            reranker_ks = (reranker_ks,)
-        try:
-            ks = tuple(reranker_ks)
-        except TypeError:
-            raise ValueError(
-                "`reranker_ks` must be a sequence of positive ints. "
-                f"Received: reranker_ks={reranker_ks!r}"
-            ) from None
-        for k in ks:
-            if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-                raise ValueError(
-                    "`reranker_ks` must hold ints. "
-                    f"Received: reranker_ks={reranker_ks!r}"
-                )
-            if k <= 0:
-                raise ValueError(
-                    "Every k in `reranker_ks` must be positive. "
-                    f"Received: reranker_ks={reranker_ks!r}"
-                )
-        if len(set(ks)) != len(ks):
-            raise ValueError(
-                "`reranker_ks` must not repeat a k. "
-                f"Received: reranker_ks={reranker_ks!r}"
-            )
+        # The projections cast their own inputs (autocast off: OutputHead).
+        super().__init__(
+            mask_padding=mask_padding, output_dim=output_dim, **kwargs
+        )
+        ks = reranker_sizes(reranker_ks)
         if merge not in _MERGE_MODES:
             raise ValueError(
                 f"`merge` must be one of {_MERGE_MODES}. "
@@ -351,18 +308,16 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 raise ValueError(
                     f"`{name}` must be an int >= 1. Received: {name}={value!r}"
                 )
-        check_head_arguments(dropout, output_dim)
+        check_head_arguments(dropout, None)
         self.use_context = bool(use_context)
         self.use_pointer = bool(use_pointer)
-        self.reranker_ks = tuple(int(k) for k in ks)
+        self.reranker_ks = ks
         self.use_mi = bool(use_mi)
         self.mi_layers = mi_layers
         self.mi_window = mi_window
         self.merge = merge
         self.dropout = float(dropout)
         self.exclude_history = bool(exclude_history)
-        self.mask_padding = bool(mask_padding)
-        self.output_dim = output_dim
         self.start_as_softmax = bool(start_as_softmax)
         self.rerank_within_candidates = bool(rerank_within_candidates)
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
@@ -372,43 +327,23 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
     @property
     def has_index(self) -> bool:
-        """Whether `top_k_candidates` can serve the exact top-k from an index.
-
-        An index: one ``[B, N]`` product of a query vector with the table.
-        The serving module asks this. CPR's can: the base query's product
-        holds the set that `score_candidates` ranks exactly.
-        """
+        """Yes: the base query's product holds the set that
+        `score_candidates` ranks exactly (`top_k_candidates`)."""
         return True
 
     @property
     def has_cross_entropy(self) -> bool:
-        """Whether the head computes its own training loss: yes.
-
-        `cross_entropy` and `position_cross_entropy` give the loss of
-        ``call``'s logits without writing them out (a model's train step
-        uses them instead of the logits).
-        """
+        """Yes: `cross_entropy` and `position_cross_entropy` give the loss
+        of ``call``'s logits without writing them out."""
         return True
 
     def excludes_history(self, training: Any) -> bool:
-        """Whether ``call`` ranks the history's items last: with
-        ``exclude_history``, at inference."""
-        return self._excluding(training)
-
-    def _excluding(self, training: Any, exclude_history: Any = None) -> bool:
-        """Whether the history is excluded: ``exclude_history`` (None: the
-        layer's setting), never in training."""
-        if exclude_history is None:
-            exclude_history = self.exclude_history
-        return bool(exclude_history) and not is_training(training)
+        """With ``exclude_history``, at inference."""
+        return self.excluding(training)
 
     def reads_last_state_only(self, training: Any) -> bool:
-        """Whether the head reads only each row's last hidden state: no.
-
-        Such a head lets a caller pass one-position rows. CPR reads the
-        history's states and ids: the context and pointer partitions, the
-        Mi window and ``exclude_history`` do.
-        """
+        """No: the context and pointer partitions, the Mi window and
+        ``exclude_history`` read the history's states and ids."""
         del training  # the same in training and at inference
         return False
 
@@ -488,299 +423,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
 
     # ------------------------------------------------------------------ call
 
-    def _project(self, layer: Any, x: tf.Tensor, training: Any) -> tf.Tensor:
-        y = layer(x)
-        if self.dropout_layer is not None:
-            y = self.dropout_layer(y, training=training)
-        return tf.cast(y, tf.float32)
-
-    def _query(
-        self,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        layers: list | None,
-        last: tf.Tensor,
-    ) -> tf.Tensor:
-        """The query q the partitions' projections read.
-
-        Args:
-            hidden: float ``[B, L, d_h]``, the last layer's states.
-            ids: int ``[B, L]``, the history ids (padding 0).
-            layers: list of ``[B, L, d_h]`` per encoder layer (first to
-                last) or None for ``[hidden]``.
-            last: int ``[B]``, the true last position of each row.
-
-        Returns:
-            ``h`` (``[B, d_h]``) without Mi; ``[h ; gelu(W_M ...)]``
-            (``[B, 2 d_h]``) with Mi.
-        """
-        h = tf.gather(hidden, last, batch_dims=1)
-        if not self.use_mi:
-            return h
-        sources = layers if layers else [hidden]
-        # The window's positions, last first: [B, w]; one gather per layer.
-        position = last[:, None] - tf.range(self.mi_window)[None, :]
-        inside = position >= 0
-        position = tf.maximum(position, 0)
-        real = tf.gather(ids, position, batch_dims=1) != 0
-        parts = []
-        for states in sources[::-1][: self.mi_layers]:
-            vectors = tf.gather(
-                tf.cast(states, hidden.dtype), position, batch_dims=1
-            )  # [B, w, d_h]
-            vectors *= tf.cast(inside & real, vectors.dtype)[:, :, None]
-            parts.append(
-                tf.reshape(vectors, [-1, vectors.shape[-1] * self.mi_window])
-            )
-        mixed = self.mi_projection(tf.concat(parts, axis=-1))
-        mixed = tf.nn.gelu(mixed, approximate=True)
-        return tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
-
-    def _history_logits(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        valid: tf.Tensor,
-        equal: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
-        vectors: tf.Tensor | None = None,
-    ) -> tf.Tensor:
-        """Logit of the history item at each position, ``[B, L]`` (C, P).
-
-        Identical for every occurrence of an item up to float rounding;
-        callers read the first occurrence.
-
-        Args:
-            query: ``[B, q]``, from ``_query``.
-            f_base: float32 ``[B, d]``, the base projection of ``query``.
-            hidden: ``[B, L, d_h]``, the last layer's states (pointer keys).
-            ids: int ``[B, L]``, the history (padding 0).
-            valid: bool ``[B, L]``, ``ids != 0``.
-            equal: bool ``[B, L, L]``, ``ids[:, :, None] == ids[:, None]``
-                (read by the pointer only; None without it).
-            table: float32 ``[N, d]``; bias: float32 ``[N]`` or None.
-            training: enables the projections' dropout.
-            vectors: ``table[ids]`` if already gathered.
-        """
-        if vectors is None:
-            vectors = tf.gather(table, ids)  # [B, L, d]
-        if self.merge == "replace":
-            f_item = f_base
-            if self.use_context:
-                f_item = self._project(self.context_projection, query, training)
-            values = tf.einsum("bd,bld->bl", f_item, vectors)
-            if bias is not None:
-                values += tf.gather(bias, ids)
-        else:
-            values = tf.einsum("bd,bld->bl", f_base, vectors)
-            if bias is not None:
-                values += tf.gather(bias, ids)
-            if self.use_context:
-                f_context = self._project(
-                    self.context_projection, query, training
-                )
-                values += tf.einsum("bd,bld->bl", f_context, vectors)
-        if self.use_pointer:
-            f_pointer = self._project(self.pointer_projection, query, training)
-            # f_P . (W_L H_t + b_L) = H_t . (W_L^T f_P) + f_P . b_L: no
-            # [B, L, d] keys are materialised.
-            kernel = tf.cast(self.key_projection.kernel, tf.float32)
-            key_bias = tf.cast(self.key_projection.bias, tf.float32)
-            reader = tf.matmul(f_pointer, kernel, transpose_b=True)
-            scores = (
-                tf.einsum("bd,bld->bl", reader, tf.cast(hidden, tf.float32))
-                + tf.linalg.matvec(f_pointer, key_bias)[:, None]
-            )  # [B, L]
-            same = tf.cast(equal & valid[:, None, :], tf.float32)
-            count = tf.maximum(tf.reduce_sum(same, axis=-1), 1.0)
-            values += tf.reduce_sum(same * scores[:, None, :], axis=-1) / count
-        return values
-
-    def _history_values(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        valid: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
-        vectors: tf.Tensor | None,
-        equal: tf.Tensor | None = None,
-        exclude_history: Any = None,
-    ) -> tf.Tensor:
-        """What the history partition writes, ``[B, L]``: ``-1e9`` when
-        excluded at inference (``exclude_history``: None, the layer's
-        setting), else `_history_logits` (``equal`` computed here if the
-        pointer needs it and none is given)."""
-        if self._excluding(training, exclude_history):
-            return tf.fill(tf.shape(ids), PADDING_LOGIT)
-        if equal is None and self.use_pointer:
-            equal = tf.equal(ids[:, :, None], ids[:, None, :])
-        return self._history_logits(
-            query,
-            f_base,
-            hidden,
-            ids,
-            valid,
-            equal,
-            table,
-            bias,
-            training,
-            vectors=vectors,
-        )
-
-    def _select(
-        self, logits: tf.Tensor, k: int, skip_padding: bool, training: Any
-    ) -> tf.Tensor:
-        """Top-``k`` ids of gradient-free ``logits``, id 0 excluded if asked.
-
-        ``skip_padding``: the padding logit is not masked yet; take ``k+1``
-        and drop id 0 (or, if absent, the smallest): the same set as
-        ``top_k`` over logits with padding masked. Training needs only the
-        set (the rerankers score it in any order), so it runs the unsorted
-        ``top_k`` kernel (10-15% faster than the sorted one at k=101 over
-        2,917 items, about 1% of a CPR training step); inference keeps the
-        sorted selection whose ties go to the lower id, as the serving
-        index's.
-        """
-        count = k + 1 if skip_padding else k
-        n = logits.shape[-1]
-        unsorted = is_training(training) and (
-            n is None or n < TWO_STAGE_MIN_RATIO * count
-        )
-        if unsorted:
-            values, top = tf.math.top_k(logits, count, sorted=False)
-        else:
-            top = top_k_ids(logits, count)
-        if not skip_padding:
-            return top
-        is_padding = tf.equal(top, 0)
-        if unsorted:
-            smallest = tf.argmin(values, axis=1, output_type=tf.int32)
-        else:
-            smallest = tf.fill(tf.shape(top)[:1], k)
-        drop = tf.where(
-            tf.reduce_any(is_padding, axis=1),
-            tf.argmax(tf.cast(is_padding, tf.int32), 1, output_type=tf.int32),
-            smallest,
-        )
-        # Drop column `drop` of each row: the columns after it move left
-        # (cheaper than a boolean mask, and the shape stays static).
-        return tf.where(
-            tf.range(k)[None, :] < drop[:, None], top[:, :k], top[:, 1:]
-        )
-
-    def _rerank_scores(
-        self,
-        f_rerank: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        top: tf.Tensor,
-        vectors: tf.Tensor | None = None,
-    ) -> tf.Tensor:
-        if vectors is None:
-            vectors = tf.gather(table, top)
-        scores = tf.einsum("bd,bkd->bk", f_rerank, vectors)
-        if self.merge == "replace" and bias is not None:
-            scores += tf.gather(bias, top)
-        return scores
-
-    def _merge_scores(
-        self, logits: tf.Tensor, top: tf.Tensor, scores: tf.Tensor
-    ) -> tf.Tensor:
-        index = batch_indices(top)
-        if self.merge == "replace":
-            return tf.tensor_scatter_nd_update(logits, index, scores)
-        return tf.tensor_scatter_nd_add(logits, index, scores)
-
-    def _uses_history(self, training: Any, exclude_history: Any = None) -> bool:
-        return (
-            self.use_context
-            or self.use_pointer
-            or self._excluding(training, exclude_history)
-        )
-
-    def _check_ks(self, num_items: tf.Tensor, static_n: int | None) -> list:
-        checks = []
-        if not self.reranker_ks:
-            return checks
-        largest = max(self.reranker_ks)
-        if static_n is not None:
-            if largest >= static_n:
-                raise ValueError(
-                    "Every k in `reranker_ks` must be less than the number "
-                    f"of items N={static_n} (rows of the item table, "
-                    f"padding included). Received: reranker_ks="
-                    f"{self.reranker_ks}"
-                )
-        else:
-            checks.append(
-                tf.debugging.assert_less(
-                    tf.constant(largest),
-                    num_items,
-                    message="every k in reranker_ks must be < number of items",
-                )
-            )
-        return checks
-
-    def _stages(self) -> list:
-        """``(k, projection)`` of the rerankers in cascade order (largest
-        ``k`` first)."""
-        return sorted(
-            zip(self.reranker_ks, self.reranker_projections),
-            key=lambda pair: -pair[0],
-        )
-
-    def _select_stages(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
-        f_reranks: list | None = None,
-    ) -> tuple:
-        """The gradient-free base product and the rerankers' sets.
-
-        ``f_reranks``: the rerankers' projections of ``query`` in cascade
-        order, if already taken (else they are taken here).
-
-        Returns:
-            ``(product, selected)``: float32 ``[B, N]``, ``f_V E^T``
-            without gradient (no bias), and ``(top, f_rerank)`` per stage
-            in cascade order (largest ``k`` first), each ``top`` a
-            ``[B, k]`` set chosen on the gradient-free running logits
-            (padding skipped when masked).
-        """
-        frozen_table = tf.stop_gradient(table)
-        frozen_bias = None if bias is None else tf.stop_gradient(bias)
-        product = tf.matmul(
-            tf.stop_gradient(f_base), frozen_table, transpose_b=True
-        )  # [B, N]
-        running = product if bias is None else product + frozen_bias
-        stages = self._stages()
-        selected = []
-        for j, (k, projection) in enumerate(stages):
-            top = self._select(running, k, self.mask_padding, training)
-            if f_reranks is None:
-                f_rerank = self._project(projection, query, training)
-            else:
-                f_rerank = f_reranks[j]
-            selected.append((top, f_rerank))
-            if j + 1 < len(stages):
-                scores = self._rerank_scores(
-                    tf.stop_gradient(f_rerank), frozen_table, frozen_bias, top
-                )
-                running = self._merge_scores(running, top, scores)
-        return product, selected
-
-    def _read_inputs(
+    def read_inputs(
         self,
         inputs: Any,
         item_embeddings: Any,
@@ -807,13 +450,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         units = self.output_dim or hidden.shape[-1]
         sources = None
         if rows_only:
-            sources = _row_sources(item_embeddings, item_bias, units)
+            sources = row_sources(item_embeddings, item_bias, units)
         if sources is not None:
             table, bias = sources
         else:
             table, bias = as_item_table(item_embeddings, item_bias, units)
         num_items = num_rows(table)
-        checks = self._check_ks(num_items, table.shape[0])
+        checks = self.check_ks(num_items, table.shape[0])
         check_ids_in_range("history_ids", ids, num_items)
         with tf.control_dependencies(checks):
             ids = tf.identity(ids)
@@ -838,7 +481,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             and self.rerank_within_candidates
             and is_training(training)
         )
-        hidden, ids, layers, last, table, bias = self._read_inputs(
+        hidden, ids, layers, last, table, bias = self.read_inputs(
             inputs, item_embeddings, item_bias, rows_only=rows_only
         )
         # (`tf.shape` of a variable would read it whole.)
@@ -847,10 +490,11 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             candidate_ids = candidate_ids_tensor(candidate_ids, num_items)
 
         valid = tf.not_equal(ids, 0)
-        query = self._query(hidden, ids, layers, last)
-        f_base = self._project(self.base_projection, query, training)
+        query = self.query(hidden, ids, layers, last)
+        f_base = self.project(self.base_projection, query, training)
         if candidate_ids is not None:
-            return self._candidate_call(
+            return cpr_candidates.candidate_call(
+                self,
                 query,
                 f_base,
                 hidden,
@@ -863,240 +507,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 exclude_history,
             )
 
-        uses_history = self._uses_history(training, exclude_history)
-        # With a history scatter, padding is masked by that same scatter
-        # (one [B, N] pass fewer).
-        pad_in_scatter = self.mask_padding and uses_history
-        # The product f_V E^T is computed once, without gradient; the
-        # selections read it, and `product_and_rows` gives it back
-        # with the matmul's gradient plus that of the gathered table rows,
-        # added in place (no separate sparse-to-dense table gradient).
-        product, selected = self._select_stages(
-            query, f_base, table, bias, training
-        )
-        product, history_vectors, stage_vectors = self._product_with_rows(
-            f_base, table, ids, product, selected, uses_history
-        )
-        logits, base_logits = self._reranked_logits(
-            product,
-            table,
-            bias,
-            num_items,
-            selected,
-            stage_vectors,
-            pad_in_scatter,
-        )
-        if uses_history:
-            logits = self._scatter_history(
-                logits,
-                query,
-                f_base,
-                hidden,
-                ids,
-                valid,
-                table,
-                bias,
-                training,
-                history_vectors,
-                pad_in_scatter,
-                exclude_history,
-            )
-
-        if return_base_logits:
-            return logits, base_logits
-        return logits
-
-    def _candidate_call(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidate_ids: tf.Tensor,
-        training: Any,
-        return_base_logits: bool,
-        exclude_history: Any = None,
-    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
-        """``call`` with ``candidate_ids``: the logits at the candidates.
-
-        With rerankers the cascade's sets are chosen over the whole
-        catalogue first (`_select_stages`); the candidates are then scored
-        by `softmax_cpr_candidates.candidate_logits`. In training with
-        ``rerank_within_candidates``, they are chosen among the candidates
-        and the history instead (`_within_candidates_call`).
-        """
-        if self.rerank_within_candidates and is_training(training):
-            return self._within_candidates_call(
-                query,
-                f_base,
-                hidden,
-                ids,
-                table,
-                bias,
-                candidate_ids,
-                training,
-                return_base_logits,
-            )
-        selected = None
-        if self.reranker_ks:
-            _, selected = self._select_stages(
-                query, f_base, table, bias, training
-            )
-        # The sets are chosen: score only the candidates, from their
-        # gathered rows. The gradient then reaches the table as
-        # sparse rows, not as a dense [N, d] product gradient that
-        # would make every optimizer step O(N).
-        return softmax_cpr_candidates.candidate_logits(
-            self,
-            query,
-            f_base,
-            hidden,
-            ids,
-            table,
-            bias,
-            candidate_ids,
-            None,
-            training,
-            stages=selected,
-            return_base_logits=return_base_logits,
-            exclude_history=exclude_history,
-        )
-
-    def _within_candidates_call(
-        self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        candidate_ids: tf.Tensor,
-        training: Any,
-        return_base_logits: bool,
-    ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
-        """Candidate logits, the cascade run over candidates and history.
-
-        Each row's pool is its candidates followed by its history; the
-        cascade ranks the pool (first occurrences, padding left out) as
-        ``call`` ranks the catalogue, and only the candidates' columns
-        are returned. No row of the table outside the pool is read.
-        """
-        count = tf.shape(candidate_ids)[-1]
-        if candidate_ids.shape.rank == 1:
-            candidate_ids = softmax_cpr_candidates.per_row(candidate_ids, ids)
-        pool = tf.concat([candidate_ids, ids], axis=1)
-        logits = softmax_cpr_candidates.candidate_logits(
-            self,
-            query,
-            f_base,
-            hidden,
-            ids,
-            table,
-            bias,
-            pool,
-            None,
-            training,
-            return_base_logits=return_base_logits,
-        )
-        if return_base_logits:
-            return tuple(x[:, :count] for x in logits)
-        return logits[:, :count]
-
-    def _product_with_rows(
-        self,
-        f_base: tf.Tensor,
-        table: tf.Tensor,
-        ids: tf.Tensor,
-        product: tf.Tensor,
-        selected: list,
-        uses_history: bool,
-    ) -> tuple:
-        """The base product with its gradient, and the rows ``call`` reads.
-
-        One gather of table rows for the history (if ``uses_history``)
-        and every stage's set, through `product_and_rows`.
-
-        Returns:
-            ``(product, history_vectors, stage_vectors)``: float32
-            ``[B, N]``, ``f_V E^T`` with gradient; ``table[ids]`` or None;
-            ``table[top]`` per stage of ``selected`` (None each if none is
-            gathered).
-        """
-        gathered = [top for top, _ in selected]
-        if uses_history:
-            gathered = [ids] + gathered
-        history_vectors, stage_vectors = None, [None] * len(selected)
-        if gathered:
-            sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
-            product, rows = product_and_rows(
-                f_base, table, tf.concat(gathered, axis=1), product
-            )
-            parts = tf.split(rows, sizes, axis=1)
-            if uses_history:
-                history_vectors, parts = parts[0], parts[1:]
-            stage_vectors = parts
-        else:
-            product = product_and_rows(f_base, table, None, product)
-        return product, history_vectors, stage_vectors
-
-    def _reranked_logits(
-        self,
-        product: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        num_items: tf.Tensor,
-        selected: list,
-        stage_vectors: list,
-        pad_in_scatter: bool,
-    ) -> tuple:
-        """The base logits, and the logits with the rerankers' terms merged.
-
-        Returns:
-            ``(logits, base_logits)``, float32 ``[B, N]``: padding masked
-            in ``base_logits`` (with ``mask_padding``) and in ``logits``
-            unless the history scatter masks it (``pad_in_scatter``).
-        """
-        logits = product if bias is None else product + bias
-        base_logits = logits
-        if self.mask_padding:
-            is_padding = tf.equal(tf.range(num_items), 0)
-            base_logits = tf.where(
-                is_padding, tf.constant(PADDING_LOGIT), logits
-            )
-            if not pad_in_scatter:
-                logits = base_logits
-
-        for (top, f_rerank), vectors in zip(selected, stage_vectors):
-            scores = self._rerank_scores(
-                f_rerank, table, bias, top, vectors=vectors
-            )
-            logits = self._merge_scores(logits, top, scores)
-        return logits, base_logits
-
-    def _scatter_history(
-        self,
-        logits: tf.Tensor,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
-        valid: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
-        history_vectors: tf.Tensor | None,
-        pad_in_scatter: bool,
-        exclude_history: Any = None,
-    ) -> tf.Tensor:
-        """``logits`` with the history partition's values written in (C, P).
-
-        One scatter of the ``<= L`` history logits (`_history_values`),
-        which also masks padding when ``pad_in_scatter``.
-        """
-        equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
-        values = self._history_values(
+        logits, base_logits = self.catalogue_logits(
             query,
             f_base,
             hidden,
@@ -1104,35 +515,13 @@ class SoftmaxCPR(tf.keras.layers.Layer):
             valid,
             table,
             bias,
+            num_items,
             training,
-            history_vectors,
-            equal,
-            exclude_history=exclude_history,
+            exclude_history,
         )
-        # Padding positions write the padding logit.
-        if self.mask_padding:
-            values = tf.where(valid, values, PADDING_LOGIT)
-        else:
-            values = tf.where(valid, values, logits[:, :1])
-        # Every occurrence of an item writes the first occurrence's
-        # value; only that one carries the gradient (a scatter with
-        # duplicate indices would count it once per occurrence).
-        first = tf.argmax(
-            tf.cast(equal, tf.int32), axis=2, output_type=tf.int32
-        )
-        is_first = tf.equal(first, tf.range(tf.shape(ids)[1])[None, :])
-        copies = tf.stop_gradient(tf.gather(values, first, batch_dims=1))
-        values = tf.where(is_first, values, copies)
-        columns = ids
-        if pad_in_scatter:  # also rows without padding positions
-            zeros = tf.zeros_like(ids[:, :1])
-            columns = tf.concat([ids, zeros], axis=1)
-            values = tf.concat(
-                [values, tf.cast(zeros, tf.float32) + PADDING_LOGIT], 1
-            )
-        return tf.tensor_scatter_nd_update(
-            logits, batch_indices(columns), values
-        )
+        if return_base_logits:
+            return logits, base_logits
+        return logits
 
     # ---------------------------------------------------------- training loss
 
@@ -1145,29 +534,17 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any = None,
         rank_labels: Any = None,
     ) -> tuple:
-        """The training loss of ``call``'s logits, without writing them.
+        """`OutputHead.cross_entropy`: the loss without writing the logits.
 
         What ``tf.nn.sparse_softmax_cross_entropy_with_logits`` gives on
         ``call``'s logits and on its base logits (``return_base_logits``),
-        and ``tfrec_tricks.evaluation.full_ranking.tf_target_ranks`` of the
-        logits, from
-        the same inputs, with the partitions' logits never written into a
-        ``[B, N]`` tensor (`partitioned_cross_entropy`): one pass over
-        ``[B, N]`` for both normalisers instead of two scatters forward,
-        two backward and two cross-entropies.
-
-        Args:
-            inputs, item_embeddings, item_bias, training: as ``call``'s.
-            labels: int ``[B]``, the items whose cross-entropy is taken.
-            rank_labels: int ``[B]`` or None. The items to rank (for
-                example the true targets when ``labels`` are perturbed);
-                None ranks ``labels``.
-
-        Returns:
-            ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
-            each.
+        and the ranks, with the partitions' logits never written into a
+        ``[B, N]`` tensor (``cpr_loss``, `partitioned_cross_entropy`): one
+        pass over ``[B, N]`` for both normalisers instead of two scatters
+        forward, two backward and two cross-entropies. Arguments and
+        returns: see `OutputHead.cross_entropy`.
         """
-        return softmax_cpr_loss.cross_entropy(
+        return cpr_loss.cross_entropy(
             self,
             inputs,
             item_embeddings,
@@ -1186,35 +563,18 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         training: Any = None,
         labels: Any = None,
     ) -> tuple:
-        """`cross_entropy` at every target position of every row.
+        """`OutputHead.position_cross_entropy`, without expanding the rows.
 
-        Position ``p`` of row ``b`` counts as its own example: the history
-        cut after ``p``, read at ``p`` (``h``, the Mi window, the context
-        and pointer over positions ``<= p``), as
-        ``SequentialRetrievalModel.expand_positions`` would give it. The
-        states of a causal encoder up to ``p`` are those of the cut
-        history, so the values are those of `cross_entropy` on the
-        expanded rows, without expanding them: the context, pointer and
-        base logits of the history come from ``[B, L, L]`` products of
-        the projections at every position with the history's table rows,
-        not from a ``[M, L, d]`` copy of the states per target.
-
-        Args:
-            inputs, item_embeddings, item_bias, training: as ``call``'s.
-                ``inputs`` must not hold ``"last_positions"``.
-            position_targets: int ``[B, L']``, the target after each
-                position, 0 where none (``L' >= L``; columns past ``L``
-                are ignored).
-            labels: int ``[M]`` or None. The items whose cross-entropy is
-                taken, one per target in row-major order (for example the
-                targets perturbed); None takes the targets.
-
-        Returns:
-            ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[M]``
-            each, in row-major order of the targets; ranks are the true
-            targets'.
+        The values are those of `cross_entropy` on the rows expanded per
+        target position (``h``, the Mi window, the context and pointer
+        over positions ``<= p``), without expanding them: the context,
+        pointer and base logits of the history come from ``[B, L, L]``
+        products of the projections at every position with the history's
+        table rows, not from a ``[M, L, d]`` copy of the states per
+        target. Arguments and returns: see
+        `OutputHead.position_cross_entropy`.
         """
-        return softmax_cpr_loss.position_cross_entropy(
+        return cpr_loss.position_cross_entropy(
             self,
             inputs,
             item_embeddings,
@@ -1283,9 +643,9 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         Example:
 
         >>> import tensorflow as tf
-        >>> import tfrec_tricks.layers
+        >>> import tfrec_tricks.heads
         >>> from tfrec_tricks.layers.top_k import top_k_positions
-        >>> head = tfrec_tricks.layers.SoftmaxCPR(reranker_ks=(3,))
+        >>> head = tfrec_tricks.heads.SoftmaxCPR(reranker_ks=(3,))
         >>> inputs = {
         ...     "hidden_states": tf.random.normal((2, 4, 8)),
         ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
@@ -1303,7 +663,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         >>> bool(tf.reduce_all(best == expected))
         True
         """
-        return softmax_cpr_candidates.top_k_candidates(
+        return cpr_candidates.top_k_candidates(
             self,
             inputs,
             item_embeddings,
@@ -1382,8 +742,8 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         Example:
 
         >>> import tensorflow as tf
-        >>> import tfrec_tricks.layers
-        >>> head = tfrec_tricks.layers.SoftmaxCPR(reranker_ks=())
+        >>> import tfrec_tricks.heads
+        >>> head = tfrec_tricks.heads.SoftmaxCPR(reranker_ks=())
         >>> inputs = {
         ...     "hidden_states": tf.random.normal((2, 4, 8)),
         ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
@@ -1396,7 +756,7 @@ class SoftmaxCPR(tf.keras.layers.Layer):
         ...     tf.abs(scores - full) < 1e-5)))
         (2, 3) True
         """
-        return softmax_cpr_candidates.score_candidates(
+        return cpr_candidates.score_candidates(
             self,
             inputs,
             item_embeddings,
@@ -1421,8 +781,6 @@ class SoftmaxCPR(tf.keras.layers.Layer):
                 "merge": self.merge,
                 "dropout": self.dropout,
                 "exclude_history": self.exclude_history,
-                "mask_padding": self.mask_padding,
-                "output_dim": self.output_dim,
                 "start_as_softmax": self.start_as_softmax,
                 "rerank_within_candidates": self.rerank_within_candidates,
                 "kernel_initializer": tf.keras.initializers.serialize(

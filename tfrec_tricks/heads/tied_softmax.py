@@ -4,12 +4,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.heads.output_head import OutputHead
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
     as_item_table,
     batch_indices,
     candidate_ids_tensor,
-    check_head_arguments,
     check_ids_in_range,
     first_occurrences,
     history_positions,
@@ -24,7 +24,7 @@ from tfrec_tricks.serialization import register
 
 
 @register
-class TiedSoftmax(tf.keras.layers.Layer):
+class TiedSoftmax(OutputHead):
     """Softmax over the item table, optionally ranking the history last.
 
     With ``h`` the hidden state at the true last position of each history
@@ -90,8 +90,8 @@ class TiedSoftmax(tf.keras.layers.Layer):
     Example:
 
     >>> import tensorflow as tf
-    >>> import tfrec_tricks.layers
-    >>> head = tfrec_tricks.layers.TiedSoftmax(exclude_history=True)
+    >>> import tfrec_tricks.heads
+    >>> head = tfrec_tricks.heads.TiedSoftmax(exclude_history=True)
     >>> inputs = {
     ...     "hidden_states": tf.random.normal((2, 3, 4)),
     ...     "history_ids": tf.constant([[0, 5, 2], [7, 1, 0]]),
@@ -119,9 +119,9 @@ class TiedSoftmax(tf.keras.layers.Layer):
         cosine_temperature: float | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("autocast", False)
-        super().__init__(**kwargs)
-        check_head_arguments(0.0, output_dim)
+        super().__init__(
+            mask_padding=mask_padding, output_dim=output_dim, **kwargs
+        )
         if cosine_temperature is not None and not (
             isinstance(cosine_temperature, (int, float))
             and not isinstance(cosine_temperature, bool)
@@ -132,8 +132,6 @@ class TiedSoftmax(tf.keras.layers.Layer):
                 f"Received: cosine_temperature={cosine_temperature!r}"
             )
         self.exclude_history = bool(exclude_history)
-        self.output_dim = output_dim
-        self.mask_padding = bool(mask_padding)
         self.cosine_temperature = (
             None if cosine_temperature is None else float(cosine_temperature)
         )
@@ -149,12 +147,6 @@ class TiedSoftmax(tf.keras.layers.Layer):
     def has_index(self) -> bool:
         """Whether `top_k_candidates` is an exact index: it is (one query)."""
         return True
-
-    @property
-    def has_cross_entropy(self) -> bool:
-        """Whether the head computes its own training loss: no, the
-        cross-entropy of the logits is already the cheapest."""
-        return False
 
     def excludes_history(self, training: Any) -> bool:
         """Whether ``call`` ranks the history's items last: with
@@ -277,8 +269,8 @@ class TiedSoftmax(tf.keras.layers.Layer):
         Example:
 
         >>> import tensorflow as tf
-        >>> import tfrec_tricks.layers
-        >>> head = tfrec_tricks.layers.TiedSoftmax()
+        >>> import tfrec_tricks.heads
+        >>> head = tfrec_tricks.heads.TiedSoftmax()
         >>> inputs = {"hidden_states": tf.ones((1, 1, 1)),
         ...           "history_ids": tf.constant([[2]])}
         >>> table = tf.constant([[0.0], [3.0], [1.0], [2.0]])
@@ -291,7 +283,7 @@ class TiedSoftmax(tf.keras.layers.Layer):
         table, bias = as_item_table(
             self._scored_table(item_embeddings), item_bias
         )
-        count = min(int(k), num_rows(item_embeddings) - 1)
+        count = min(self.check_k(k), num_rows(item_embeddings) - 1)
         if count == 0:
             if extra_ids is None:
                 extra_ids = tf.zeros_like(ids[:, :0])
@@ -379,8 +371,6 @@ class TiedSoftmax(tf.keras.layers.Layer):
         config.update(
             {
                 "exclude_history": self.exclude_history,
-                "output_dim": self.output_dim,
-                "mask_padding": self.mask_padding,
                 "cosine_temperature": self.cosine_temperature,
             }
         )

@@ -1,13 +1,22 @@
-"""Keras layers of tfrec_tricks; each works under tf-keras and Keras 3."""
+"""Keras layers of tfrec_tricks; each works under tf-keras and Keras 3.
 
-from tfrec_tricks.layers.mixture_of_softmax import MixtureOfSoftmax
+The output heads (`SoftmaxCPR`, `TiedSoftmax`, `MixtureOfSoftmax`) live in
+``tfrec_tricks.heads``, which builds on this package's helpers
+(``common``, ``top_k``); they are re-exported here, on first access
+(PEP 562 ``__getattr__``), so that importing ``tfrec_tricks.heads`` first
+never meets a half-initialised ``tfrec_tricks.layers``.
+"""
+
+from typing import Any
+
 from tfrec_tricks.layers.soft_one_hot_encoding import SoftOneHotEncoding
-from tfrec_tricks.layers.softmax_cpr import SoftmaxCPR
 from tfrec_tricks.layers.stochastic_shared_embedding import (
     StochasticSharedEmbedding,
 )
 from tfrec_tricks.layers.tied_item_embedding import TiedItemEmbedding
-from tfrec_tricks.layers.tied_softmax import TiedSoftmax
+
+# The heads re-exported from tfrec_tricks.heads (the import paths of old).
+_HEADS = ("MixtureOfSoftmax", "SoftmaxCPR", "TiedSoftmax")
 
 __all__ = [
     "MixtureOfSoftmax",
@@ -17,3 +26,18 @@ __all__ = [
     "TiedItemEmbedding",
     "TiedSoftmax",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The heads of ``tfrec_tricks.heads``, imported on first access."""
+    if name in _HEADS:
+        from tfrec_tricks import heads
+
+        return getattr(heads, name)
+    raise AttributeError(
+        f"module 'tfrec_tricks.layers' has no attribute {name!r}"
+    )
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_HEADS))

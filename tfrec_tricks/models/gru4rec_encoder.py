@@ -1,5 +1,7 @@
 """GRU4Rec's sequence encoder."""
 
+from typing import Any
+
 import tensorflow as tf
 
 from tfrec_tricks.serialization import register
@@ -50,6 +52,21 @@ class GRU4RecEncoder(tf.keras.layers.Layer):
         self.hidden_dim = hidden_dim
         self.num_layers = num_layers
         self.dropout = dropout
+
+    @classmethod
+    def from_model_config(
+        cls, config: Any, hidden_dim: int, **kwargs
+    ) -> "GRU4RecEncoder":
+        """The encoder a ``ModelConfig`` names (``encoder="gru4rec"``).
+
+        The model's own dropouts surround it, so its layers get none.
+
+        Args:
+            config: a ``tfrec_tricks.models.ModelConfig``.
+            hidden_dim: int, the encoder's width.
+            **kwargs: base layer keyword arguments (e.g. ``name``).
+        """
+        return cls(hidden_dim, config.num_layers, dropout=0.0, **kwargs)
 
     def build(self, input_shape):
         self.dropouts = [

@@ -1,5 +1,7 @@
 """HSTU's sequence encoder: pointwise (SiLU) causal attention blocks."""
 
+from typing import Any
+
 import tensorflow as tf
 
 from tfrec_tricks.models.positional_inputs import (
@@ -100,6 +102,27 @@ class HSTUEncoder(tf.keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.attention_dropout = attention_dropout
+
+    @classmethod
+    def from_model_config(
+        cls, config: Any, hidden_dim: int, **kwargs
+    ) -> "HSTUEncoder":
+        """The encoder a ``ModelConfig`` names (``encoder="hstu"``).
+
+        Args:
+            config: a ``tfrec_tricks.models.ModelConfig``.
+            hidden_dim: int, the encoder's width.
+            **kwargs: base layer keyword arguments (e.g. ``name``).
+        """
+        return cls(
+            hidden_dim,
+            config.max_len,
+            num_layers=config.num_layers,
+            num_heads=config.num_heads,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            **kwargs,
+        )
 
     def build(self, input_shape):
         policy = self.dtype_policy

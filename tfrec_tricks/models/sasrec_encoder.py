@@ -1,5 +1,7 @@
 """SASRec's sequence encoder: causal self-attention blocks."""
 
+from typing import Any
+
 import tensorflow as tf
 
 from tfrec_tricks.models.config import SASREC_NORMS as NORMS
@@ -113,6 +115,29 @@ class SASRecEncoder(tf.keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.ffn_dim = ffn_dim
         self.norm = norm
+
+    @classmethod
+    def from_model_config(
+        cls, config: Any, hidden_dim: int, **kwargs
+    ) -> "SASRecEncoder":
+        """The encoder a ``ModelConfig`` names (``encoder="sasrec"``).
+
+        Args:
+            config: a ``tfrec_tricks.models.ModelConfig``.
+            hidden_dim: int, the encoder's width.
+            **kwargs: base layer keyword arguments (e.g. ``name``).
+        """
+        return cls(
+            hidden_dim,
+            config.max_len,
+            ffn_dim=config.ffn_dim,
+            norm=config.sasrec_norm,
+            num_layers=config.num_layers,
+            num_heads=config.num_heads,
+            dropout=config.dropout,
+            attention_dropout=config.attention_dropout,
+            **kwargs,
+        )
 
     def build(self, input_shape):
         policy = self.dtype_policy

@@ -1,8 +1,9 @@
-"""Applications built on the building blocks: runs, ablation, headroom.
+"""Applications built on the building blocks: training runs, ablations.
 
-``tfrec_tricks.training.training`` (``train``, ``load_model``) trains and
-evaluates one run into a run directory (``run_directory``);
-``ablation`` trains the paper's variants; ``repeat_headroom`` measures
-what a repeat / explore switch could add to a model's ranking. The
-``tfrec-tricks`` command line drives them.
+``tfrec_tricks.training.training.train`` trains and evaluates one run into
+a run directory (``run_directory``), one phase per module: ``resumption``
+(a new, interrupted or finished run), ``training_data``, ``fit``,
+``evaluate`` and ``persistence`` (``load_model`` reads a run's model
+back). ``ablation`` trains the paper's variants. The ``tfrec-tricks``
+command line drives them.
 """

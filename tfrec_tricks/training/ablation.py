@@ -13,11 +13,9 @@ import os
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
-from tfrec_tricks.training.training import (
-    TrainConfig,
-    finished_metrics,
-    train,
-)
+from tfrec_tricks.training.resumption import finished_metrics
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training import train
 
 # The paper's CPR: no loss on the base logits (``--cpr-base-loss 0``).
 _PAPER_CPR = {"head": "cpr", "cpr_base_loss": 0.0}
@@ -145,7 +143,7 @@ def run_ablation(
             config = dataclasses.replace(
                 base,
                 name=f"{base.run_name}-{row_slug(row)}-dropout{dropout}",
-                model={**base.model, **ROWS[row], "dropout": dropout},
+                model=base.model.with_values(**ROWS[row], dropout=dropout),
             )
             metrics = None if overwrite else finished_metrics(config)
             if verbose:

@@ -1,9 +1,16 @@
-"""``train --eval-negatives N``: the papers' sampled protocol beside ours.
+"""A trained run's metrics: full ranking, and the papers' protocols beside.
 
-SASRec and SSE-PT report MovieLens-1M with 100 sampled negatives per
-example (``tfrec_tricks.evaluation.sampled_ranking``). ``train`` then also
-ranks each
-validation and test target against ``N`` items the user had not
+``evaluate_run`` ranks each validation and test target against the whole
+catalogue (the test split also by target kind: a repeat of an item of the
+history, or a new item), and adds the protocols a run asks for:
+``--eval-negatives N`` (sampled negatives) and ``--eval-seen-excluded``
+(the user's seen items ranked last). ``format_results`` is the table
+``train`` prints.
+
+``train --eval-negatives N``: SASRec and SSE-PT report MovieLens-1M with
+100 sampled negatives per example
+(``tfrec_tricks.evaluation.sampled_ranking``). ``train`` then also ranks
+each validation and test target against ``N`` items the user had not
 interacted with before it, besides the full ranking it always reports. The
 two are not comparable: the sampled numbers are much higher.
 
@@ -22,16 +29,20 @@ left besides those seen is ranked against all of them, and ``train``
 prints how many examples that was.
 """
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.evaluation.full_ranking import (
+    metrics_by_target_kind,
     metrics_from_ranks,
     target_ranks,
+    tf_target_ranks,
 )
 from tfrec_tricks.evaluation.sampled_ranking import distinct_sampled_ranks
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training_data import TrainingData
 
 
 class SeenItems:
@@ -194,3 +205,189 @@ def history_kept_metrics(
         targets = batch["target"].numpy().reshape(-1)
         ranks.append(target_ranks(scores.numpy(), targets))
     return metrics_from_ranks(np.concatenate(ranks), tuple(ks))
+
+
+EVAL_BATCH_SIZE = 512
+
+
+# Evaluation scores a batch against the whole catalogue: its [B, N] float32
+# logits are kept near this many values (256 MB), so a large catalogue
+# evaluates in smaller batches rather than running out of memory.
+EVAL_LOGITS_BUDGET = 1 << 26
+
+
+def eval_batch_size(num_items: int) -> int:
+    """Evaluation rows per batch for a catalogue of ``num_items``.
+
+    >>> eval_batch_size(3_000), eval_batch_size(1_000_001)
+    (512, 67)
+    """
+    return max(1, min(EVAL_BATCH_SIZE, EVAL_LOGITS_BUDGET // max(num_items, 1)))
+
+
+def evaluate_run(
+    model: tf.keras.Model,
+    inputs: Any,
+    data: TrainingData,
+    config: TrainConfig,
+    verbose: int,
+) -> dict:
+    """Validation and test metrics of the trained model (full ranking, by
+    target kind, and the sampled or seen-excluded protocols if asked).
+
+    ``inputs`` are the run's ``FitInputs``: the validation data as fit
+    read it (distributed under a strategy).
+    """
+    metric_ks = model.config.metric_ks
+    results = {
+        "validation": _ranking_metrics(
+            model, inputs.validation, inputs.validation_steps
+        )
+    }
+    results["test"], results["test_by_target"] = _test_metrics(
+        model,
+        data.batches(
+            "test",
+            eval_batch_size(data.num_items),
+            bucket_by_length=config.bucket_by_length,
+        ),
+        metric_ks,
+    )
+    if config.eval_negatives or config.eval_seen_excluded:
+        results.update(
+            _seen_item_results(model, data, config, metric_ks, verbose)
+        )
+    return results
+
+
+def _ranking_metrics(
+    model: tf.keras.Model, dataset: Any, steps: int | None = None
+) -> dict:
+    values = model.evaluate(dataset, steps=steps, return_dict=True, verbose=0)
+    names = [m.name for m in model.ranking_metrics]
+    return {name: float(values[name]) for name in names}
+
+
+def _test_metrics(
+    model: tf.keras.Model, test_ds: tf.data.Dataset, ks: tuple
+) -> tuple[dict, dict]:
+    """Overall and repeat / new test metrics, from one pass over the test set.
+
+    Both come from the same full-catalogue target ranks (what
+    ``model.evaluate`` averages), so the two kinds weight back exactly into
+    the overall metric.
+    """
+
+    # The ranks come from the logits in the graph: only [B] ranks leave
+    # it, not [B, N] logits (at 1M items, 268 MB per batch of 67 rows).
+    @tf.function(reduce_retracing=True)
+    def batch_ranks(batch):
+        return tf_target_ranks(model(batch, training=False), batch["target"])
+
+    ranks, histories, targets = [], [], []
+    for batch in test_ds:
+        ranks.append(batch_ranks(batch).numpy().astype(np.int64))
+        histories.append(batch["history"].numpy())
+        targets.append(batch["target"].numpy().reshape(-1))
+    ranks = np.concatenate(ranks)
+    by_kind = metrics_by_target_kind(
+        ranks, np.concatenate(histories), np.concatenate(targets), ks
+    )
+    return metrics_from_ranks(ranks, ks), by_kind
+
+
+def _seen_item_results(
+    model: tf.keras.Model,
+    data: TrainingData,
+    config: TrainConfig,
+    ks: tuple,
+    verbose: int = 1,
+) -> dict:
+    """The protocols that need each user's seen items: validation and test
+    metrics against ``config.eval_negatives`` sampled negatives, and with
+    the seen items ranked last (``config.eval_seen_excluded``)."""
+    batch_size = eval_batch_size(data.num_items)
+    seen = seen_items(data.batches("train", batch_size))
+    results = {}
+    if config.eval_negatives:
+        results["eval_negatives"] = config.eval_negatives
+        for split in ("validation", "test"):
+            results[f"{split}_sampled"] = sampled_metrics(
+                model,
+                data.batches(split, batch_size),
+                seen,
+                config.eval_negatives,
+                config.seed,
+                ks,
+                log=lambda line, split=split: _log(verbose, f"{split}: {line}"),
+            )
+    if config.eval_seen_excluded:
+        for split in ("validation", "test"):
+            results[f"{split}_seen_excluded"] = seen_excluded_metrics(
+                model, data.batches(split, batch_size), seen, ks
+            )
+        if model.head.excludes_history(False):
+            # Its full ranking already ranks the history last: the plain
+            # ranking of the same weights is the third protocol to show.
+            for split in ("validation", "test"):
+                results[f"{split}_history_kept"] = history_kept_metrics(
+                    model, data.batches(split, batch_size), ks
+                )
+    return results
+
+
+def _log(verbose: int, message: str) -> None:
+    if verbose:
+        print(message, flush=True)
+
+
+def training_minutes(results: dict) -> float:
+    """A run's training minutes from its metrics: epochs times their
+    median (an estimate that needs no clock around a reused run; 0 for a
+    run without epoch times)."""
+    seconds = results.get("seconds_per_epoch_median") or 0.0
+    return seconds * (results.get("epochs_run") or 0) / 60
+
+
+def format_results(results: dict, run_dir: str) -> str:
+    """The final table printed after training."""
+    names = list(results["validation"])
+    width = max(len(n) for n in names) + 2
+    lines = ["", f"{'split':<12}" + "".join(f"{n:>{width}}" for n in names)]
+    for split in ("validation", "test"):
+        row = "".join(f"{results[split][n]:>{width}.4f}" for n in names)
+        lines.append(f"{split:<12}{row}")
+    kinds = results.get("test_by_target", {})
+    for kind in ("repeat", "new"):
+        part = kinds.get(kind, {})
+        if len(part) > 1:
+            row = "".join(f"{part[n]:>{width}.4f}" for n in names)
+            label = f"test {kind}"
+            lines.append(f"{label:<12}{row}   ({part['share']:.0%} of test)")
+    for split in ("validation", "test"):
+        sampled = results.get(f"{split}_sampled")
+        if sampled:
+            row = "".join(f"{sampled[n]:>{width}.4f}" for n in names)
+            lines.append(
+                f"{split:<12}{row}   ({results['eval_negatives']} sampled "
+                "negatives: not full ranking)"
+            )
+    for split in ("validation", "test"):
+        excluded = results.get(f"{split}_seen_excluded")
+        if excluded:
+            row = "".join(f"{excluded[n]:>{width}.4f}" for n in names)
+            lines.append(f"{split:<12}{row}   (seen items ranked last)")
+    for split in ("validation", "test"):
+        kept = results.get(f"{split}_history_kept")
+        if kept:
+            row = "".join(f"{kept[n]:>{width}.4f}" for n in names)
+            lines.append(f"{split:<12}{row}   (history kept: plain ranking)")
+    seconds = results["seconds_per_epoch_median"]
+    # None when this process trained no epoch (its fit had ended before).
+    timing = "" if seconds is None else f", median {seconds:.1f} s/epoch"
+    lines.append(
+        f"\n{results['epochs_run']} epochs{timing}, "
+        f"{results['num_parameters']:,} parameters. "
+        f"Run directory: {run_dir}"
+    )
+    return "\n".join(lines)

@@ -1,8 +1,9 @@
 """``--head auto``: the output head chosen from the training data.
 
 ``auto`` is a training run's default: a ``TrainConfig`` whose model names
-no head (``tfrec-tricks train`` without ``--head``) gets one from its
-data. A ``ModelConfig`` is one model and defaults to ``softmax``.
+no head (``tfrec-tricks train`` without ``--head``: ``ModelOptions.head``
+is ``auto``) gets one from its data. A ``ModelConfig`` is one model and
+defaults to ``softmax``.
 
 Whether the next item repeats one the user had before decides which head
 pays, and the training data says how often it does: the share of training
@@ -25,6 +26,8 @@ behind them: docs/decisions.md#head-auto.
 """
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.statistics import TrainingStatistics
@@ -38,16 +41,6 @@ FEW_REPEATS = 0.01
 MANY_REPEATS = 0.05
 #: Encoders whose softmax copies from the history as well as CPR does.
 COPYING_ENCODERS = ("sasrec",)
-
-
-def requested_head(model: dict) -> str:
-    """The head a run's ``model`` settings ask for: ``AUTO_HEAD`` when
-    they name none.
-
-    >>> requested_head({}), requested_head({"head": "cpr"})
-    ('auto', 'cpr')
-    """
-    return model.get("head", AUTO_HEAD)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,13 +121,14 @@ def choose_head(repeat_share: float, encoder: str) -> HeadChoice:
 
 
 def head_for_data(
-    model: dict, statistics: TrainingStatistics, num_items: int
+    model: Mapping[str, Any], statistics: TrainingStatistics, num_items: int
 ) -> HeadChoice:
     """The head ``auto`` chooses for ``model``'s settings on this data.
 
     Args:
-        model: a run's model settings (``TrainConfig.model``); its encoder
-            and reranker sizes, or ``ModelConfig``'s defaults.
+        model: a run's model settings (``TrainConfig.model``, or a
+            search's fixed settings): its encoder and reranker sizes, or
+            ``ModelConfig``'s defaults.
         statistics: the training data's ``TrainingStatistics``.
         num_items: int. The catalogue's size, padding included.
 
@@ -154,6 +148,8 @@ def head_for_data(
             "prepared dataset (written by an earlier version) does not "
             "record: run `tfrec-tricks prepare` again, or pass --head."
         )
+    # A search's fixed settings hold training options too (batch_size):
+    # only the two model fields are read.
     encoder = model.get("encoder", field_default(ModelConfig, "encoder"))
     choice = choose_head(share, encoder)
     ks = model.get(
@@ -189,9 +185,10 @@ def with_chosen_head(
         DataError: the data does not record its repeat share (a dataset
             prepared by an earlier version).
     """
-    model = config.model
-    if requested_head(model) != AUTO_HEAD:
+    if config.model.head != AUTO_HEAD:
         return config, None
-    choice = head_for_data(model, statistics, num_items)
-    chosen = dataclasses.replace(config, model={**model, "head": choice.head})
+    choice = head_for_data(config.model, statistics, num_items)
+    chosen = dataclasses.replace(
+        config, model=config.model.with_values(head=choice.head)
+    )
     return chosen, choice

@@ -23,7 +23,7 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.prepared_format import PREPARED_KIND
+from tfrec_tricks.data.prepared_format import PREPARED_KIND, read_metadata
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
@@ -296,3 +296,14 @@ def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
             "prepared dataset's apply) or prepare the data again."
         )
     return dataclasses.replace(config, **values)
+
+
+def resolved_config(config: TrainConfig) -> TrainConfig:
+    """``config``, with a prepared dataset's data options when it has one.
+
+    A prepared dataset is checked here (missing, half-written or of
+    another version: ``DataError``), before anything else happens.
+    """
+    if not config.prepared:
+        return config
+    return prepared_train_config(config, read_metadata(config.prepared))

@@ -274,6 +274,8 @@ RUN_ENTRIES = frozenset(
 )
 # The run's folders whose files Keras, TensorBoard or tf.train name.
 LIBRARY_FOLDERS = ("backup", "checkpoints", "tensorboard")
+# Per-epoch scalars and the run's settings (``tensorboard --logdir``).
+TENSORBOARD_DIR = "tensorboard"
 
 # A search retrains its best configurations as runs in its ``selection/``.
 RUN_DIRECTORY = TargetKind(

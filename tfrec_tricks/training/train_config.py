@@ -1,5 +1,6 @@
 """``TrainConfig``: a training run's data, budget and output settings."""
 
+import copy
 import dataclasses
 import os
 
@@ -9,11 +10,10 @@ from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.training.distribution import DISTRIBUTE_MODES
+from tfrec_tricks.training.model_options import ModelOptions
 from tfrec_tricks.training.optimizers import LR_SCHEDULES, OPTIMIZERS
 from tfrec_tricks.training.run_directory import check_run_name
 
-# ModelConfig fields that come from the data or the training options.
-DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
 #: The learning rate of a run that gives none: Adam's usual 1e-3 for prefix
 #: rows, 5e-3 for training windows, whose epochs have about 40x fewer
 #: optimizer steps: at 1e-3 early stopping ends them on a plateau
@@ -34,8 +34,9 @@ class TrainConfig:
     """A training run's data, budget and model settings (JSON-serialisable).
 
     Every field is also a flag of ``tfrec-tricks train`` (``data_path`` is
-    ``--data-path``); ``model`` holds ``ModelConfig`` overrides, the rest
-    of the model keeps ``ModelConfig``'s defaults.
+    ``--data-path``); ``model`` holds the ``ModelConfig`` fields the run
+    sets (``ModelOptions``; a dict is taken as one), the rest of the model
+    keeps ``ModelConfig``'s defaults.
 
     Example:
 
@@ -290,11 +291,15 @@ class TrainConfig:
         default_text="the data source name",
         validate=check_run_name,
     )
-    model: dict = option(
-        {}, "ModelConfig overrides (the model flags set them).", cli=False
+    model: ModelOptions = option(
+        {},
+        "the ModelConfig fields the run sets (the model flags set them).",
+        cli=False,
     )
 
     def __post_init__(self):
+        if not isinstance(self.model, ModelOptions):
+            self.model = ModelOptions(self.model)
         check_fields(self)
         if self.name is not None:
             check_run_name(self.name)
@@ -362,12 +367,19 @@ class TrainConfig:
                 cannot serve (``check_catalogue``).
         """
         self.check_catalogue(num_items)
-        return ModelConfig(
-            num_items=num_items,
-            max_len=self.max_len,
-            learning_rate=self.training_learning_rate(),
-            **self.model,
+        return self.model.resolve(
+            num_items, self.max_len, self.training_learning_rate()
         )
+
+    def to_dict(self) -> dict:
+        """The fields as JSON values, in order (``config.json``'s
+        ``train``; ``model`` as the plain dict of the fields it sets)."""
+        values = {
+            field.name: copy.deepcopy(getattr(self, field.name))
+            for field in dataclasses.fields(self)
+        }
+        values["model"] = self.model.to_dict()
+        return values
 
     def check_catalogue(self, num_items: int) -> None:
         """Refuses ``eval_negatives`` at or above the catalogue's real

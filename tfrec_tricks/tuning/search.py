@@ -62,8 +62,10 @@ from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
 from tfrec_tricks.training.run_directory import data_identity  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import prepare_in_memory  # noqa: E402
-from tfrec_tricks.training.training_data import data_files  # noqa: E402
+from tfrec_tricks.training.training_data import (  # noqa: E402
+    data_files,
+    prepare_in_memory,
+)
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     LIBRARY_FOLDERS,
@@ -585,7 +587,7 @@ def config_file(winner: TrainConfig, config: TrainConfig, num_items: int):
         name=f"{config.run_name}-tuned",
     )
     return {
-        "train": dataclasses.asdict(train_config),
+        "train": train_config.to_dict(),
         "model": train_config.model_config(num_items).to_dict(),
     }
 

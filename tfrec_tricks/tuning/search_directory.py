@@ -18,7 +18,6 @@ and ``search.json`` then records its SHA-256 beside the fingerprint's
 hash: the configuration and the search that chose it belong together.
 """
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -30,13 +29,13 @@ from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.training.resumption import LATER_OPTIONS
 from tfrec_tricks.training.run_directory import (
     PLACEMENT_OPTIONS,
     differences,
     read_fingerprint_file,
     resolved_data_paths,
 )
-from tfrec_tricks.training.training import LATER_OPTIONS
 
 SEARCH_FILE = "search.json"
 SEARCH_FORMAT = 1
@@ -94,7 +93,7 @@ def search_fingerprint(
     >>> differences(a, b)
     ['budget.seeds: 1 -> 2']
     """
-    values = resolved_data_paths(dataclasses.asdict(train))
+    values = resolved_data_paths(train.to_dict())
     values = {k: v for k, v in values.items() if k not in PLACEMENT_OPTIONS}
     # Through JSON, so that tuples and lists compare equal to a reread;
     # objects (a callback in the tuner options) by their repr.

@@ -18,9 +18,11 @@ import dataclasses
 import os
 from typing import Any
 
+from tfrec_tricks.training.evaluate import training_minutes
+from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
 from tfrec_tricks.training.run_directory import differences
-from tfrec_tricks.training.train_config import DERIVED_MODEL_FIELDS, TrainConfig
-from tfrec_tricks.training.training import train, training_minutes
+from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training import train
 
 DEFAULTS = "defaults"
 SELECTION_DIR = "selection"
@@ -170,7 +172,7 @@ def one_change_candidates(
         }
         config = dataclasses.replace(
             defaults,
-            model={**defaults.model, **changes},
+            model=defaults.model.with_values(**changes),
             **train_changes,
         )
         result.append(Candidate(f"defaults + {group}", config))

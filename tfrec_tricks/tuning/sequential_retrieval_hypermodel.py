@@ -1,4 +1,11 @@
-"""The KerasTuner search space over the techniques and the usual settings."""
+"""The KerasTuner hypermodel over the techniques and the usual settings.
+
+``SequentialRetrievalHyperModel`` declares the search space
+(``search_space``; values encoded as ``hyperparameter_values`` says),
+turns a trial's values into a ``ModelConfig``, builds the model and trains
+it on the trial's batches (``trial_batches``). Custom hyperparameters are
+checked value by value before the first trial (``custom_value_checks``).
+"""
 
 import dataclasses
 import time
@@ -8,16 +15,9 @@ from tfrec_tricks.tuning.keras_tuner_binding import import_keras_tuner
 
 keras_tuner = import_keras_tuner()
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfrec_tricks.config_fields import field_default  # noqa: E402
-from tfrec_tricks.data.pipeline import batch_arrays  # noqa: E402
-from tfrec_tricks.data.prefix_merging import merge_prefixes  # noqa: E402
-from tfrec_tricks.data.train_windows import (  # noqa: E402
-    merged_stride,
-    train_windows,
-)
+from tfrec_tricks.data.train_windows import merged_stride  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -26,273 +26,36 @@ from tfrec_tricks.models.config import (  # noqa: E402
     AUTO_HEAD,
     HEADS,
     SOFTMAX_HEADS,
-    default_head_dropout,
 )
 from tfrec_tricks.training.head_choice import head_for_data  # noqa: E402
 from tfrec_tricks.training.optimizers import make_optimizer  # noqa: E402
-from tfrec_tricks.training.train_config import (  # noqa: E402
-    TrainConfig,
-    default_learning_rate,
+from tfrec_tricks.tuning.custom_value_checks import (  # noqa: E402
+    check_custom_values,
 )
 
-# ModelConfig fields set from the data, never tuned.
-DATA_FIELDS = ("num_items", "max_len")
-# Fields whose value is a tuple; as hyperparameters they are comma-joined
-# strings, "none" for the empty tuple.
-TUPLE_FIELDS = ("cpr_reranker_ks", "features")
-NONE = "none"
-# Not ModelConfig fields: the training batch size, and the SSE switch that
-# the SSE probabilities are conditional on (off: both are 0).
-BATCH_SIZE = "batch_size"
-SSE = "sse"
-SSE_FIELDS = ("sse_item_probability", "sse_label_probability")
-# The SSE paper sweeps 0.01-0.2 (0: that side off).
-SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
-DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
-EVAL_BATCH_SIZE = 512
-RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
-
-
-def _default(name: str) -> Any:
-    """``ModelConfig``'s default of ``name``: the first trial's value."""
-    return field_default(ModelConfig, name)
-
-
-#: The encoders of the default search: ``"hstu"`` is left out until it is
-#: measured beside them, so that a default search stays the one measured.
-SEARCHED_ENCODERS = ("gru4rec", "sasrec")
-
-#: ModelConfig fields that only the softmax heads take: set, they narrow
-#: the searched heads to ``SOFTMAX_HEADS``.
-SOFTMAX_HEAD_SETTINGS = ("cosine_temperature", "num_sampled_negatives")
-
-
-def _default_space(
-    feature_names: list[str],
-    num_items: int,
-    head: str | None = None,
-    train_windows: bool = False,
-    first_head: str = "softmax",
-    heads: tuple = HEADS,
-) -> list:
-    """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
-
-    The first trial must train what ``train`` trains, and three of its
-    defaults depend on other settings: the head on the data
-    (``first_head``, ``--head auto``'s choice), the head dropout on a fixed
-    ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
-    (``train_windows``: 5e-3, else 1e-3). ``heads`` are the heads searched
-    (the softmax heads alone with cosine scores).
-
-    The rows, in this order: the encoder's, the optimisation's, the
-    regularisers' (tied embeddings, SSE), the input features' and the
-    head's.
-    """
-    return [
-        *_encoder_rows(),
-        *_optimisation_rows(train_windows),
-        *_regularisation_rows(),
-        *_feature_rows(feature_names),
-        *_head_rows(num_items, head, first_head, heads),
-    ]
-
-
-def _encoder_rows() -> list:
-    """The encoder, its size and its dropout."""
-    return [
-        ("encoder", "Choice", {"values": list(SEARCHED_ENCODERS)}, None),
-        (
-            "embedding_dim",
-            "Choice",
-            {"values": [32, 64, 128], "default": _default("embedding_dim")},
-        ),
-        ("num_layers", "Int", {"min_value": 1, "max_value": 2}),
-        (
-            "num_heads",
-            "Choice",
-            {"values": [1, 2, 4], "default": _default("num_heads")},
-            ("encoder", ["sasrec"]),
-        ),
-        (
-            "dropout",
-            "Float",
-            {
-                "min_value": 0.0,
-                "max_value": 0.5,
-                "step": 0.1,
-                "default": _default("dropout"),
-            },
-        ),
-    ]
-
-
-def _optimisation_rows(train_windows: bool) -> list:
-    """The learning rate (its default the protocol's) and the batch size."""
-    return [
-        (
-            "learning_rate",
-            "Float",
-            {
-                # Not 1e-4: trials below 3e-4 learned nothing in
-                # Hyperband's first round (docs/decisions.md#search-budget).
-                "min_value": 3e-4,
-                "max_value": 1e-2,
-                "sampling": "log",
-                "default": default_learning_rate(train_windows),
-            },
-        ),
-        (
-            BATCH_SIZE,
-            "Choice",
-            {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
-        ),
-    ]
-
-
-def _regularisation_rows() -> list:
-    """Tied embeddings, and the SSE switch with its two probabilities."""
-    return [
-        ("tie_embeddings", "Boolean", {"default": _default("tie_embeddings")}),
-        (SSE, "Boolean", {"default": False}),
-        (
-            "sse_item_probability",
-            "Choice",
-            {"values": list(SSE_PROBABILITIES)},
-            (SSE, [True]),
-        ),
-        (
-            "sse_label_probability",
-            "Choice",
-            {"values": list(SSE_PROBABILITIES)},
-            (SSE, [True]),
-        ),
-    ]
-
-
-def _feature_choices(feature_names: list[str]) -> list[str]:
-    """The choices: "none", each feature, and all when there are several."""
-    features = [NONE, *feature_names]
-    if len(feature_names) > 1:
-        features.append(",".join(feature_names))
-    return features
-
-
-def _feature_rows(feature_names: list[str]) -> list:
-    """The input features, and their buckets when there are any."""
-    features = _feature_choices(feature_names)
-    return [
-        ("features", "Choice", {"values": features}),
-        (
-            "soft_one_hot_buckets",
-            "Choice",
-            {
-                "values": [5, 10, 20],
-                "default": _default("soft_one_hot_buckets"),
-            },
-            ("features", [f for f in features if f != NONE]),
-        ),
-    ]
-
-
-def _reranker_choices(num_items: int) -> list[str]:
-    """The ``RERANKER_CHOICES`` whose sizes are all below ``num_items``."""
-    return [
-        choice
-        for choice in RERANKER_CHOICES
-        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
-    ]
-
-
-def _head_rows(
-    num_items: int,
-    head: str | None,
-    first_head: str = "softmax",
-    heads: tuple = HEADS,
-) -> list:
-    """The head (one of ``heads``, ``first_head`` first), the CPR settings,
-    the head dropout and the MoS size: those of the heads in ``heads``
-    (KerasTuner would otherwise set the head to a value outside the
-    choice to activate a condition)."""
-    rows = [
-        (
-            "head",
-            "Choice",
-            {"values": list(heads), "default": first_head},
-        ),
-        *_cpr_rows(num_items),
-        (
-            "head_dropout",
-            "Float",
-            {
-                "min_value": 0.0,
-                "max_value": 0.5,
-                "step": 0.1,
-                # ``train``'s None means the head's default; a searched
-                # head starts at CPR's.
-                "default": default_head_dropout(head or "cpr"),
-            },
-            ("head", ["cpr", "mos"]),
-        ),
-        (
-            "mos_components",
-            "Choice",
-            {"values": [2, 4, 8], "default": _default("mos_components")},
-            ("head", ["mos"]),
-        ),
-    ]
-    return [row for row in rows if len(row) < 4 or set(row[3][1]) & set(heads)]
-
-
-def _cpr_rows(num_items: int) -> list:
-    """The Softmax-CPR settings, active when the head is "cpr"."""
-    rerankers = _reranker_choices(num_items)
-    cpr = ("head", ["cpr"])
-    return [
-        ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
-        ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),
-        (
-            "cpr_reranker_ks",
-            "Choice",
-            {
-                "values": rerankers,
-                "default": "100" if "100" in rerankers else NONE,
-            },
-            cpr,
-        ),
-        ("cpr_mi", "Boolean", {"default": _default("cpr_mi")}, cpr),
-        (
-            "cpr_base_loss",
-            "Choice",
-            {
-                "values": sorted(
-                    {0.0, 0.1, 0.3, 1.0, _default("cpr_base_loss")}
-                ),
-                "default": _default("cpr_base_loss"),
-            },
-            cpr,
-        ),
-    ]
-
-
-def encode_value(name: str, value: Any) -> Any:
-    """A ModelConfig value as a hyperparameter value (tuples as strings)."""
-    if name in TUPLE_FIELDS and not isinstance(value, str):
-        return ",".join(str(v) for v in value) or NONE
-    return value
-
-
-def decode_value(name: str, value: Any) -> Any:
-    """A hyperparameter value as a ModelConfig value (see ``encode_value``)."""
-    if name not in TUPLE_FIELDS:
-        return value
-    if value in (NONE, ""):
-        return ()
-    parts = [part.strip() for part in str(value).split(",")]
-    return (
-        tuple(int(p) for p in parts)
-        if name == "cpr_reranker_ks"
-        else tuple(parts)
-    )
+# TUPLE_FIELDS is imported from here by tuning.search: kept importable.
+from tfrec_tricks.tuning.hyperparameter_values import (  # noqa: E402
+    TUPLE_FIELDS as TUPLE_FIELDS,
+)
+from tfrec_tricks.tuning.hyperparameter_values import (  # noqa: E402
+    decode_value,
+    encode_value,
+    value_count,
+)
+from tfrec_tricks.tuning.search_space import (  # noqa: E402
+    BATCH_SIZE,
+    DATA_FIELDS,
+    DEFAULT_BATCH_SIZE,
+    SOFTMAX_HEAD_SETTINGS,
+    SSE,
+    SSE_FIELDS,
+    default_space,
+)
+from tfrec_tricks.tuning.trial_batches import (  # noqa: E402
+    example_arrays,
+    training_batches,
+    validation_batches,
+)
 
 
 class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
@@ -457,7 +220,7 @@ sizes below N only (CPR) |
             heads = SOFTMAX_HEADS
             if first_head not in heads:
                 first_head = "softmax"
-        self._space = _default_space(
+        self._space = default_space(
             list(data.feature_names),
             data.num_items,
             head=self.fixed.get("head"),
@@ -512,41 +275,18 @@ sizes below N only (CPR) |
 
     def _check_custom_values(self) -> None:
         """Refuses, before the first trial, a value of ``hyperparameters``
-        that no trial could train (``--choices dropout=0.1,1.5``).
-
-        The defaults check only each setting's first value; a bad later
-        one would fail every trial that drew it (KerasTuner prints the
-        traceback and retries, then gives up). Each value is checked with
-        the defaults for the rest, and with the head (or other switch) it
-        applies under when it is conditional.
+        that no trial could train (``--choices dropout=0.1,1.5``): see
+        ``custom_value_checks``.
 
         Raises:
             ValueError: naming the setting, the value and why.
         """
-        conditions = {row[0]: row[3] for row in self._rows()}
-        for name, custom in self._custom.items():
-            condition = conditions.get(name)
-            for value in _listed_values(custom):
-                hp = keras_tuner.HyperParameters()
-                hp.values[name] = value
-                if condition is not None:
-                    parent, parent_values = condition
-                    fixed_parent = self._fixed_hps.get(parent)
-                    if fixed_parent is not None:
-                        if fixed_parent not in parent_values:
-                            continue  # never active: never trained
-                    else:
-                        hp.values[parent] = parent_values[0]
-                try:
-                    if name == BATCH_SIZE:
-                        _check_batch_size(value)
-                    else:
-                        self.model_config(hp)
-                except (ValueError, TypeError) as error:
-                    raise ValueError(
-                        f"--choices {name}: the value {value!r} cannot "
-                        f"train ({error}). Received: {name}={value!r}"
-                    ) from None
+        check_custom_values(
+            self._custom,
+            {row[0]: row[3] for row in self._rows()},
+            self._fixed_hps,
+            self.model_config,
+        )
 
     def _first_head(self, data: Any) -> str:
         """The head ``train`` trains on ``data`` with the fixed settings:
@@ -713,33 +453,21 @@ sizes below N only (CPR) |
         kwargs.pop(BATCH_SIZE, None)
         train, _ = self._training_batches(hp, x)
         if kwargs.get("validation_data") is not None:
-            validation = kwargs["validation_data"]
-            if isinstance(validation, dict) or _is_unbatched(validation):
-                kwargs["validation_data"] = batch_arrays(
-                    self._arrays(validation),
-                    EVAL_BATCH_SIZE,
-                    bucket_by_length=self.bucket_by_length,
-                )
+            kwargs["validation_data"] = validation_batches(
+                kwargs["validation_data"], self.bucket_by_length
+            )
         return model.fit(train, *args, **kwargs)
 
     def _training_batches(self, hp: Any, x: Any) -> tuple:
         """The shuffled training batches of ``x`` and their count."""
-        arrays = self._arrays(x)
-        if self.every_position:
-            arrays = merge_prefixes(arrays)
-        elif self.window_stride is not None:
-            arrays = train_windows(arrays, self.window_stride)
-        batch_size = self.batch_size(hp)
-        batches = batch_arrays(
-            arrays,
-            batch_size,
-            shuffle=True,
+        return training_batches(
+            example_arrays(x),
+            self.batch_size(hp),
             seed=self.seed,
             bucket_by_length=self.bucket_by_length,
-            count_targets=self.window_stride is None,
+            every_position=self.every_position,
+            window_stride=self.window_stride,
         )
-        rows = len(arrays["history"])
-        return batches, -(-rows // batch_size)
 
     def searched_names(self) -> list[str]:
         """The hyperparameters with more than one value: what is searched.
@@ -749,7 +477,7 @@ sizes below N only (CPR) |
         """
         hp = keras_tuner.HyperParameters()
         self.declare(hp)
-        return [h.name for h in hp.space if _value_count(h) > 1]
+        return [h.name for h in hp.space if value_count(h) > 1]
 
     def estimate_epoch_seconds(self, steps: int = 20) -> float:
         """Seconds of one training epoch of the defaults, from a few steps.
@@ -788,74 +516,3 @@ sizes below N only (CPR) |
                 self.data.validation.as_dict()
             ),
         }
-
-    @staticmethod
-    def _arrays(x: Any) -> dict:
-        """The examples of a dict of arrays or a dataset, as arrays."""
-        if isinstance(x, dict):
-            return {name: np.asarray(value) for name, value in x.items()}
-        if not isinstance(x, tf.data.Dataset):
-            raise ValueError(
-                "Expected a tf.data.Dataset of example dicts or a dict of "
-                f"arrays. Received: {type(x).__name__}"
-            )
-        if not _is_unbatched(x):
-            x = x.unbatch()
-        batches = list(x.batch(65536).as_numpy_iterator())
-        if not batches:
-            raise ValueError("The dataset given to fit has no examples.")
-        return {
-            name: np.concatenate([batch[name] for batch in batches])
-            for name in batches[0]
-        }
-
-
-def _listed_values(hp: Any) -> list:
-    """The values of a hyperparameter to check: every choice, both ends of
-    a range."""
-    kind = type(hp).__name__
-    if kind == "Fixed":
-        return [hp.value]
-    if kind == "Boolean":
-        return [False, True]
-    if kind == "Choice":
-        return list(hp.values)
-    return [hp.min_value, hp.max_value]
-
-
-def _check_batch_size(value: Any) -> None:
-    """Raises ValueError unless ``value`` is a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"batch_size must be a positive integer. Received: "
-            f"batch_size={value!r}"
-        )
-
-
-def _value_count(hp: Any) -> float:
-    """How many values a hyperparameter can take (inf for a float range)."""
-    kind = type(hp).__name__
-    if kind == "Fixed":
-        return 1
-    if kind == "Boolean":
-        return 2
-    if kind == "Choice":
-        return len(hp.values)
-    if hp.max_value == hp.min_value:
-        return 1
-    if kind == "Int":
-        return (hp.max_value - hp.min_value) // (hp.step or 1) + 1
-    return float("inf")
-
-
-def _is_unbatched(dataset: Any) -> bool:
-    """True for a dataset whose ``history`` elements are [L] (not [B, L])."""
-    if not isinstance(dataset, tf.data.Dataset):
-        return False
-    spec = dataset.element_spec
-    if not isinstance(spec, dict) or "history" not in spec:
-        raise ValueError(
-            "Expected dataset elements to be dicts with a 'history' entry. "
-            f"Received: element_spec={spec}"
-        )
-    return spec["history"].shape.rank == 1

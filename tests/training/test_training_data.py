@@ -1,19 +1,24 @@
-"""Training on a prepared dataset on disk: the in-memory path's results."""
+"""A run's data (``tfrec_tricks.training.training_data``): in memory or
+from a prepared dataset on disk, with the same results."""
 
-import json
+import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from tests.run_helpers import TINY_FLAGS, run_cli, tiny_config
+from tests.run_helpers import tiny_config
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.training.prepare_dataset import prepare_dataset
 from tfrec_tricks.training.training import train
-from tfrec_tricks.training.training_data import prepare_in_memory
-
-pytestmark = pytest.mark.slow
+from tfrec_tricks.training.training_data import (
+    data_files,
+    input_paths,
+    load_training_data,
+    prepare_in_memory,
+)
 
 # A one-seed run on either path: measured on 300 synthetic users, 10
 # epochs, seeds 0-3, the test and validation NDCG@10 of the two paths
@@ -31,6 +36,7 @@ def prepared(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bucket", [False, True])
 def test_evaluation_is_the_same_on_either_path(prepared, bucket):
     config, path = prepared
@@ -54,6 +60,7 @@ def test_evaluation_is_the_same_on_either_path(prepared, bucket):
         assert on_disk[name] == pytest.approx(in_memory[name], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_training_reaches_the_same_metrics(tmp_path):
     base = dict(
         synthetic_users=300,
@@ -73,6 +80,7 @@ def test_training_reaches_the_same_metrics(tmp_path):
     assert results[0]["num_train_examples"] == results[1]["num_train_examples"]
 
 
+@pytest.mark.slow
 def test_every_position_trains_on_disk(prepared, tmp_path):
     config, path = prepared
     run = tiny_config(
@@ -82,72 +90,44 @@ def test_every_position_trains_on_disk(prepared, tmp_path):
     assert np.isfinite(result.metrics["test"]["ndcg@10"])
 
 
-def test_cli_prepare_then_train(tmp_path):
-    prepared = run_cli(
-        "prepare",
-        *TINY_FLAGS[:6],
-        "--output",
-        "data",
-        "--shards",
-        "2",
-        cwd=tmp_path,
-    )
-    assert prepared.returncode == 0, prepared.stderr[-2000:]
-    assert "Prepared: data: 60 users" in prepared.stdout
-    trained = run_cli(
-        "train",
-        "--prepared",
-        "data",
-        "--embedding-dim",
-        "8",
-        "--epochs",
-        "1",
-        "--quiet",
-        cwd=tmp_path,
-    )
-    assert trained.returncode == 0, trained.stderr[-2000:]
-    # The run is named after the prepared dataset and records its origin.
-    with open(tmp_path / "runs" / "data" / "config.json") as handle:
-        recorded = json.load(handle)["train"]
-    assert recorded["prepared"] == "data"
-    assert recorded["max_len"] == 10 and recorded["synthetic_users"] == 60
-    # The prepared files identify the run's data.
-    with open(tmp_path / "runs" / "data" / "run.json") as handle:
-        files = [d["file"] for d in json.load(handle)["fingerprint"]["data"]]
-    assert sorted(files) == [
-        "metadata.json",
-        "statistics.json",
-        "vocabulary.json",
+def test_in_memory_data_describes_and_batches_each_split(tmp_path):
+    config = tiny_config(tmp_path)
+    data = load_training_data(config)
+    assert not data.on_disk
+    assert [line.split(":")[0] for line in data.description] == [
+        "Data",
+        "Prepared",
     ]
+    assert data.num_items == data.prepared.num_items
+    for split in ("train", "validation", "test"):
+        count = data.num_examples(split)
+        batches = list(data.batches(split, 7))
+        assert count > 0
+        assert sum(len(b["target"]) for b in batches) == count
 
 
-def test_cli_prepare_with_beam_equals_local(tmp_path):
-    lines = [
-        f"u{u}\ti{(u * 7 + k * 3) % 13}\t{1 + k % 5}\t{100 * k + u}"
-        for u in range(12)
-        for k in range(3 + u % 4)
+def test_in_memory_batches_are_shared_among_the_input_pipelines(tmp_path):
+    # Multi-worker training in memory: worker i reads every n-th batch.
+    data = load_training_data(tiny_config(tmp_path))
+    batches = [b["target"].numpy().tolist() for b in data.batches("test", 4)]
+    shares = [
+        [
+            b["target"].numpy().tolist()
+            for b in data.batches(
+                "test", 4, input_context=tf.distribute.InputContext(2, i)
+            )
+        ]
+        for i in (0, 1)
     ]
-    (tmp_path / "ratings.tsv").write_text("\n".join(lines) + "\n")
-    common = ["--data", "file", "--data-path", "ratings.tsv", "--format"]
-    for engine, extra in (
-        ("local", []),
-        ("beam", ["--beam-runner", "DirectRunner"]),
-    ):
-        result = run_cli(
-            "prepare",
-            *common,
-            "udata",
-            "--engine",
-            engine,
-            *extra,
-            "--output",
-            engine,
-            cwd=tmp_path,
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert "WARNING" not in result.stderr, result.stderr[-3000:]
-    local, beam = (
-        (tmp_path / engine / "vocabulary.json").read_bytes()
-        for engine in ("local", "beam")
-    )
-    assert local == beam
+    assert shares == [batches[0::2], batches[1::2]]
+
+
+def test_a_prepared_datasets_files_identify_its_data(tmp_path):
+    config = tiny_config(tmp_path, prepared="prep", tfds_data_dir="tfds")
+    assert data_files(config) == [
+        os.path.join("prep", name)
+        for name in ("metadata.json", "vocabulary.json", "statistics.json")
+    ]
+    # Nothing a run writes may be, contain or lie inside what it reads.
+    assert input_paths(config) == [*data_files(config), "prep", "tfds"]
+    assert input_paths(tiny_config(tmp_path)) == []  # synthetic: no file

@@ -1,0 +1,18 @@
+"""The columns a Beam preparation keeps are those every file has."""
+
+from tfrec_tricks.data.beam_rows import file_schema
+
+
+def test_keeps_the_columns_every_file_has():
+    schema = file_schema(
+        [(1, True, ("rating", "price")), (0, False, ("price", "rating"))]
+    )
+    assert schema == {
+        "has_time": False,
+        "numeric": ["price", "rating"],
+        "slots": {1: [1, 0], 0: [0, 1]},
+    }
+
+
+def test_no_files():
+    assert file_schema([]) == {"has_time": False, "numeric": [], "slots": {}}

@@ -1,0 +1,46 @@
+"""datasets: the named sources (load_source) and the input file paths."""
+
+import os
+
+import numpy as np
+import pytest
+from input_file_helpers import load_table, shard_files, write_file
+
+from tfrec_tricks.data import datasets
+from tfrec_tricks.errors import DataError
+
+
+def test_load_source_file(tmp_path):
+    path = write_file(tmp_path / "u.data", "1\t2\t5\t100\n")
+    source = datasets.load_source("file", data_path=path)
+    assert source.item_graph is None
+    np.testing.assert_array_equal(source.interactions.items, ["2"])
+    with pytest.raises(DataError, match="--data-path"):
+        datasets.load_source("file")
+
+
+def test_load_source_unknown_name():
+    with pytest.raises(DataError, match="Unknown data source") as info:
+        datasets.load_source("ml-20m")
+    assert "yoochoose-100k" in str(info.value)
+
+
+def test_missing_dataset_folder(tmp_path):
+    with pytest.raises(DataError, match="Dataset 'ml-100k' not found") as info:
+        datasets.load_source("ml-100k", data_path=str(tmp_path))
+    message = str(info.value)
+    assert os.path.join(str(tmp_path), "ml-100k", "u.data") in message
+    assert "--data-path" in message and datasets.DATA_ENV in message
+
+
+# --- input file paths -------------------------------------------------------
+
+
+def test_glob_shards_are_read_in_natural_order(tmp_path):
+    pattern = shard_files(tmp_path)
+    paths = datasets.file_paths(pattern)
+    assert [os.path.basename(p) for p in paths] == [
+        f"part-{k}.tsv" for k in range(1, 12)
+    ]
+    users = list(dict.fromkeys(load_table(pattern).interactions.users))
+    assert users == [f"s{k}" for k in range(1, 12)]

@@ -1,0 +1,141 @@
+"""training.resumption: resuming an interrupted run, reusing a finished one."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.run_helpers import Interrupt, tiny_config
+from tfrec_tricks.training.evaluate import format_results
+from tfrec_tricks.training.training import train
+
+pytestmark = pytest.mark.slow
+
+
+class Scramble(tf.keras.callbacks.Callback):
+    """Replaces the weights with noise before validation: worse epochs."""
+
+    def on_test_begin(self, logs=None):
+        for weight in self.model.trainable_weights:
+            weight.assign(tf.random.normal(weight.shape, seed=1))
+
+
+def test_interrupted_run_resumes_from_last_completed_epoch(tmp_path):
+    config = tiny_config(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=1)])
+    run_dir = tmp_path / "run"
+    assert (run_dir / "backup").is_dir()  # the checkpoint survived
+    result = train(config, verbose=0)
+    # Two epochs were done before the interruption: only the third runs,
+    # and the run reports all three.
+    assert len(result.history["loss"]) == 1
+    assert result.metrics["epochs_run"] == 3
+    with open(run_dir / "history.csv") as handle:
+        epochs = [int(row["epoch"]) for row in csv.DictReader(handle)]
+    assert epochs == [0, 1, 2]
+    # The backup is emptied once the run completes.
+    assert not list((run_dir / "backup").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["test"]["ndcg@10"] == result.metrics["test"]["ndcg@10"]
+
+
+def test_resumed_run_keeps_the_best_epoch_from_before_the_interruption(
+    tmp_path,
+):
+    config = tiny_config(tmp_path, epochs=9, patience=2, learning_rate=0.02)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=2)])
+    run_dir = tmp_path / "run"
+    before = _val_ndcg(run_dir)
+    best_epoch = int(np.argmax(before))
+    result = train(config, verbose=0, callbacks=[Scramble()])
+    after = _val_ndcg(run_dir)
+    assert after[:3] == before
+    assert max(after[3:]) < max(before)  # the scrambled epochs are worse
+    # The wait continued from the best epoch before the interruption...
+    assert len(after) == best_epoch + config.patience + 1
+    assert result.metrics["epochs_run"] == len(after)
+    # ...and its weights are the final model's (from checkpoints/best,
+    # which the worse resumed epochs did not overwrite).
+    assert result.metrics["validation"]["ndcg@10"] == pytest.approx(
+        max(before), abs=1e-6
+    )
+
+
+@pytest.mark.parametrize("stopped_early", [False, True])
+def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
+    tmp_path, monkeypatch, stopped_early
+):
+    # Interrupted while evaluating: fit had returned and emptied backup/.
+    overrides = {"epochs": 9, "patience": 1} if stopped_early else {}
+    config = tiny_config(tmp_path, **overrides)
+    import tfrec_tricks.training.training as training
+
+    evaluate = training.evaluate_run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "evaluate_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0)
+    run_dir = tmp_path / "run"
+    assert not list((run_dir / "backup").iterdir())
+    epochs = _val_ndcg(run_dir)
+    assert stopped_early == (len(epochs) < config.epochs)
+    best = (run_dir / "checkpoints" / "best.index").read_bytes()
+    monkeypatch.setattr(training, "evaluate_run", evaluate)
+    result = train(config, verbose=0)
+    # Nothing was trained again: no epoch, the same history and best
+    # weights, and the model evaluated is the best epoch's.
+    assert result.history == {}
+    assert _val_ndcg(run_dir) == epochs
+    assert (run_dir / "checkpoints" / "best.index").read_bytes() == best
+    assert result.metrics["epochs_run"] == len(epochs)
+    assert result.metrics["validation"]["ndcg@10"] == pytest.approx(
+        max(epochs), abs=1e-6
+    )
+    assert json.loads((run_dir / "run.json").read_text())["status"] == (
+        "finished"
+    )
+    # No epoch was timed in this process: the summary says so by omission.
+    assert result.metrics["seconds_per_epoch_median"] is None
+    summary = format_results(result.metrics, str(run_dir))
+    assert f"{len(epochs)} epochs, " in summary and "s/epoch" not in summary
+
+
+def test_a_run_interrupted_during_its_fit_still_resumes_training(tmp_path):
+    # The history of an unfinished fit does not meet the stopping rule.
+    config = tiny_config(tmp_path, epochs=4)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, verbose=0, callbacks=[Interrupt(after_epoch=1)])
+    result = train(config, verbose=0)
+    assert len(result.history["loss"]) == 2
+
+
+def _val_ndcg(run_dir) -> list:
+    with open(run_dir / "history.csv") as handle:
+        return [float(row["val_ndcg@10"]) for row in csv.DictReader(handle)]
+
+
+def test_rerun_after_completion_reuses_the_run(tmp_path, monkeypatch):
+    config = tiny_config(tmp_path, epochs=1)
+    first = train(config, verbose=0)
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(tf.keras.Model, "fit", no_fit)
+    again = train(config, verbose=0)
+    assert again.metrics == first.metrics
+    assert again.history["loss"] == pytest.approx(first.history["loss"])
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    monkeypatch.undo()
+    # --overwrite trains afresh: a new, one-epoch history.
+    train(config, verbose=0, overwrite=True)
+    with open(tmp_path / "run" / "history.csv") as handle:
+        assert [row["epoch"] for row in csv.DictReader(handle)] == ["0"]

@@ -1,0 +1,82 @@
+"""The default search space: its rows, their order and their choices."""
+
+import pytest
+
+from tfrec_tricks.models.config import HEADS, SOFTMAX_HEADS
+from tfrec_tricks.tuning import search_space
+
+# The rows of ``default_space``: (name, parent) in declaration order,
+# computed once from the space before it was split into groups.
+DEFAULT_SPACE_ROWS = [
+    ("encoder", None),
+    ("embedding_dim", None),
+    ("num_layers", None),
+    ("num_heads", "encoder"),
+    ("dropout", None),
+    ("learning_rate", None),
+    ("batch_size", None),
+    ("tie_embeddings", None),
+    ("sse", None),
+    ("sse_item_probability", "sse"),
+    ("sse_label_probability", "sse"),
+    ("features", None),
+    ("soft_one_hot_buckets", "features"),
+    ("head", None),
+    ("cpr_context", "head"),
+    ("cpr_pointer", "head"),
+    ("cpr_reranker_ks", "head"),
+    ("cpr_mi", "head"),
+    ("cpr_base_loss", "head"),
+    ("head_dropout", "head"),
+    ("mos_components", "head"),
+]
+
+
+def test_default_space_names_and_order_are_pinned():
+    rows = search_space.default_space(["time_gap", "hour"], 1000)
+    assert [
+        (row[0], row[3][0] if len(row) > 3 and row[3] else None) for row in rows
+    ] == DEFAULT_SPACE_ROWS
+
+
+def test_feature_choices_add_all_features_only_when_several():
+    assert search_space.feature_choices([]) == ["none"]
+    assert search_space.feature_choices(["a"]) == ["none", "a"]
+    assert search_space.feature_choices(["a", "b"]) == ["none", "a", "b", "a,b"]
+
+
+@pytest.mark.parametrize(
+    "num_items, expected",
+    [
+        (2, ["none"]),
+        (21, ["none", "20"]),
+        (101, ["none", "20", "100"]),
+        (501, ["none", "20", "100", "500", "20,100,500"]),
+    ],
+)
+def test_reranker_choices_are_below_the_catalogue_size(num_items, expected):
+    assert search_space.reranker_choices(num_items) == expected
+
+
+def test_rows_of_heads_not_searched_are_left_out():
+    rows = search_space.default_space([], 1000, heads=SOFTMAX_HEADS)
+    names = [row[0] for row in rows]
+    head = next(row for row in rows if row[0] == "head")
+    assert head[2]["values"] == list(SOFTMAX_HEADS)
+    assert not {"cpr_mi", "head_dropout", "mos_components"} & set(names)
+
+
+@pytest.mark.parametrize("train_windows, rate", [(False, 1e-3), (True, 5e-3)])
+def test_first_learning_rate_is_the_protocols(train_windows, rate):
+    rows = search_space.default_space([], 1000, train_windows=train_windows)
+    learning_rate = next(row for row in rows if row[0] == "learning_rate")
+    assert learning_rate[2]["default"] == rate
+
+
+@pytest.mark.parametrize(
+    "head, rate", [(None, 0.3), ("cpr", 0.3), ("mos", 0.0)]
+)
+def test_first_head_dropout_is_the_fixed_heads_default(head, rate):
+    rows = search_space.default_space([], 1000, head=head, heads=HEADS)
+    head_dropout = next(row for row in rows if row[0] == "head_dropout")
+    assert head_dropout[2]["default"] == rate

@@ -1,0 +1,238 @@
+"""The head side of ``SequentialRetrievalModel``: scores and candidates."""
+
+from typing import Any
+
+import tensorflow as tf
+
+from tfrec_tricks.layers import common
+from tfrec_tricks.layers.top_k import served_top_k
+
+
+class CandidateScoringMixin:
+    """How ``SequentialRetrievalModel`` asks its head for scores.
+
+    The encoded histories (``encode``) go through the output dropout to the
+    head (``_head_inputs``); at inference ``logits``, ``top_k_candidates``,
+    ``score_candidates`` and ``top_k`` are what
+    ``tfrec_tricks.export.ServingModule`` serves, without reading the
+    head's internals. The model that mixes this in has ``head``,
+    ``item_embedding`` and ``output_dropout``.
+    """
+
+    @staticmethod
+    def last_positions(history: tf.Tensor) -> tf.Tensor:
+        """Position of each row's last item, 0 when empty.
+
+        ``tfrec_tricks.layers.common.last_positions``, the rule the output
+        heads follow too: an empty history reads the state after one
+        padding step, the same whatever the batch's width, so its answer
+        never depends on the other rows (in the export too).
+        """
+        return common.last_positions(history)
+
+    def _head_inputs(self, history, states, training):
+        """The head's ``inputs``, after the output dropout.
+
+        A head that reads only the last state gets one-position rows: the
+        dropout then draws for ``[B, 1, d]``, not for a ``[B, L, d]`` that
+        the head would mostly ignore.
+        """
+        if self.head.reads_last_state_only(training):
+            history, states = self.last_position_rows(history, states)
+        # The heads read the last position by the same rule as the model.
+        hidden = self.output_dropout(states[-1], training=training)
+        return {
+            "hidden_states": hidden,
+            "history_ids": history,
+            "layer_hidden_states": [*states[:-1], hidden],
+        }
+
+    @classmethod
+    def last_position_rows(cls, history: tf.Tensor, states: list) -> tuple:
+        """Each row cut to its last position (``last_positions``).
+
+        Returns:
+            ``(history, states)``: int32 ``[B, 1]`` and ``[[B, 1, d]]``
+            (the last layer's states only).
+        """
+        last = cls.last_positions(history)
+        ids = tf.gather(history, last, batch_dims=1)[:, None]
+        state = tf.gather(states[-1], last, batch_dims=1)[:, None, :]
+        return ids, [state]
+
+    def _scores(
+        self,
+        history,
+        states,
+        training,
+        candidate_ids=None,
+        exclude_history=None,
+        return_base_logits=False,
+    ):
+        """The head's logits [B, N] (or [B, M] for candidate ids).
+
+        ``return_base_logits`` (CPR): the pair ``(logits, base logits)``,
+        see ``SoftmaxCPR``. ``exclude_history`` (the tied softmax):
+        overrides the head's own setting, see ``TiedSoftmax``.
+        """
+        extra = {}
+        if return_base_logits:
+            extra["return_base_logits"] = True
+        if exclude_history is not None:
+            extra["exclude_history"] = exclude_history
+        return self.head(
+            self._head_inputs(history, states, training),
+            self.item_embedding.output_embeddings,
+            item_bias=self.item_embedding.output_bias,
+            candidate_ids=candidate_ids,
+            training=training,
+            **extra,
+        )
+
+    # ------------------------------------------------------------ inference
+
+    def logits(
+        self, history: tf.Tensor, states: list, exclude_history: Any = None
+    ) -> tf.Tensor:
+        """Full-catalogue logits of encoded histories, at inference.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            exclude_history: bool or None. ``False`` keeps the history's
+                items in the ranking of a head that ranks them last
+                (``--head softmax_no_dup``); None: the head's setting.
+                Defaults to None.
+
+        Returns:
+            float32 ``[B, N]``: what ``call`` returns for those inputs.
+        """
+        return self._scores(
+            history, states, False, exclude_history=exclude_history
+        )
+
+    @property
+    def has_index(self) -> bool:
+        """Whether ``top_k_candidates`` serves the exact top-k from an
+        index: the head's own ``has_index`` (all heads but the mixture of
+        softmaxes)."""
+        return self.head.has_index
+
+    def top_k_candidates(
+        self,
+        history: tf.Tensor,
+        states: list,
+        k: int,
+        extra_ids: Any = None,
+    ) -> tuple:
+        """Candidates holding the top-``k`` of ``logits``, from an index.
+
+        One ``[B, N]`` product of the head's base query with the item
+        table and an exact top-k of it (ties to the lower id): for
+        ``"softmax"`` the top-``k`` of ``h E^T + b`` (padding left out),
+        for ``"softmax_no_dup"`` the same with the history left out of the
+        index and appended after it (ranked last by ``top_k``), for
+        ``"cpr"`` ``SoftmaxCPR.top_k_candidates`` (the top-``(sum k + k)``
+        outside the history, then the history). ``extra_ids`` (per-row
+        ids, e.g. to score) are appended. ``top_k`` ranks the result as
+        served (id 0 fills and is never served).
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            k: int >= 0.
+            extra_ids: int ``[B, E]`` or None. Defaults to ``None``.
+
+        Returns:
+            ``(candidate_ids, base_logits)``, int32 and float32 ``[B, C]``,
+            to pass on to ``score_candidates``.
+
+        Raises:
+            ValueError: a head without an index (``head.has_index`` is
+                False: a mixture of softmaxes does not factorise into one
+                query vector).
+        """
+        return self.head.top_k_candidates(
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            k,
+            item_bias=self.item_embedding.output_bias,
+            extra_ids=extra_ids,
+        )
+
+    def score_candidates(
+        self,
+        history: tf.Tensor,
+        states: list,
+        candidate_ids: Any,
+        base_logits: Any = None,
+        assume_unique: bool = False,
+    ) -> tf.Tensor:
+        """The ``logits`` of candidate ids, at inference.
+
+        For the ``"cpr"`` head the candidates must meet the precondition
+        of ``SoftmaxCPR.score_candidates`` (``top_k_candidates`` gives
+        such a set); the other heads take any ids.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            candidate_ids: int ``[B, M]``, ids in ``[0, N)``.
+            base_logits: float32 ``[B, M]`` or None. The base logits
+                ``top_k_candidates`` returned with the ids (the softmax
+                heads' logits, CPR's ``f_V`` logits), from the index's own
+                product. Not for ``"mos"``. Defaults to ``None``.
+            assume_unique: bool. No id but 0 repeats within a row (so for
+                ``top_k_candidates``' set without ``extra_ids``): saves
+                CPR's cascade a sort (``SoftmaxCPR.score_candidates``).
+                Defaults to ``False``.
+
+        Returns:
+            float32 ``[B, M]``: ``logits`` at the candidates' ids.
+        """
+        return self.head.score_candidates(
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            tf.cast(candidate_ids, tf.int32),
+            item_bias=self.item_embedding.output_bias,
+            base_logits=base_logits,
+            assume_unique=assume_unique,
+        )
+
+    def top_k(
+        self,
+        history: tf.Tensor,
+        states: list,
+        k: int,
+        use_index: bool = False,
+    ) -> tuple:
+        """The top-``k`` the model serves, at inference.
+
+        ``tfrec_tricks.layers.top_k.served_top_k`` of the head: ranked by
+        ``logits`` (ties to the lower id), through the index
+        (``use_index``, needs ``has_index``) or over the catalogue;
+        padding never; with ``--head softmax_no_dup``, the history's items
+        after every other item (in the order of their logits before the
+        exclusion, scored ``-1e9``), so a ``k`` above the items outside the
+        history is filled by the history's.
+
+        Args:
+            history: int32 ``[B, L]`` ids, as returned by ``encode``.
+            states: the per-layer states ``encode`` returned.
+            k: int, at most the catalogue's ``num_items - 1`` real items.
+            use_index: bool. Defaults to ``False``.
+
+        Returns:
+            ``(ids, scores)``: int32 and float32 ``[B, k]``, best first.
+
+        Raises:
+            ValueError: ``k`` is not in ``[1, num_items - 1]``.
+        """
+        return served_top_k(
+            self.head,
+            self._head_inputs(history, states, False),
+            self.item_embedding.output_embeddings,
+            k,
+            item_bias=self.item_embedding.output_bias,
+            use_index=use_index,
+        )

@@ -1,0 +1,290 @@
+"""The default search space of ``SequentialRetrievalHyperModel``.
+
+The space is a list of rows, ``(name, kind, arguments, condition)``: a
+KerasTuner hyperparameter ``kind`` (``"Choice"``, ``"Int"``, ...), the
+arguments of its declaration, and ``(parent, parent_values)`` when it is
+active only under those values of another (``None`` otherwise). The
+hypermodel declares them in order, replacing a row by a fixed value or a
+custom definition of the same name. Every default is what
+``tfrec-tricks train`` trains, so a search's first trial is that run.
+
+Example:
+
+>>> rows = default_space(["time_gap"], num_items=1000)
+>>> [row[0] for row in rows][:5]
+['encoder', 'embedding_dim', 'num_layers', 'num_heads', 'dropout']
+>>> next(row for row in rows if row[0] == "cpr_mi")[3]
+('head', ['cpr'])
+"""
+
+from typing import Any
+
+from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.models.config import (
+    HEADS,
+    ModelConfig,
+    default_head_dropout,
+)
+from tfrec_tricks.training.train_config import (
+    TrainConfig,
+    default_learning_rate,
+)
+from tfrec_tricks.tuning.hyperparameter_values import NONE
+
+# ModelConfig fields set from the data, never tuned.
+DATA_FIELDS = ("num_items", "max_len")
+# Not ModelConfig fields: the training batch size, and the SSE switch that
+# the SSE probabilities are conditional on (off: both are 0).
+BATCH_SIZE = "batch_size"
+SSE = "sse"
+SSE_FIELDS = ("sse_item_probability", "sse_label_probability")
+# The SSE paper sweeps 0.01-0.2 (0: that side off).
+SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
+DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
+RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
+
+#: The encoders of the default search: ``"hstu"`` is left out until it is
+#: measured beside them, so that a default search stays the one measured.
+SEARCHED_ENCODERS = ("gru4rec", "sasrec")
+
+#: ModelConfig fields that only the softmax heads take: set, they narrow
+#: the searched heads to ``SOFTMAX_HEADS``.
+SOFTMAX_HEAD_SETTINGS = ("cosine_temperature", "num_sampled_negatives")
+
+
+def _default(name: str) -> Any:
+    """``ModelConfig``'s default of ``name``: the first trial's value."""
+    return field_default(ModelConfig, name)
+
+
+def default_space(
+    feature_names: list[str],
+    num_items: int,
+    head: str | None = None,
+    train_windows: bool = False,
+    first_head: str = "softmax",
+    heads: tuple = HEADS,
+) -> list:
+    """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
+
+    The first trial must train what ``train`` trains, and three of its
+    defaults depend on other settings: the head on the data
+    (``first_head``, ``--head auto``'s choice), the head dropout on a fixed
+    ``head`` (0.3 for cpr, 0 for mos), the learning rate on the protocol
+    (``train_windows``: 5e-3, else 1e-3). ``heads`` are the heads searched
+    (the softmax heads alone with cosine scores).
+
+    The rows, in this order: the encoder's, the optimisation's, the
+    regularisers' (tied embeddings, SSE), the input features' and the
+    head's. A row without a condition may have three entries.
+
+    Args:
+        feature_names: list of str. The data's numeric features.
+        num_items: int. The catalogue size (reranker sizes stay below).
+        head: str or None. The fixed head, if any. Defaults to None.
+        train_windows: bool. Whether training uses windows. Defaults to
+            False.
+        first_head: str. The first trial's head. Defaults to "softmax".
+        heads: tuple of str. The heads searched. Defaults to ``HEADS``.
+
+    Returns:
+        list of rows.
+    """
+    return [
+        *_encoder_rows(),
+        *_optimisation_rows(train_windows),
+        *_regularisation_rows(),
+        *_feature_rows(feature_names),
+        *_head_rows(num_items, head, first_head, heads),
+    ]
+
+
+def _encoder_rows() -> list:
+    """The encoder, its size and its dropout."""
+    return [
+        ("encoder", "Choice", {"values": list(SEARCHED_ENCODERS)}, None),
+        (
+            "embedding_dim",
+            "Choice",
+            {"values": [32, 64, 128], "default": _default("embedding_dim")},
+        ),
+        ("num_layers", "Int", {"min_value": 1, "max_value": 2}),
+        (
+            "num_heads",
+            "Choice",
+            {"values": [1, 2, 4], "default": _default("num_heads")},
+            ("encoder", ["sasrec"]),
+        ),
+        (
+            "dropout",
+            "Float",
+            {
+                "min_value": 0.0,
+                "max_value": 0.5,
+                "step": 0.1,
+                "default": _default("dropout"),
+            },
+        ),
+    ]
+
+
+def _optimisation_rows(train_windows: bool) -> list:
+    """The learning rate (its default the protocol's) and the batch size."""
+    return [
+        (
+            "learning_rate",
+            "Float",
+            {
+                # Not 1e-4: trials below 3e-4 learned nothing in
+                # Hyperband's first round (docs/decisions.md#search-budget).
+                "min_value": 3e-4,
+                "max_value": 1e-2,
+                "sampling": "log",
+                "default": default_learning_rate(train_windows),
+            },
+        ),
+        (
+            BATCH_SIZE,
+            "Choice",
+            {"values": [64, 128, 256], "default": DEFAULT_BATCH_SIZE},
+        ),
+    ]
+
+
+def _regularisation_rows() -> list:
+    """Tied embeddings, and the SSE switch with its two probabilities."""
+    return [
+        ("tie_embeddings", "Boolean", {"default": _default("tie_embeddings")}),
+        (SSE, "Boolean", {"default": False}),
+        (
+            "sse_item_probability",
+            "Choice",
+            {"values": list(SSE_PROBABILITIES)},
+            (SSE, [True]),
+        ),
+        (
+            "sse_label_probability",
+            "Choice",
+            {"values": list(SSE_PROBABILITIES)},
+            (SSE, [True]),
+        ),
+    ]
+
+
+def feature_choices(feature_names: list[str]) -> list[str]:
+    """The choices: "none", each feature, and all when there are several.
+
+    Args:
+        feature_names: list of str. The data's numeric features.
+
+    Returns:
+        list of ``features`` hyperparameter values.
+    """
+    features = [NONE, *feature_names]
+    if len(feature_names) > 1:
+        features.append(",".join(feature_names))
+    return features
+
+
+def _feature_rows(feature_names: list[str]) -> list:
+    """The input features, and their buckets when there are any."""
+    features = feature_choices(feature_names)
+    return [
+        ("features", "Choice", {"values": features}),
+        (
+            "soft_one_hot_buckets",
+            "Choice",
+            {
+                "values": [5, 10, 20],
+                "default": _default("soft_one_hot_buckets"),
+            },
+            ("features", [f for f in features if f != NONE]),
+        ),
+    ]
+
+
+def reranker_choices(num_items: int) -> list[str]:
+    """The ``RERANKER_CHOICES`` whose sizes are all below ``num_items``.
+
+    Args:
+        num_items: int. The catalogue size.
+
+    Returns:
+        list of ``cpr_reranker_ks`` hyperparameter values.
+    """
+    return [
+        choice
+        for choice in RERANKER_CHOICES
+        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
+    ]
+
+
+def _head_rows(
+    num_items: int,
+    head: str | None,
+    first_head: str = "softmax",
+    heads: tuple = HEADS,
+) -> list:
+    """The head (one of ``heads``, ``first_head`` first), the CPR settings,
+    the head dropout and the MoS size: those of the heads in ``heads``
+    (KerasTuner would otherwise set the head to a value outside the
+    choice to activate a condition)."""
+    rows = [
+        (
+            "head",
+            "Choice",
+            {"values": list(heads), "default": first_head},
+        ),
+        *_cpr_rows(num_items),
+        (
+            "head_dropout",
+            "Float",
+            {
+                "min_value": 0.0,
+                "max_value": 0.5,
+                "step": 0.1,
+                # ``train``'s None means the head's default; a searched
+                # head starts at CPR's.
+                "default": default_head_dropout(head or "cpr"),
+            },
+            ("head", ["cpr", "mos"]),
+        ),
+        (
+            "mos_components",
+            "Choice",
+            {"values": [2, 4, 8], "default": _default("mos_components")},
+            ("head", ["mos"]),
+        ),
+    ]
+    return [row for row in rows if len(row) < 4 or set(row[3][1]) & set(heads)]
+
+
+def _cpr_rows(num_items: int) -> list:
+    """The Softmax-CPR settings, active when the head is "cpr"."""
+    rerankers = reranker_choices(num_items)
+    cpr = ("head", ["cpr"])
+    return [
+        ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
+        ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),
+        (
+            "cpr_reranker_ks",
+            "Choice",
+            {
+                "values": rerankers,
+                "default": "100" if "100" in rerankers else NONE,
+            },
+            cpr,
+        ),
+        ("cpr_mi", "Boolean", {"default": _default("cpr_mi")}, cpr),
+        (
+            "cpr_base_loss",
+            "Choice",
+            {
+                "values": sorted(
+                    {0.0, 0.1, 0.3, 1.0, _default("cpr_base_loss")}
+                ),
+                "default": _default("cpr_base_loss"),
+            },
+            cpr,
+        ),
+    ]
