@@ -31,7 +31,6 @@ import tempfile
 from collections.abc import Callable
 
 from tfrec_tricks import ownership
-from tfrec_tricks.errors import OutputError
 from tfrec_tricks.ownership import leftovers, remove_leftovers
 
 __all__ = [
@@ -206,21 +205,8 @@ def withdraw_directory(folder: str) -> None:
 
 def _check_replaceable(target: str, real: str) -> None:
     """Refuses to replace a folder holding what this tool did not write."""
-    if not os.path.isdir(real) or not os.listdir(real):
-        return
-    if ownership.read_record(real) is None:
-        raise OutputError(
-            f"{target!r} has no record of what tfrec-tricks wrote there "
-            f"({ownership.describe(sorted(os.listdir(real)))}), so it is "
-            "not replaced. Nothing was written."
-        )
-    foreign = ownership.foreign_entries(real)
-    if foreign:
-        raise OutputError(
-            f"{target!r} holds entries tfrec-tricks did not write "
-            f"({ownership.describe(foreign)}), so it is not replaced; move "
-            "them out first. Nothing was written."
-        )
+    if os.path.isdir(real):
+        ownership.owned_entries(target, "it is not replaced")
 
 
 def write_text_atomic(path: str, text: str) -> str:

@@ -358,6 +358,42 @@ def describe(entries: list[str]) -> str:
     return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
+def owned_entries(folder: str, consequence: str) -> list[Entry]:
+    """``entries_below(folder)``, all of them the tool's; else refused.
+
+    The one test of a folder the tool may replace or empty: it has a
+    record (or is empty) and holds no foreign entry.
+
+    Args:
+        folder: str. An existing folder (a symbolic link to one is
+            followed).
+        consequence: str. What the refusal means, for the message: "so
+            <consequence>" (e.g. "this run directory is not replaced").
+
+    Raises:
+        OutputError: no record (the folder's entries named), or foreign
+            entries (named); nothing is removed or written.
+    """
+    real = os.path.realpath(folder)
+    if read_record(real) is None:
+        if not os.listdir(real):
+            return []
+        raise OutputError(
+            f"{folder!r} has no record of what tfrec-tricks wrote there, so "
+            f"{consequence} ({describe(sorted(os.listdir(real)))}). Nothing "
+            "was written or removed."
+        )
+    entries = list(entries_below(real))
+    foreign = sorted(e.shown for e in entries if not e.owned)
+    if foreign:
+        raise OutputError(
+            f"{folder!r} holds entries tfrec-tricks did not write "
+            f"({describe(foreign)}), so {consequence}; move them out first. "
+            "Nothing was written or removed."
+        )
+    return entries
+
+
 def remove_owned(folder: str, what: str = "folder") -> None:
     """Removes what ``folder``'s records list (and marked staging folders
     in it), deepest first; ``folder`` itself stays, empty.
@@ -376,21 +412,7 @@ def remove_owned(folder: str, what: str = "folder") -> None:
     real = os.path.realpath(folder)
     if not _is_dir(real):
         return
-    if read_record(real) is None:
-        if not os.listdir(real):
-            return
-        raise OutputError(
-            f"{folder!r} has no record of what tfrec-tricks wrote there, so "
-            f"nothing in it is removed ({describe(sorted(os.listdir(real)))})."
-        )
-    entries = list(entries_below(real))
-    foreign = sorted(e.shown for e in entries if not e.owned)
-    if foreign:
-        raise OutputError(
-            f"{folder!r} holds entries tfrec-tricks did not write "
-            f"({describe(foreign)}), so this {what} is not replaced; move "
-            "them out first. Nothing was removed."
-        )
+    entries = owned_entries(folder, f"this {what} is not replaced")
     record_files = []
     for entry in entries:
         if os.path.dirname(entry.path) == real and _is_record_file(

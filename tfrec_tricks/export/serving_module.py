@@ -10,6 +10,7 @@ import tensorflow as tf
 # PADDING_LOGIT: the score of padding, unknown and other never-recommended
 # ids (the model's padding logit).
 from tfrec_tricks.layers.common import PADDING_LOGIT
+from tfrec_tricks.layers.top_k import check_served_k
 
 SCORING_MODES = ("auto", "index", "full")
 
@@ -75,14 +76,7 @@ def check_k(k: Any, num_items: int) -> None:
     Raises:
         ValueError: naming ``k`` and the catalogue's size.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
-    if k > num_items - 1:
-        raise ValueError(
-            f"`k` (--k) must be at most the catalogue's {num_items - 1} "
-            "items: a served list never repeats an item or serves padding. "
-            f"Received: k={k}"
-        )
+    check_served_k(k, num_items)
 
 
 def _resolved_scoring(scoring: str, has_index: bool, head: str) -> str:

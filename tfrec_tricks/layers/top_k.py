@@ -347,6 +347,32 @@ def top_k_ids_history_last(
     return _first_then_second(ids, count, later, k)
 
 
+def check_served_k(k: object, num_items: int | None) -> None:
+    """Raises ValueError unless ``1 <= k <= num_items - 1``: a served list
+    holds ``k`` distinct real items, never padding.
+
+    Args:
+        k: the number of items a list holds.
+        num_items: int or None. The item table's rows, padding included;
+            None (not known before run time) checks ``k >= 1`` only.
+
+    >>> check_served_k(3, 4)
+    >>> check_served_k(4, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: `k` (--k) must be at most the catalogue's 3 items: the catalogue's 3 real items, without padding, each served once. Received: k=4
+    """  # noqa: E501
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
+    if num_items is not None and k > num_items - 1:
+        real = num_items - 1
+        raise ValueError(
+            f"`k` (--k) must be at most the catalogue's {real} items: the "
+            f"catalogue's {real} real items, without padding, each served "
+            f"once. Received: k={k}"
+        )
+
+
 def served_top_k(
     head: tf.keras.layers.Layer,
     inputs: dict,
@@ -386,14 +412,8 @@ def served_top_k(
         tf.errors.InvalidArgumentError: (``N`` known at run time only) a
             row has fewer than ``k`` real items to rank.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"`k` must be a positive int. Received: k={k!r}")
     catalogue = item_embeddings.shape[0]
-    if catalogue is not None and k > catalogue - 1:
-        raise ValueError(
-            f"`k` must be at most the catalogue's {catalogue - 1} real items "
-            f"(the table's {catalogue} rows less padding). Received: k={k}"
-        )
+    check_served_k(k, catalogue)
     history = tf.cast(inputs["history_ids"], tf.int32)
     excludes = bool(head.excludes_history(False))
     keep = {"exclude_history": False} if excludes else {}
