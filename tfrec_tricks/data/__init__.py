@@ -2,7 +2,19 @@
 
 from tfrec_tricks.data.datasets import SOURCES, Source, load_source
 from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.item_feature_file import (
+    FEATURE_KINDS,
+    ItemFeatureTable,
+    read_item_features,
+)
+from tfrec_tricks.data.item_features import (
+    ItemFeatures,
+    ItemFeatureSpec,
+    cold_item_names,
+    encode_item_features,
+)
 from tfrec_tricks.data.loaders import FORMATS, load_file
+from tfrec_tricks.data.movielens_item_features import movielens_item_features
 from tfrec_tricks.data.preparation import (
     InMemoryDataset,
     SequenceExamples,
@@ -11,14 +23,22 @@ from tfrec_tricks.data.preparation import (
 )
 
 __all__ = [
+    "FEATURE_KINDS",
     "FORMATS",
     "Interactions",
     "InMemoryDataset",
+    "ItemFeatureSpec",
+    "ItemFeatureTable",
+    "ItemFeatures",
     "SOURCES",
     "SequenceExamples",
     "Source",
     "Vocabulary",
+    "cold_item_names",
+    "encode_item_features",
     "load_file",
     "load_source",
+    "movielens_item_features",
     "prepare",
+    "read_item_features",
 ]

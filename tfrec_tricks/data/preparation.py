@@ -17,6 +17,7 @@ can be cut to its longest history.
 
 import dataclasses
 import json
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,10 @@ class InMemoryDataset:
     """Everything a run needs: vocabulary, the three splits, statistics.
 
     ``statistics`` are the training targets' item counts and the feature
-    moments ``SequentialRetrievalModel.from_data`` reads.
+    moments ``SequentialRetrievalModel.from_data`` reads. With item
+    attributes (``with_item_features``), ``item_features`` holds the
+    encoded ``ItemFeatures`` and ``trained_items`` the bool [N] mask of
+    the items the training examples hold (the others are cold items).
     """
 
     vocabulary: Vocabulary
@@ -128,6 +132,8 @@ class InMemoryDataset:
     max_len: int
     feature_names: list[str]
     statistics: TrainingStatistics
+    item_features: Any = None
+    trained_items: np.ndarray | None = None
 
     @property
     def num_items(self) -> int:
@@ -140,6 +146,11 @@ class InMemoryDataset:
             f"train {len(self.train):,}, validation {len(self.validation):,},"
             f" test {len(self.test):,}; max_len {self.max_len}; features: "
             f"{self.feature_names or 'none'}"
+            + (
+                f"; item features: {self.item_features.names()}"
+                if self.item_features is not None
+                else ""
+            )
         )
 
 

@@ -91,6 +91,7 @@ def metrics_by_target_kind(
     history: np.ndarray,
     targets: np.ndarray,
     ks: Iterable[int] = (10,),
+    cold_items: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
     """Metrics of repeat targets and of new ones, separately.
 
@@ -103,17 +104,31 @@ def metrics_by_target_kind(
         history: int array [B, L], padding id 0.
         targets: int array [B].
         ks: cut-offs. Defaults to (10,).
+        cold_items: bool array [N] or None. The items never in a training
+            example (cold-start items): their targets are also reported
+            as ``"cold"``. Defaults to None.
 
     Returns:
-        ``{"repeat": {...}, "new": {...}}``, each with the metrics of its
-        examples and ``"share"``, their fraction of all examples (a kind
-        with no example has only its share, 0).
+        ``{"repeat": {...}, "new": {...}}`` (and ``"cold"``), each with the
+        metrics of its examples and ``"share"``, their fraction of all
+        examples (a kind with no example has only its share, 0).
+
+    Example:
+
+    >>> by_kind = metrics_by_target_kind(
+    ...     np.array([1, 4]), np.array([[1, 0], [1, 0]]), np.array([1, 2]),
+    ...     cold_items=np.array([False, False, True]))
+    >>> by_kind["repeat"]["hr@10"], by_kind["cold"]["share"]
+    (1.0, 0.5)
     """
     ks = tuple(ks)
     ranks = np.asarray(ranks)
     is_repeat = repeat_targets(history, targets)
     results = {}
-    for kind, mask in (("repeat", is_repeat), ("new", ~is_repeat)):
+    kinds = [("repeat", is_repeat), ("new", ~is_repeat)]
+    if cold_items is not None:
+        kinds.append(("cold", np.asarray(cold_items, bool)[targets]))
+    for kind, mask in kinds:
         results[kind] = {"share": float(mask.mean()) if len(mask) else 0.0}
         if mask.any():
             results[kind].update(metrics_from_ranks(ranks[mask], ks))

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from tfrec_tricks.layers import common
 from tfrec_tricks.layers.top_k import served_top_k
+from tfrec_tricks.models.item_tables import ItemTables, item_tables
 
 
 class CandidateScoringMixin:
@@ -16,8 +17,14 @@ class CandidateScoringMixin:
     ``score_candidates`` and ``top_k`` are what
     ``tfrec_tricks.export.ServingModule`` serves, without reading the
     head's internals. The model that mixes this in has ``head``,
-    ``item_embedding`` and ``output_dropout``.
+    ``item_embedding``, ``item_features`` and ``output_dropout``.
     """
+
+    def item_tables(self, training: Any = False) -> ItemTables:
+        """The item tables of one step (``models.item_tables``): the id
+        embedding's, or with item features the fused table of every
+        item."""
+        return item_tables(self.item_embedding, self.item_features, training)
 
     @staticmethod
     def last_positions(history: tf.Tensor) -> tf.Tensor:
@@ -80,10 +87,11 @@ class CandidateScoringMixin:
             extra["return_base_logits"] = True
         if exclude_history is not None:
             extra["exclude_history"] = exclude_history
+        tables = self.item_tables(training)
         return self.head(
             self._head_inputs(history, states, training),
-            self.item_embedding.output_embeddings,
-            item_bias=self.item_embedding.output_bias,
+            tables.output_table,
+            item_bias=tables.output_bias,
             candidate_ids=candidate_ids,
             training=training,
             **extra,
@@ -152,11 +160,12 @@ class CandidateScoringMixin:
                 False: a mixture of softmaxes does not factorise into one
                 query vector).
         """
+        tables = self.item_tables(False)
         return self.head.top_k_candidates(
             self._head_inputs(history, states, False),
-            self.item_embedding.output_embeddings,
+            tables.output_table,
             k,
-            item_bias=self.item_embedding.output_bias,
+            item_bias=tables.output_bias,
             extra_ids=extra_ids,
         )
 
@@ -190,11 +199,12 @@ class CandidateScoringMixin:
         Returns:
             float32 ``[B, M]``: ``logits`` at the candidates' ids.
         """
+        tables = self.item_tables(False)
         return self.head.score_candidates(
             self._head_inputs(history, states, False),
-            self.item_embedding.output_embeddings,
+            tables.output_table,
             tf.cast(candidate_ids, tf.int32),
-            item_bias=self.item_embedding.output_bias,
+            item_bias=tables.output_bias,
             base_logits=base_logits,
             assume_unique=assume_unique,
         )
@@ -228,11 +238,12 @@ class CandidateScoringMixin:
         Raises:
             ValueError: ``k`` is not in ``[1, num_items - 1]``.
         """
+        tables = self.item_tables(False)
         return served_top_k(
             self.head,
             self._head_inputs(history, states, False),
-            self.item_embedding.output_embeddings,
+            tables.output_table,
             k,
-            item_bias=self.item_embedding.output_bias,
+            item_bias=tables.output_bias,
             use_index=use_index,
         )

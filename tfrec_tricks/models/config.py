@@ -9,6 +9,7 @@ from tfrec_tricks.config_fields import (
     document_fields,
     option,
 )
+from tfrec_tricks.features.feature_fusion import FUSION_MODES
 
 ENCODERS = ("gru4rec", "sasrec", "hstu")
 # Encoders of attention heads (num_heads must divide their width).
@@ -50,6 +51,17 @@ def as_trained(model: dict) -> dict:
     if model.get("head_dropout", 0.0) is not None or "head" not in model:
         return model
     return {**model, "head_dropout": default_head_dropout(model["head"])}
+
+
+def _distinct_item_features(item_features: tuple, features: tuple) -> bool:
+    """Whether each item feature is a dict with a name, no two alike, and
+    none named as a per-position feature."""
+    names = [f.get("name") for f in item_features]
+    return (
+        all(isinstance(n, str) and n for n in names)
+        and len(set(names)) == len(names)
+        and not set(names) & set(features)
+    )
 
 
 @document_fields
@@ -204,6 +216,20 @@ class ModelConfig:
         "each soft one-hot encoded and added to the item embeddings.",
         metavar="NAME",
         nargs="*",
+    )
+    item_features: tuple[dict, ...] = option(
+        (),
+        "the item attributes the item representation fuses: one "
+        "``ItemFeatureEncoder`` feature dict each (name, kind, width, "
+        "vocabulary_size, mean, variance), from the data's "
+        "``ItemFeatures.spec_dicts()``.",
+        cli=False,
+    )
+    feature_fusion: str = option(
+        "concat",
+        "how item attributes join the item id embedding: concat (then a "
+        "projection to d, Transformers4Rec's) or sum (RecTools').",
+        choices=FUSION_MODES,
     )
     soft_one_hot_buckets: int = option(
         10,
@@ -362,6 +388,7 @@ class ModelConfig:
             self.cpr_reranker_ks = (self.cpr_reranker_ks,)
         check_field_types(self)
         self.features = tuple(str(f) for f in self.features)
+        self.item_features = tuple(dict(f) for f in self.item_features)
         self.metric_ks = tuple(int(k) for k in self.metric_ks)
         self.cpr_reranker_ks = tuple(int(k) for k in self.cpr_reranker_ks)
         try:
@@ -386,6 +413,11 @@ class ModelConfig:
                 len(set(self.features)) == len(self.features)
                 and all(self.features),
                 "must be distinct, non-empty names",
+            ),
+            "item_features": (
+                _distinct_item_features(self.item_features, self.features),
+                "must be feature dicts with distinct names, none of them "
+                "a per-position feature's",
             ),
             "cpr_reranker_ks": (
                 len(set(self.cpr_reranker_ks)) == len(self.cpr_reranker_ks),
@@ -437,6 +469,7 @@ class ModelConfig:
             "objective": OBJECTIVES,
             "cpr_merge": CPR_MERGES,
             "sasrec_norm": SASREC_NORMS,
+            "feature_fusion": FUSION_MODES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

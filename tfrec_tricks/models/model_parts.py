@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data.statistics import LOG1P_FEATURES
+from tfrec_tricks.features import ItemFeatureEncoder
 from tfrec_tricks.layers import (
     MixtureOfSoftmax,
     SoftmaxCPR,
@@ -284,8 +285,8 @@ def arrays_from_data(config: ModelConfig, data: Any, item_graph: Any) -> dict:
         item_graph: array [E, 2] of raw item ids or None.
 
     Returns:
-        dict of ``item_graph``, ``item_frequencies`` and
-        ``feature_statistics``.
+        dict of ``item_graph``, ``item_frequencies``,
+        ``feature_statistics`` and ``item_feature_values``.
 
     Raises:
         ValueError: the data's catalogue size is not ``config.num_items``,
@@ -321,4 +322,53 @@ def arrays_from_data(config: ModelConfig, data: Any, item_graph: Any) -> dict:
         "item_graph": graph,
         "item_frequencies": statistics.item_counts,
         "feature_statistics": feature_statistics,
+        "item_feature_values": _item_feature_values(config, data),
     }
+
+
+def _item_feature_values(config: ModelConfig, data: Any) -> dict | None:
+    """The items' attribute values and trained mask of ``data``, for
+    ``config.item_features`` (None without)."""
+    if not config.item_features:
+        return None
+    features = getattr(data, "item_features", None)
+    wanted = [f["name"] for f in config.item_features]
+    if features is None or features.names() != wanted:
+        raise ValueError(
+            f"config.item_features names {wanted} but the data has item "
+            f"features {None if features is None else features.names()}."
+        )
+    return {
+        "values": features.values,
+        "id_known": np.asarray(data.trained_items, np.float32),
+    }
+
+
+def item_feature_encoder(
+    config: ModelConfig, item_feature_values: dict | None
+) -> ItemFeatureEncoder | None:
+    """The ``ItemFeatureEncoder`` of ``config.item_features``, built, with
+    the items' values when given; None without item features.
+
+    Args:
+        config: a ``ModelConfig``.
+        item_feature_values: ``{"values": {name: array}, "id_known":
+            array}`` or None (``from_config``: ``load_weights`` fills
+            them).
+    """
+    if not config.item_features:
+        return None
+    encoder = ItemFeatureEncoder(
+        config.num_items,
+        config.embedding_dim,
+        [dict(f) for f in config.item_features],
+        fusion=config.feature_fusion,
+        soft_one_hot_buckets=config.soft_one_hot_buckets,
+        name="item_features",
+    )
+    encoder.build(None)
+    if item_feature_values is not None:
+        encoder.set_item_values(
+            item_feature_values["values"], item_feature_values["id_known"]
+        )
+    return encoder

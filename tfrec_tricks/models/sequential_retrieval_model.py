@@ -10,9 +10,11 @@ from tfrec_tricks.evaluation.full_ranking import METRIC_KINDS, RankingMetric
 from tfrec_tricks.models import model_parts
 from tfrec_tricks.models.candidate_scoring import CandidateScoringMixin
 from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.models.item_tables import embed_items
 from tfrec_tricks.objectives import EncodedBatch, objective_for
 from tfrec_tricks.objectives.position_rows import (
     expand_positions,
+    mean_over_replicas,
     target_positions,
 )
 
@@ -30,7 +32,8 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
        ``features`` is soft one-hot encoded (``SoftOneHotEncoding``,
        standardised, after a log1p for ``time_gap``, a learned vector
        for NaN) and added to the item embedding; padding positions get
-       none of it.
+       none of it. With ``item_features``, the rows come from each item's
+       id embedding fused with its attributes (``item_tables``).
     3. Causal encoder: ``GRU4RecEncoder`` or ``SASRecEncoder``, run over
        the batch cut to its longest history (histories are right-padded,
        so the cut columns are padding only).
@@ -41,24 +44,15 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
        ``"mos"`` (``MixtureOfSoftmax``, log-probabilities).
 
     Objective (``tfrec_tricks.objectives``, ``objective_for`` picks it from
-    the config and the head): ``FullSoftmax``, softmax cross-entropy over
-    the whole catalogue (``--objective full``, the Softmax-CPR paper's);
-    ``PartitionedSoftmax``, the same for a head with its own
-    cross-entropy (CPR), which trains without writing its ``[B, N]``
-    logits; ``InBatchSampledSoftmax`` (``--objective sampled``,
-    ``tfrs.tasks.Retrieval`` semantics: logQ correction with
-    ``item_frequencies``, accidental-hit removal, optional hard
-    negatives), the candidates the batch's targets scored per query by the
-    head; ``SampledNegatives`` (``num_sampled_negatives``), K uniform
-    negatives shared by the batch. The sampled objectives' steps read the
-    batch's rows of the item table only (``tf.IndexedSlices`` gradients;
-    CPR's rerankers still select from a gradient-free ``[B, N]`` product,
-    MoS normalises over all items). Adam, though, decays its moments of
-    the whole table every step, an ``O(N d)`` update that sparse
-    optimizers (e.g. Adagrad) avoid. Label SSE (``sse_label_probability``)
-    replaces the targets of the loss during training. The loss is averaged
-    over the global batch (``tf.nn.compute_average_loss``), so gradients
-    are right under ``tf.distribute`` strategies.
+    the config and the head): ``FullSoftmax`` (``--objective full``),
+    ``PartitionedSoftmax`` (CPR's own cross-entropy, no ``[B, N]`` logits
+    written), ``InBatchSampledSoftmax`` (``--objective sampled``,
+    ``tfrs.tasks.Retrieval`` semantics with the logQ correction of
+    ``item_frequencies``) or ``SampledNegatives``
+    (``num_sampled_negatives``); each class documents its cost. Label SSE
+    (``sse_label_probability``) replaces the targets of the loss during
+    training. The loss is averaged over the global batch, so gradients are
+    right under ``tf.distribute`` strategies.
 
     A training batch may carry ``position_targets`` [B, L] (each session's
     prefixes merged into one row, ``make_dataset(..., every_position=True)``):
@@ -101,6 +95,10 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         item_graph_num_edges: int or None. CSR size of the item graph,
             set by ``from_config`` so that the graph weights exist before
             ``load_weights`` fills them. Defaults to None.
+        item_feature_values: dict or None. ``{"values": {name: [N, width]
+            array}, "id_known": [N] array}`` for the item features
+            (``ItemFeatureEncoder.set_item_values``); kept in weights.
+            Defaults to None.
         **kwargs: passed on to ``tfrs.Model``.
 
     Call arguments:
@@ -149,6 +147,7 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         item_frequencies: Any = None,
         feature_statistics: dict | None = None,
         item_graph_num_edges: int | None = None,
+        item_feature_values: dict | None = None,
         **kwargs,
     ):
         """Builds the model's parts (``model_parts``), one step each.
@@ -161,7 +160,9 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         1. ``item_embedding``: the (tied) item table and its output bias.
         2. ``item_sse``, ``label_sse`` and the size of their item graph.
         3. The feature statistics, checked against ``config.features``.
-        4. ``feature_encoders``: one soft one-hot encoder per feature.
+        4. ``feature_encoders``: one soft one-hot encoder per feature, and
+           ``item_features``, the ``ItemFeatureEncoder`` of
+           ``config.item_features`` (None without).
         5. ``encoder`` (``ENCODER_CLASSES``) between the embedding and
            output dropouts.
         6. ``head``, ``projection`` (the tied softmax's, under the model's
@@ -186,6 +187,9 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
             config, feature_statistics
         )
         self.feature_encoders = model_parts.feature_encoders(config, statistics)
+        self.item_features = model_parts.item_feature_encoder(
+            config, item_feature_values
+        )
         self.embedding_dropout, self.encoder, self.output_dropout = (
             model_parts.encoder_layers(config, hidden)
         )
@@ -216,8 +220,11 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
 
     # ---------------------------------------------------------------- tower
 
-    def encode(self, inputs, training=False):
+    def encode(self, inputs, training=False, tables=None):
         """History ids cut to the longest history and the encoder states.
+
+        ``tables``: the step's ``ItemTables`` (``item_tables``), when the
+        caller already has them.
 
         Returns:
             ``(history, states)``: int32 [B, L'] ids (L' the batch's
@@ -233,7 +240,9 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         ids = history
         if self.item_sse is not None:
             ids = self.item_sse(history, training=training)
-        x = self.item_embedding.lookup(ids, training=training)
+        if tables is None:
+            tables = self.item_tables(training)
+        x = embed_items(self.item_embedding, tables, ids, training)
         if self.feature_encoders:
             real = tf.cast(history > 0, x.dtype)[:, :, None]
             for name, encoder in self.feature_encoders.items():
@@ -270,15 +279,17 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         objectives``): what to score and how is the objective's.
         """
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
-        history, states = self.encode(inputs, training=training)
+        # Once per step: with item features, the fused table of every item.
+        tables = self.item_tables(training)
+        history, states = self.encode(inputs, training, tables)
         batch = EncodedBatch(
             self.head,
             self._head_inputs,
             history,
             states,
             targets,
-            item_table=self.item_embedding.output_embeddings,
-            item_bias=self.item_embedding.output_bias,
+            item_table=tables.output_table,
+            item_bias=tables.output_bias,
             position_targets=inputs.get(POSITION_TARGETS),
             label_noise=self.label_sse,
             candidate_probability=self.candidate_probability,
@@ -295,7 +306,7 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         ``tf.function`` prunes the ops that computed them.
         """
         if every_position:
-            loss = self._mean_over_replicas(per_example)
+            loss = mean_over_replicas(per_example)
         else:
             loss = tf.nn.compute_average_loss(per_example)
         # Per example, so the epoch's mean weighs a short last batch (and,
@@ -339,20 +350,6 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
             logs.pop("regularization_loss", None)
             logs.pop("total_loss", None)
         return logs
-
-    @staticmethod
-    def _mean_over_replicas(per_example):
-        """Sum over the replica's examples / the global example count.
-
-        A merged-prefix batch has a different number of target positions on
-        each replica, so ``compute_average_loss``'s global batch size (rows
-        times replicas) would not be the example count.
-        """
-        count = tf.cast(tf.shape(per_example)[0], tf.float32)
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
-        return tf.reduce_sum(per_example) / tf.maximum(count, 1.0)
 
     # -------------------------------------------------------- serialisation
 

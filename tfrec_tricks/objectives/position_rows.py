@@ -81,3 +81,20 @@ def target_positions(
     last = tf.gather_nd(history, index)[:, None]
     state = tf.gather_nd(states[-1], index)[:, None, :]
     return last, [state], tf.gather_nd(targets, index)
+
+
+def mean_over_replicas(per_example: tf.Tensor) -> tf.Tensor:
+    """Sum over the replica's examples / the global example count.
+
+    A merged-prefix batch has a different number of target positions on
+    each replica, so ``compute_average_loss``'s global batch size (rows
+    times replicas) would not be the example count.
+
+    >>> float(mean_over_replicas(tf.constant([1.0, 2.0, 6.0])))
+    3.0
+    """
+    count = tf.cast(tf.shape(per_example)[0], tf.float32)
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:
+        count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    return tf.reduce_sum(per_example) / tf.maximum(count, 1.0)

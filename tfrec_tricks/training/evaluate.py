@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.data.item_side_information import trained_items
 from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_from_ranks,
@@ -252,6 +253,7 @@ def evaluate_run(
             bucket_by_length=config.bucket_by_length,
         ),
         metric_ks,
+        cold_items(data),
     )
     if config.eval_negatives or config.eval_seen_excluded:
         results.update(
@@ -268,8 +270,24 @@ def _ranking_metrics(
     return {name: float(values[name]) for name in names}
 
 
+def cold_items(data: TrainingData) -> np.ndarray | None:
+    """bool [N]: the items of no training example (cold-start items), for
+    the test metrics of their targets; None for data on disk."""
+    if data.on_disk:
+        return None
+    trained = data.prepared.trained_items
+    if trained is None:
+        trained = trained_items(data.prepared)
+    cold = ~np.asarray(trained, bool)
+    cold[0] = False
+    return cold
+
+
 def _test_metrics(
-    model: tf.keras.Model, test_ds: tf.data.Dataset, ks: tuple
+    model: tf.keras.Model,
+    test_ds: tf.data.Dataset,
+    ks: tuple,
+    cold: np.ndarray | None = None,
 ) -> tuple[dict, dict]:
     """Overall and repeat / new test metrics, from one pass over the test set.
 
@@ -291,7 +309,7 @@ def _test_metrics(
         targets.append(batch["target"].numpy().reshape(-1))
     ranks = np.concatenate(ranks)
     by_kind = metrics_by_target_kind(
-        ranks, np.concatenate(histories), np.concatenate(targets), ks
+        ranks, np.concatenate(histories), np.concatenate(targets), ks, cold
     )
     return metrics_from_ranks(ranks, ks), by_kind
 
@@ -358,7 +376,7 @@ def format_results(results: dict, run_dir: str) -> str:
         row = "".join(f"{results[split][n]:>{width}.4f}" for n in names)
         lines.append(f"{split:<12}{row}")
     kinds = results.get("test_by_target", {})
-    for kind in ("repeat", "new"):
+    for kind in ("repeat", "new", "cold"):
         part = kinds.get(kind, {})
         if len(part) > 1:
             row = "".join(f"{part[n]:>{width}.4f}" for n in names)

@@ -24,9 +24,15 @@ from tfrec_tricks.config_fields import (
     value_has_type,
 )
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig
+from tfrec_tricks.training.feature_selection import ALL_FEATURES
 
 # ModelConfig fields that come from the data or the training options.
-DERIVED_MODEL_FIELDS = ("num_items", "max_len", "learning_rate")
+DERIVED_MODEL_FIELDS = (
+    "num_items",
+    "max_len",
+    "learning_rate",
+    "item_features",
+)
 _FIELD_TYPES = {
     field.name: field.type
     for field in dataclasses.fields(ModelConfig)
@@ -112,19 +118,42 @@ class ModelOptions(Mapping):
         return dict(self._values)
 
     def resolve(
-        self, num_items: int, max_len: int, learning_rate: float
+        self,
+        num_items: int,
+        max_len: int,
+        learning_rate: float,
+        data: Any = None,
     ) -> ModelConfig:
         """The ``ModelConfig`` of these options on a catalogue of
         ``num_items``, with the training options' ``max_len`` and
         ``learning_rate``.
 
+        With the run's prepared ``data`` (``InMemoryDataset`` or
+        ``OnDiskDataset``), ``features`` keeps the per-interaction
+        features it selects (``feature_selection``; ``all``: every one the
+        data has) and ``item_features`` are the data's item features
+        (``ItemFeatures.spec_dicts``). Without ``data`` (a run's
+        fingerprint) the names stay as given.
+
         Raises:
             ValueError: an invalid model config (``--head auto`` not yet
                 chosen included).
         """
+        values = dict(self._values)
+        if data is not None:
+            item_features = getattr(data, "item_features", None)
+            requested = tuple(self.value("features"))
+            if ALL_FEATURES in requested:
+                requested = tuple(data.feature_names)
+            # In the order given: the encoders are created in this order.
+            values["features"] = tuple(
+                n for n in requested if n in data.feature_names
+            )
+            if item_features is not None:
+                values["item_features"] = tuple(item_features.spec_dicts())
         return ModelConfig(
             num_items=num_items,
             max_len=max_len,
             learning_rate=learning_rate,
-            **self._values,
+            **values,
         )

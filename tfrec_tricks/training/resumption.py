@@ -57,6 +57,8 @@ LATER_OPTIONS = {
     "drop_duplicates": False,
     "lr_schedule": "constant",
     "warmup_epochs": 0,
+    "item_features": None,
+    "min_feature_count": 1,
 }
 
 
@@ -72,6 +74,8 @@ MODEL_LATER_OPTIONS = {
     "cosine_temperature": (None, ("head", SOFTMAX_HEADS)),
     "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
+    "item_features": ((), None),
+    "feature_fusion": ("concat", None),
 }
 
 
@@ -337,7 +341,7 @@ def open_run_directory(
     chief = is_chief(strategy)
     # Invalid settings (e.g. a CPR reranker larger than the catalogue)
     # stop here, before the run directory is touched.
-    model_config = config.model_config(data.num_items)
+    model_config = config.model_config(data.num_items, data.prepared)
     # A model that cannot fit is refused here too (InsufficientMemoryError).
     check_training_memory(
         config,

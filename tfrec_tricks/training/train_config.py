@@ -3,6 +3,7 @@
 import copy
 import dataclasses
 import os
+from typing import Any
 
 from tfrec_tricks.config_fields import check_fields, document_fields, option
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
@@ -98,6 +99,24 @@ class TrainConfig:
         "the other data flags must not contradict them).",
         group="data",
         metavar="DIR",
+    )
+    item_features: str | None = option(
+        None,
+        "item attributes in RecBole's atomic .item format: a header of "
+        "name:type fields (item_id:token, then any of token, token_seq, "
+        "float, float_seq), a tab-separated row per item. Items with a "
+        "row but no interaction join the catalogue as cold-start items. "
+        "The features it holds are taken unless --features names some.",
+        group="data",
+        metavar="FILE",
+    )
+    min_feature_count: int = option(
+        1,
+        "a token of an item feature held by fewer training items is "
+        "out-of-vocabulary (shares one embedding).",
+        check="positive",
+        group="data",
+        metavar="N",
     )
     synthetic_users: int = option(
         1000, "synthetic users.", check="positive", group="data", metavar="N"
@@ -310,6 +329,14 @@ class TrainConfig:
                 f"lr_schedule must be one of {LR_SCHEDULES}. Received: "
                 f"lr_schedule={self.lr_schedule!r}"
             )
+        if self.prepared and self.item_features is not None:
+            raise ValueError(
+                "--item-features reads the attributes beside an interaction "
+                "source; a prepared dataset (--prepared) does not carry them "
+                "yet: train from the source (--data) instead. Received: "
+                f"item_features={self.item_features!r}, "
+                f"prepared={self.prepared!r}"
+            )
         if self.warmup_epochs >= self.epochs:
             raise ValueError(
                 "warmup_epochs must be less than epochs: the warmup must "
@@ -355,12 +382,13 @@ class TrainConfig:
             return os.path.basename(os.path.normpath(self.prepared))
         return self.data.replace(":", "-").replace("/", "-")
 
-    def model_config(self, num_items: int) -> ModelConfig:
+    def model_config(self, num_items: int, data: Any = None) -> ModelConfig:
         """The run's resolved ``ModelConfig`` for a catalogue of ``num_items``.
 
         ``model`` overrides the defaults; ``max_len`` and the learning rate
         (``training_learning_rate``) come from the training options,
-        ``num_items`` from the data.
+        ``num_items`` from the data, and with the prepared ``data`` the
+        features it selects (``ModelOptions.resolve``).
 
         Raises:
             ValueError: an invalid model config, or options the catalogue
@@ -368,7 +396,7 @@ class TrainConfig:
         """
         self.check_catalogue(num_items)
         return self.model.resolve(
-            num_items, self.max_len, self.training_learning_rate()
+            num_items, self.max_len, self.training_learning_rate(), data
         )
 
     def to_dict(self) -> dict:

@@ -181,7 +181,7 @@ def training_model(config: TrainConfig) -> tuple:
         training batches of one epoch).
     """
     config, data, _ = _load(config, verbose=0)
-    model_config = config.model_config(data.num_items)
+    model_config = config.model_config(data.num_items, data.prepared)
     return build_model(config, model_config, data, None)
 
 

@@ -15,7 +15,16 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
-from tfrec_tricks.data.datasets import source_files
+from tfrec_tricks.data.datasets import default_data_path, source_files
+from tfrec_tricks.data.item_feature_file import (
+    ItemFeatureTable,
+    read_item_features,
+)
+from tfrec_tricks.data.item_side_information import with_item_features
+from tfrec_tricks.data.movielens_item_features import (
+    MOVIELENS_METADATA,
+    movielens_item_features,
+)
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.prepared_format import (
@@ -23,6 +32,7 @@ from tfrec_tricks.data.prepared_format import (
     STATISTICS_FILE,
     VOCABULARY_FILE,
 )
+from tfrec_tricks.training.feature_selection import select_features
 from tfrec_tricks.training.train_config import TrainConfig
 
 
@@ -108,6 +118,10 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     """Loads ``config``'s data: prepared on disk, or prepared here."""
     if config.prepared:
         dataset = OnDiskDataset(config.prepared)
+        # Refuses a name the dataset does not have.
+        select_features(
+            config.model.value("features"), dataset.feature_names, []
+        )
         return TrainingData(
             dataset, dataset.item_graph(), [f"Prepared: {dataset.summary()}"]
         )
@@ -116,7 +130,33 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     if source.duplicates is not None:
         description.append(source.duplicates.message())
     description.append(f"Prepared: {data.summary()}")
+    description += item_feature_lines(data)
     return TrainingData(data, source.item_graph, description)
+
+
+def item_feature_lines(data: InMemoryDataset) -> list[str]:
+    """What the run says of its item features: one line per feature (kind,
+    vocabulary, coverage), the cold items and the items without a row."""
+    if data.item_features is None:
+        return []
+    lines = []
+    for row in data.item_features.summary_rows():
+        vocabulary = (
+            f", {row['vocabulary_size']:,} ids (padding and OOV included)"
+            if row["vocabulary_size"]
+            else ""
+        )
+        lines.append(
+            f"Item feature {row['name']}: {row['kind']}{vocabulary}, "
+            f"{row['coverage']:.1%} of items have a value"
+        )
+    cold = int((~data.trained_items[1:]).sum())
+    missing = int((~data.item_features.has_row[1:]).sum())
+    lines.append(
+        f"Items: {cold:,} in no training example (cold: ranked by their "
+        f"attributes), {missing:,} without an attribute row"
+    )
+    return lines
 
 
 def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
@@ -146,7 +186,31 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
         min_item_interactions=config.min_item_interactions,
         split=config.split,
     )
+    table = item_feature_table(config)
+    selection = select_features(
+        config.model.value("features"),
+        data.feature_names,
+        table.names() if table is not None else [],
+        items_by_default=config.item_features is not None,
+    )
+    if selection.item:
+        data = with_item_features(
+            data, table.select(selection.item), config.min_feature_count
+        )
     return source, data
+
+
+def item_feature_table(config: TrainConfig) -> ItemFeatureTable | None:
+    """The item attributes ``config``'s run can read: ``--item-features``,
+    else a built-in dataset's metadata when ``--features`` names any
+    feature (``movielens_item_features``), else None."""
+    if config.item_features is not None:
+        return read_item_features(config.item_features)
+    if config.data in MOVIELENS_METADATA and config.model.value("features"):
+        return movielens_item_features(
+            config.data, config.data_path or default_data_path()
+        )
+    return None
 
 
 def data_files(config: TrainConfig) -> list[str]:
@@ -160,7 +224,10 @@ def data_files(config: TrainConfig) -> list[str]:
             os.path.join(config.prepared, name)
             for name in (METADATA_FILE, VOCABULARY_FILE, STATISTICS_FILE)
         ]
-    return source_files(config.data, config.data_path, config.tfds_manual_dir)
+    files = source_files(config.data, config.data_path, config.tfds_manual_dir)
+    if config.item_features is not None:
+        files.append(config.item_features)
+    return files
 
 
 def input_paths(config: TrainConfig) -> list[str]:

@@ -1,0 +1,103 @@
+"""models.item_tables: the item tables one step reads."""
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
+from tfrec_tricks.models.item_tables import embed_items, item_tables
+
+FEATURES = [
+    {
+        "name": "genre",
+        "kind": "token_seq",
+        "width": 2,
+        "vocabulary_size": 4,
+        "mean": 0.0,
+        "variance": 1.0,
+    },
+    {
+        "name": "year",
+        "kind": "float",
+        "width": 1,
+        "vocabulary_size": 0,
+        "mean": 1990.0,
+        "variance": 100.0,
+    },
+]
+
+
+def _values(num_items=5):
+    genre = np.array([[0, 0], [2, 3], [2, 0], [3, 0], [1, 2]], np.int32)
+    year = np.array([[np.nan], [1990], [1995], [np.nan], [2000]], np.float32)
+    known = np.array([0, 1, 1, 1, 0], np.float32)  # item 4 is cold
+    return {"values": {"genre": genre, "year": year}, "id_known": known}
+
+
+def _model(tie=True, fusion="concat"):
+    config = ModelConfig(
+        num_items=5,
+        max_len=4,
+        embedding_dim=8,
+        item_features=FEATURES,
+        feature_fusion=fusion,
+        tie_embeddings=tie,
+    )
+    return SequentialRetrievalModel(config, item_feature_values=_values())
+
+
+def test_without_item_features_the_tables_are_the_id_embedding_s():
+    model = SequentialRetrievalModel(ModelConfig(num_items=5, max_len=4))
+    tables = model.item_tables()
+    assert tables.input_table is None
+    assert tables.output_table is model.item_embedding.output_embeddings
+    ids = tf.constant([[1, 2, 0]])
+    np.testing.assert_array_equal(
+        embed_items(model.item_embedding, tables, ids),
+        model.item_embedding.lookup(ids),
+    )
+
+
+def test_tied_tables_are_the_fused_table():
+    model = _model()
+    tables = item_tables(model.item_embedding, model.item_features)
+    fused = model.item_features(model.item_embedding.embeddings)
+    np.testing.assert_allclose(tables.input_table, fused)
+    np.testing.assert_allclose(tables.output_table, fused)
+    rows = embed_items(model.item_embedding, tables, tf.constant([[3, 0]]))
+    np.testing.assert_allclose(rows[0, 0], fused[3])
+    np.testing.assert_array_equal(rows[0, 1], np.zeros(8))
+
+
+def test_an_untied_output_table_stays_the_id_only_one():
+    model = _model(tie=False)
+    tables = model.item_tables()
+    assert tables.output_table is model.item_embedding.output_embeddings
+
+
+def test_a_cold_item_s_bias_is_the_trained_items_mean():
+    model = _model()
+    bias = model.item_embedding.output_bias
+    bias.assign([0.0, 1.0, 2.0, 6.0, -50.0])
+    tables = model.item_tables()
+    # Padding's (row 0) is never served: the heads mask it.
+    np.testing.assert_allclose(tables.output_bias[1:], [1.0, 2.0, 6.0, 3.0])
+
+
+def test_a_model_with_item_features_trains_and_round_trips(tmp_path):
+    model = _model()
+    model.compile(optimizer="adam")
+    batch = {
+        "history": tf.constant([[1, 2, 0, 0], [3, 1, 2, 0]]),
+        "target": tf.constant([3, 4]),
+    }
+    model.fit(tf.data.Dataset.from_tensors(batch), epochs=2, verbose=0)
+    before = model(batch)
+    again = SequentialRetrievalModel.from_config(model.get_config())
+    again(batch)
+    again.set_weights(model.get_weights())
+    np.testing.assert_allclose(again(batch), before, rtol=1e-6)
+    # The items' values travel in the weights.
+    np.testing.assert_array_equal(
+        again.item_features.get_weights()[0],
+        model.item_features.get_weights()[0],
+    )

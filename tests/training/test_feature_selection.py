@@ -1,0 +1,46 @@
+"""training.feature_selection: --features against what the data has."""
+
+import pytest
+
+from tfrec_tricks.training.feature_selection import (
+    ALL_FEATURES,
+    FeatureSelection,
+    select_features,
+)
+
+POSITION = ["time_gap", "rating"]
+ITEM = ["genres", "year"]
+
+
+def test_nothing_requested_reads_no_feature():
+    assert select_features([], POSITION, ITEM) == FeatureSelection()
+
+
+def test_an_item_file_takes_every_item_feature_by_default():
+    selection = select_features([], POSITION, ITEM, items_by_default=True)
+    assert selection == FeatureSelection((), ("genres", "year"))
+
+
+def test_all_takes_both_kinds_in_the_data_order():
+    selection = select_features([ALL_FEATURES], POSITION, ITEM)
+    assert selection == FeatureSelection(tuple(POSITION), tuple(ITEM))
+
+
+def test_names_split_by_kind():
+    selection = select_features(["year", "rating"], POSITION, ITEM)
+    assert selection == FeatureSelection(("rating",), ("year",))
+
+
+def test_an_unknown_name_is_refused_with_what_the_data_has():
+    with pytest.raises(ValueError) as error:
+        select_features(["genre", "rating"], POSITION, ITEM)
+    message = str(error.value)
+    assert "'genre'" in message
+    assert "per interaction: time_gap, rating" in message
+    assert "per item: genres, year" in message
+    assert "--features genre rating" in message
+
+
+def test_without_item_features_the_message_says_how_to_give_them():
+    with pytest.raises(ValueError, match="none \\(give the item attributes"):
+        select_features(["genres"], [], [])

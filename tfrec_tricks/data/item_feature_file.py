@@ -1,0 +1,382 @@
+r"""Item side-information: RecBole atomic ``.item`` files, read and checked.
+
+The file is tab-separated. Its first line names the columns as
+``name:type``; one column is ``item_id:token``, the others are features of
+one of ``FEATURE_KINDS``:
+
+- ``token``: one categorical value (``release_year:token`` ``1995``);
+- ``token_seq``: space-separated tokens (``class:token_seq``
+  ``Animation Comedy``);
+- ``float``: one number;
+- ``float_seq``: space-separated numbers.
+
+Every other line is one item. An empty field is no value for that item
+(counted as the feature's coverage, not an error); so is a ``token_seq`` or
+``float_seq`` field without tokens. Blank lines are skipped. The file is
+read as strict UTF-8 (a byte order mark at its start is dropped, CRLF line
+ends are accepted, a gzip-compressed file is decompressed as it is read);
+values are kept as written, except that the tokens of a ``*_seq`` field
+are split on single spaces with the empty ones dropped, as RecBole does.
+
+Every refusal is a ``DataError`` naming ``file:line``, the column and the
+value: a header without ``item_id:token``, a header field without
+``:type`` or with an unknown type, a feature named twice, a line with
+another number of fields than the header, an empty item id (or the
+reserved ``[PAD]``), an item listed twice (both lines named), a number that
+does not parse, is NaN or infinite, or does not fit in float32 (the dtype
+feature values are stored in).
+
+``tfrec_tricks.data.item_features`` encodes the table against a catalogue
+of contiguous item ids.
+"""
+
+import codecs
+import dataclasses
+import gzip
+import math
+import os
+import shlex
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tfrec_tricks.data.loaders import readable_file
+from tfrec_tricks.data.user_sequences import PADDING
+from tfrec_tricks.errors import DataError, malformed_line
+
+FEATURE_KINDS = ("token", "token_seq", "float", "float_seq")
+ITEM_ID = "item_id"
+TOKEN_KINDS = ("token", "token_seq")
+FLOAT_KINDS = ("float", "float_seq")
+SEQUENCE_KINDS = ("token_seq", "float_seq")
+# What ``select`` takes for every feature of the file.
+ALL = "all"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+# Feature values are stored as float32: larger magnitudes would become inf.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemFeatureTable:
+    """The raw attributes of each raw item id, as an ``.item`` file has them.
+
+    Attributes:
+        kinds: dict of str to str. Feature name -> its kind (one of
+            ``FEATURE_KINDS``), in file order; the item id is not a
+            feature.
+        rows: dict of str to dict. Raw item id -> ``{name: value}``, in
+            file order. A value is a ``str`` (``token``), a tuple of str
+            (``token_seq``), a ``float`` (``float``) or a tuple of float
+            (``float_seq``); a feature the item has no value of is absent
+            from its dict (an item may have an empty dict: it has a row).
+        source: str. The file read, for messages.
+
+    Example:
+
+    >>> table = ItemFeatureTable(
+    ...     kinds={"genres": "token_seq", "year": "float"},
+    ...     rows={"7": {"genres": ("Drama",)}},
+    ...     source="movies.item",
+    ... )
+    >>> table.names()
+    ['genres', 'year']
+    >>> table.select(["year"]).kinds
+    {'year': 'float'}
+    >>> table.select(["year"]).rows
+    {'7': {}}
+    """
+
+    kinds: dict[str, str]
+    rows: dict[str, dict[str, Any]]
+    source: str = ""
+
+    def names(self) -> list[str]:
+        """The feature names, in file order."""
+        return list(self.kinds)
+
+    def select(self, names: str | Iterable[str]) -> "ItemFeatureTable":
+        """The table restricted to some features (every row is kept).
+
+        Args:
+            names: str or list of str. The features to keep, or ``"all"``
+                (also ``["all"]``) for every feature of the file. The
+                features keep their file order, whatever the order of
+                ``names``.
+
+        Returns:
+            ItemFeatureTable. The same items, with only those features.
+
+        Raises:
+            ValueError: if ``names`` is empty, mixes ``"all"`` with names,
+                or names a feature the file does not have (the message
+                lists the features it has).
+        """
+        wanted = [names] if isinstance(names, str) else list(names)
+        if wanted == [ALL]:
+            return self
+        if not wanted or ALL in wanted:
+            raise ValueError(
+                "--features takes feature names, or 'all' alone. "
+                f"Received: names={wanted!r}"
+            )
+        unknown = [name for name in wanted if name not in self.kinds]
+        if unknown:
+            has = ", ".join(sorted(self.kinds)) or "no features"
+            raise ValueError(
+                f"--features names {', '.join(map(repr, unknown))} but "
+                f"{self.source} has: {has}"
+            )
+        kept = {
+            name: kind for name, kind in self.kinds.items() if name in wanted
+        }
+        rows = {
+            item: {name: v for name, v in values.items() if name in kept}
+            for item, values in self.rows.items()
+        }
+        return ItemFeatureTable(kinds=kept, rows=rows, source=self.source)
+
+
+def read_item_features(path: str) -> ItemFeatureTable:
+    r"""Reads and checks a RecBole atomic ``.item`` file.
+
+    Args:
+        path: str. The file (plain or gzip-compressed UTF-8 text; a pipe
+            such as ``<(zcat f.item.gz)`` is read like a file).
+
+    Returns:
+        ItemFeatureTable. The features and the values of each item.
+
+    Raises:
+        DataError: if the file is missing, empty or not UTF-8, or a line
+            is refused (see the module docstring); the message names
+            ``file:line``, the column and the value.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "movies.item")
+    >>> with open(path, "w") as handle:
+    ...     _ = handle.write(
+    ...         "item_id:token\tclass:token_seq\tyear:float\n"
+    ...         "1\tAnimation Comedy\t1995\n"
+    ...         "2\t\t1994\n"
+    ...     )
+    >>> table = read_item_features(path)
+    >>> table.kinds
+    {'class': 'token_seq', 'year': 'float'}
+    >>> table.rows["1"]
+    {'class': ('Animation', 'Comedy'), 'year': 1995.0}
+    >>> table.rows["2"]
+    {'year': 1994.0}
+    """
+    lines = _text_lines(path)
+    try:
+        number, header = next(lines)
+    except StopIteration:
+        raise DataError(
+            f"{path}: the file is empty; an .item file starts with a header "
+            "of name:type fields, one of them item_id:token"
+        ) from None
+    columns = _header(path, number, header)
+    item_column = columns.index((ITEM_ID, "token"))
+    kinds = {name: kind for name, kind in columns if name != ITEM_ID}
+    rows: dict[str, dict[str, Any]] = {}
+    first_line: dict[str, int] = {}
+    for number, line in lines:
+        text = line.rstrip("\r\n")
+        if not text.strip(" "):
+            continue
+        fields = text.split("\t")
+        if len(fields) != len(columns):
+            raise malformed_line(
+                path,
+                number,
+                line,
+                f"expected {len(columns)} tab-separated fields "
+                f"({', '.join(name for name, _ in columns)}), received "
+                f"{len(fields)}",
+            )
+        item = fields[item_column]
+        _check_item(path, number, line, item, first_line)
+        first_line[item] = number
+        values = {}
+        for (name, kind), field in zip(columns, fields):
+            if name == ITEM_ID:
+                continue
+            value = _value(kind, field, path, number, line, name)
+            if value is not None:
+                values[name] = value
+        rows[item] = values
+    return ItemFeatureTable(kinds=kinds, rows=rows, source=path)
+
+
+def _header(path: str, number: int, line: str) -> list[tuple[str, str]]:
+    """The ``(name, kind)`` of each column of the header ``line``.
+
+    Raises:
+        DataError: a field without ``:type`` or without a name, an unknown
+            type, a name given twice, or no ``item_id:token`` column.
+    """
+    columns: list[tuple[str, str]] = []
+    for field in line.rstrip("\r\n").split("\t"):
+        name, colon, kind = field.partition(":")
+        if not colon or not name:
+            raise malformed_line(
+                path,
+                number,
+                line,
+                f"header field {field!r} is not name:type (type one of "
+                f"{', '.join(FEATURE_KINDS)})",
+            )
+        if kind not in FEATURE_KINDS:
+            raise malformed_line(
+                path,
+                number,
+                line,
+                f"header field {field!r} has the unknown type {kind!r}; "
+                f"the types are {', '.join(FEATURE_KINDS)}",
+            )
+        if any(name == seen for seen, _ in columns):
+            raise malformed_line(
+                path, number, line, f"the header names {name!r} twice"
+            )
+        columns.append((name, kind))
+    if (ITEM_ID, "token") not in columns:
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"the header has no {ITEM_ID}:token column (received "
+            f"{', '.join(f'{n}:{k}' for n, k in columns)})",
+        )
+    return columns
+
+
+def _check_item(
+    path: str, number: int, line: str, item: str, first_line: dict[str, int]
+) -> None:
+    """Refuses an empty, reserved or repeated item id."""
+    if not item.strip():
+        raise malformed_line(path, number, line, f"the {ITEM_ID} is empty")
+    if item == PADDING:
+        # Contiguous item id 0 is padding, named PADDING in every
+        # vocabulary (as loaders refuse it in interaction files).
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"the {ITEM_ID} {PADDING!r} is the reserved padding token "
+            "(contiguous id 0); rename that item",
+        )
+    if item in first_line:
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"{ITEM_ID} {item!r} is listed twice, first at "
+            f"{path}:{first_line[item]}",
+        )
+
+
+def _value(
+    kind: str, field: str, path: str, number: int, line: str, name: str
+) -> Any:
+    """The value of ``field`` in a column of ``kind``; None when empty."""
+    if kind == "token":
+        return field if field.strip() else None
+    if kind == "token_seq":
+        return _tokens(field) or None
+    if kind == "float":
+        if not field.strip():
+            return None
+        return _number(field, path, number, line, name)
+    numbers = tuple(
+        _number(token, path, number, line, name) for token in _tokens(field)
+    )
+    return numbers or None
+
+
+def _tokens(field: str) -> tuple[str, ...]:
+    """The tokens of a ``*_seq`` field: split on spaces, empty ones dropped.
+
+    >>> _tokens(" Animation  Comedy ")
+    ('Animation', 'Comedy')
+    """
+    return tuple(token for token in field.split(" ") if token)
+
+
+def _number(value: str, path: str, number: int, line: str, name: str) -> float:
+    """``value`` as a finite float that fits in float32."""
+    try:
+        result = float(value)
+    except ValueError:
+        raise malformed_line(
+            path, number, line, f"column {name!r}: {value!r} is not a number"
+        ) from None
+    if not math.isfinite(result):
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"column {name!r}: {value!r} is not a finite number (NaN and "
+            "infinities are refused; leave the field empty for no value)",
+        )
+    if abs(result) > _FLOAT32_MAX:
+        raise malformed_line(
+            path,
+            number,
+            line,
+            f"column {name!r}: {value!r} does not fit in float32 "
+            f"(|x| <= {_FLOAT32_MAX:.7g})",
+        )
+    return result
+
+
+def _text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yields ``(line_number, line)`` of a UTF-8 text file, 1-based.
+
+    Raises:
+        DataError: a missing file or a folder, or a line that is not valid
+            UTF-8 (named with the byte offset in the line, and how to
+            convert the file).
+    """
+    if os.path.isdir(path):
+        raise DataError(f"{path!r} is a directory, not an .item file")
+    readable = readable_file(path)
+    if not os.path.isfile(readable):
+        raise DataError(f"Data file not found. Received: path={path!r}")
+    with open(readable, "rb") as handle:
+        compressed = handle.read(2) == _GZIP_MAGIC
+    opener = gzip.open if compressed else open
+    with opener(readable, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise _not_utf8(path, number, raw, error, compressed) from None
+
+
+def _not_utf8(
+    path: str,
+    number: int,
+    raw: bytes,
+    error: UnicodeDecodeError,
+    compressed: bool,
+) -> DataError:
+    """A DataError naming the line and byte that are not UTF-8."""
+    bad = raw[error.start]
+    if compressed:
+        command = f"gunzip -c {shlex.quote(path)} | iconv -f latin1 -t utf-8"
+    else:
+        command = f"iconv -f latin1 -t utf-8 {shlex.quote(path)}"
+    return DataError(
+        f"{path}:{number}: not valid UTF-8 at byte offset {error.start} of "
+        f"the line (0x{bad:02x}); .item files are read as UTF-8: the file "
+        f"is likely in another encoding (ISO-8859-1?): convert it, e.g. "
+        f"{command} > "
+        f"{shlex.quote(path.removesuffix('.gz') + '.utf8')}"
+    )

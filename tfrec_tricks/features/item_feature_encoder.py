@@ -1,0 +1,546 @@
+"""The fused item table: item id embeddings plus the items' attributes."""
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfrec_tricks.features.categorical_feature_embedding import (
+    CategoricalFeatureEmbedding,
+)
+from tfrec_tricks.features.feature_fusion import FUSION_MODES, FeatureFusion
+from tfrec_tricks.layers.common import is_integer, softmax_dtype
+from tfrec_tricks.layers.soft_one_hot_encoding import SoftOneHotEncoding
+from tfrec_tricks.serialization import register
+
+TOKEN_KINDS = ("token", "token_seq")
+FLOAT_KINDS = ("float", "float_seq")
+FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
+# Kinds of one value per item: their width is 1.
+_SCALAR_KINDS = ("token", "float")
+_FEATURE_KEYS = ("name", "kind", "width", "vocabulary_size", "mean", "variance")
+# A feature name is part of weight and layer names.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _feature_error(index: int, message: str, received: str) -> ValueError:
+    return ValueError(f"features[{index}]: {message}. Received: {received}")
+
+
+def check_feature(index: int, feature: Any) -> dict:
+    """One feature description, checked and completed (plain JSON types).
+
+    Args:
+        index: int. Its position in ``features`` (for the messages).
+        feature: dict with ``name``, ``kind``, ``width`` and, as needed,
+            ``vocabulary_size`` (token kinds), ``mean`` and ``variance``
+            (float kinds; default 0.0 and 1.0).
+
+    Returns:
+        A new dict with all of ``name, kind, width, vocabulary_size, mean,
+        variance``.
+
+    Raises:
+        ValueError: a key is missing or unknown, or a value is wrong.
+    """
+    if not isinstance(feature, Mapping):
+        raise _feature_error(
+            index, "a feature is a dict", f"{type(feature).__name__}"
+        )
+    unknown = sorted(set(feature) - set(_FEATURE_KEYS))
+    missing = [key for key in ("name", "kind", "width") if key not in feature]
+    if unknown or missing:
+        raise _feature_error(
+            index,
+            f"a feature has keys {_FEATURE_KEYS} (name, kind and width "
+            "required)",
+            f"keys={sorted(feature)}",
+        )
+    name, kind, width = feature["name"], feature["kind"], feature["width"]
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise _feature_error(
+            index,
+            "`name` must be letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit",
+            f"name={name!r}",
+        )
+    if kind not in FEATURE_KINDS:
+        raise _feature_error(
+            index, f"`kind` must be one of {FEATURE_KINDS}", f"kind={kind!r}"
+        )
+    if not is_integer(width) or width < 1:
+        raise _feature_error(
+            index, "`width` must be an int >= 1", f"width={width!r}"
+        )
+    if kind in _SCALAR_KINDS and width != 1:
+        raise _feature_error(
+            index,
+            f"kind {kind!r} has one value per item, so width 1 (use "
+            f"'{kind}_seq' for several)",
+            f"width={width!r}",
+        )
+    size = feature.get("vocabulary_size", 0)
+    if kind in TOKEN_KINDS and (not is_integer(size) or size < 2):
+        raise _feature_error(
+            index,
+            "a token feature needs `vocabulary_size`, an int >= 2 (id 0 is "
+            "padding, 1 out-of-vocabulary)",
+            f"vocabulary_size={size!r}",
+        )
+    if kind in FLOAT_KINDS and size != 0:
+        raise _feature_error(
+            index,
+            "a float feature has no vocabulary: `vocabulary_size` is 0",
+            f"vocabulary_size={size!r}",
+        )
+    mean, variance = feature.get("mean", 0.0), feature.get("variance", 1.0)
+    try:
+        mean, variance = float(mean), float(variance)
+    except (TypeError, ValueError):
+        mean = variance = float("nan")
+    if not np.isfinite(mean) or not np.isfinite(variance) or variance < 0:
+        raise _feature_error(
+            index,
+            "`mean` must be a finite float and `variance` a finite float >= 0",
+            f"mean={feature.get('mean')!r}, "
+            f"variance={feature.get('variance')!r}",
+        )
+    return {
+        "name": name,
+        "kind": kind,
+        "width": int(width),
+        "vocabulary_size": int(size),
+        "mean": mean,
+        "variance": variance,
+    }
+
+
+def check_features(features: Any) -> list:
+    """`check_feature` of each of ``features``; names must be unique."""
+    if isinstance(features, (str, bytes, Mapping)) or not isinstance(
+        features, (list, tuple)
+    ):
+        raise ValueError(
+            "`features` must be a list of dicts. "
+            f"Received: features={features!r}"
+        )
+    checked = [check_feature(i, f) for i, f in enumerate(features)]
+    names = [f["name"] for f in checked]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(
+            "Feature names must be unique. "
+            f"Received: features with names {repeated} more than once"
+        )
+    return checked
+
+
+@register
+class ItemFeatureEncoder(tf.keras.layers.Layer):
+    """The item table fused with every item's attributes, all at once.
+
+    The layer holds each item's feature values (non-trainable weights set
+    with ``set_item_values``) and the features' encoders. Called on the
+    item id embedding table ``U`` (``[num_items, output_dim]``) it returns
+    the fused table ``F`` of the same shape, for the whole catalogue at
+    once (once per training step), so that the model can use it both to
+    embed its inputs and to score items (tied output).
+
+    For an item ``i``, row ``F_i`` is computed in four steps:
+
+    1. its id row: ``u_i = U_i`` if the item's id embedding was trained
+       (``id_known[i] = 1``), else (a cold-start item, never seen in
+       training) the mean of the known items' rows
+       ``mean_{j >= 1, id_known[j] = 1} U_j``, so that a new item starts
+       as an "average item" plus its attributes. The mean is a constant
+       for the gradient: cold items never move the known items' rows, and
+       their own rows get no gradient;
+    2. one vector per feature, in the order of ``features``: a token
+       feature (``"token"``, ``"token_seq"``) is the mean embedding of the
+       item's non-padding ids (`CategoricalFeatureEmbedding`); a float
+       feature (``"float"``, ``"float_seq"``) is the mean of the
+       `SoftOneHotEncoding` (standardised with the feature's ``mean`` and
+       ``variance``) of the item's finite values, or the encoder's learned
+       missing vector when the item has none;
+    3. ``FeatureFusion(fusion)`` of ``[u_i, f_1, ..., f_k]``: a Dense
+       projection of the concatenation (``"concat"``) or the sum
+       (``"sum"``);
+    4. row 0 (padding) is set to zeros.
+
+    ``fused_bias`` applies step 1 to an output bias (cold items get the
+    known items' mean bias).
+
+    A feature is a JSON-serialisable dict: ``name`` (letters, digits,
+    ``_``, ``.``, ``-``; it names the feature's weights, e.g.
+    ``values_genres``), ``kind`` (``"token"`` or ``"float"``, width 1;
+    ``"token_seq"`` or ``"float_seq"``: ``width`` values per item),
+    ``width``, ``vocabulary_size`` (token kinds: ids ``0`` padding, ``1``
+    out-of-vocabulary, ``2 ..`` tokens; 0 for float kinds) and ``mean``,
+    ``variance`` (float kinds: the standardisation of the values; default
+    0.0 and 1.0). Float values are NaN where an item has no value.
+
+    Weights: per feature ``values_<name>`` (int32 ``[num_items, width]``,
+    initially 0 for token kinds; float32, initially NaN, for float kinds);
+    ``id_known`` (float32 ``[num_items]``, initially 1), all
+    non-trainable; the encoders' and the fusion's trainable weights. All
+    are created by ``build``, so ``set_item_values`` and ``set_weights``
+    work before the first call.
+
+    Args:
+        num_items: int. Catalogue size ``N``, padding id 0 included; at
+            least 2.
+        output_dim: int. Size ``d`` of the id embeddings and of the fused
+            rows.
+        features: list of dicts. The item features, see above (may be
+            empty: the table is then the fusion of the id rows alone).
+        fusion: str. ``"concat"`` or ``"sum"``. Defaults to ``"concat"``.
+        soft_one_hot_buckets: int. Buckets of each float feature's
+            `SoftOneHotEncoding`. Defaults to ``10``.
+        **kwargs: other keyword arguments of ``tf.keras.layers.Layer``
+            (``name``, ``dtype``, ``trainable``).
+
+    Call arguments:
+        id_table: float tensor ``[num_items, output_dim]``, the item id
+            embedding table.
+        training: bool or None. Unused (no dropout); accepted so that the
+            layer is called as the others. Defaults to ``None``.
+
+    Returns:
+        The fused table ``[num_items, output_dim]`` in the layer's compute
+        dtype, row 0 zeros.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import tfrec_tricks.features
+    >>> encoder = tfrec_tricks.features.ItemFeatureEncoder(
+    ...     num_items=4,
+    ...     output_dim=8,
+    ...     features=[
+    ...         {"name": "genres", "kind": "token_seq", "width": 2,
+    ...          "vocabulary_size": 5},
+    ...         {"name": "price", "kind": "float", "width": 1,
+    ...          "mean": 10.0, "variance": 25.0},
+    ...     ],
+    ... )
+    >>> encoder.set_item_values(
+    ...     {
+    ...         "genres": np.array([[0, 0], [2, 3], [4, 0], [1, 0]]),
+    ...         "price": np.array([[np.nan], [9.5], [np.nan], [20.0]]),
+    ...     },
+    ...     id_known=np.array([1, 1, 1, 0]),  # item 3 is new
+    ... )
+    >>> id_table = np.random.default_rng(0).normal(size=(4, 8))
+    >>> fused = encoder(id_table.astype("float32"))
+    >>> print(fused.shape, float(np.abs(fused[0]).max()))
+    (4, 8) 0.0
+    >>> bias = encoder.fused_bias(np.array([0.0, 1.0, 3.0, 7.0], "float32"))
+    >>> print(bias.numpy())
+    [0. 1. 3. 2.]
+
+    References:
+        - [Moreira et al., 2021](https://dl.acm.org/doi/10.1145/3460231.3474255):
+          Transformers4Rec (item features: soft one-hot encoding of
+          continuous features, concatenation fusion).
+        - [RecTools](https://github.com/MobileTeleSystems/RecTools):
+          ``rectools.models.nn.item_net`` (the catalogue's item embeddings
+          from ids and features, summed, tied to the output).
+    """
+
+    def __init__(
+        self,
+        num_items: int,
+        output_dim: int,
+        features: list,
+        fusion: str = "concat",
+        soft_one_hot_buckets: int = 10,
+        **kwargs: Any,
+    ) -> None:
+        # The id table stays float32 for the mean of the known rows.
+        kwargs.setdefault("autocast", False)
+        super().__init__(**kwargs)
+        if not is_integer(num_items) or num_items < 2:
+            raise ValueError(
+                "`num_items` must be an int >= 2 (id 0 is padding). "
+                f"Received: num_items={num_items!r}"
+            )
+        if not is_integer(output_dim) or output_dim <= 0:
+            raise ValueError(
+                "`output_dim` must be a positive int. "
+                f"Received: output_dim={output_dim!r}"
+            )
+        if not is_integer(soft_one_hot_buckets) or soft_one_hot_buckets < 1:
+            raise ValueError(
+                "`soft_one_hot_buckets` must be a positive int. "
+                f"Received: soft_one_hot_buckets={soft_one_hot_buckets!r}"
+            )
+        if fusion not in FUSION_MODES:
+            raise ValueError(
+                f"`fusion` must be one of {FUSION_MODES}. "
+                f"Received: fusion={fusion!r}"
+            )
+        features = check_features(features)
+        self.num_items = int(num_items)
+        self.output_dim = int(output_dim)
+        self.features = features
+        self.fusion = fusion
+        self.soft_one_hot_buckets = int(soft_one_hot_buckets)
+        self.fusion_layer = FeatureFusion(
+            fusion, self.output_dim, dtype=self.dtype_policy, name="fusion"
+        )
+        self.feature_encoders = [self._encoder(f) for f in features]
+
+    def _encoder(self, feature: dict) -> tf.keras.layers.Layer:
+        """The encoder of one feature (built by ``build``)."""
+        if feature["kind"] in TOKEN_KINDS:
+            return CategoricalFeatureEmbedding(
+                feature["vocabulary_size"],
+                self.output_dim,
+                dtype=self.dtype_policy,
+                name=f"embedding_{feature['name']}",
+            )
+        return SoftOneHotEncoding(
+            self.soft_one_hot_buckets,
+            self.output_dim,
+            normalization="standardize",
+            missing="learned",
+            mean=feature["mean"],
+            variance=feature["variance"],
+            dtype=self.dtype_policy,
+            name=f"soft_one_hot_{feature['name']}",
+        )
+
+    def build(self, input_shape: Any = None) -> None:
+        self.item_values = []
+        for feature in self.features:
+            token = feature["kind"] in TOKEN_KINDS
+            self.item_values.append(
+                self.add_weight(
+                    name=f"values_{feature['name']}",
+                    shape=(self.num_items, feature["width"]),
+                    dtype="int32" if token else "float32",
+                    initializer=tf.keras.initializers.Constant(
+                        0 if token else float("nan")
+                    ),
+                    trainable=False,
+                    autocast=False,
+                )
+            )
+        self.id_known = self.add_weight(
+            name="id_known",
+            shape=(self.num_items,),
+            dtype="float32",
+            initializer="ones",
+            trainable=False,
+            autocast=False,
+        )
+        for feature, encoder in zip(self.features, self.feature_encoders):
+            with tf.name_scope(encoder.name):
+                encoder.build((self.num_items, feature["width"]))
+        with tf.name_scope(self.fusion_layer.name):
+            self.fusion_layer.build(
+                [(self.num_items, self.output_dim)] * (len(self.features) + 1)
+            )
+        self.built = True
+
+    def _ensure_built(self) -> None:
+        # `set_item_values` and `fused_bias` may come before any call.
+        if not self.built:
+            self.build(None)
+
+    def set_item_values(self, values: Any, id_known: Any) -> None:
+        """Sets every item's feature values and which ids were trained.
+
+        Everything is checked before anything is assigned.
+
+        Args:
+            values: dict. Feature name -> array ``[num_items, width]``:
+                integer ids in ``[0, vocabulary_size)`` (token kinds) or
+                floats, NaN for no value (float kinds); one entry per
+                feature.
+            id_known: array ``[num_items]`` of 0 and 1 (or bool): 1 where
+                the item's id embedding was trained.
+
+        Raises:
+            ValueError: a feature is missing or unknown, or an array has
+                another shape, dtype or out-of-range ids (the message
+                names the feature, the expected and the received value).
+        """
+        self._ensure_built()
+        if not isinstance(values, Mapping):
+            raise ValueError(
+                "`values` must be a dict of feature name -> array. "
+                f"Received: values of type {type(values).__name__}"
+            )
+        names = [f["name"] for f in self.features]
+        if sorted(values) != sorted(names):
+            raise ValueError(
+                f"`values` needs one array per feature: {sorted(names)}. "
+                f"Received: keys={sorted(values)}"
+            )
+        arrays = [
+            _checked_values(f, values[f["name"]], self.num_items)
+            for f in self.features
+        ]
+        known = _checked_id_known(id_known, self.num_items)
+        for weight, array in zip(self.item_values, arrays):
+            weight.assign(array)
+        self.id_known.assign(known)
+
+    def call(self, id_table: Any, training: Any = None) -> tf.Tensor:
+        dtype = softmax_dtype(self.compute_dtype)
+        table = tf.cast(tf.convert_to_tensor(id_table), dtype)
+        if table.shape.rank != 2 or table.shape[-1] != self.output_dim:
+            raise ValueError(
+                "`id_table` must be the item table [num_items, "
+                f"{self.output_dim}]. Received: id_table.shape={table.shape}"
+            )
+        vectors = [tf.cast(self._id_rows(table), self.compute_dtype)]
+        for feature, values, encoder in zip(
+            self.features, self.item_values, self.feature_encoders
+        ):
+            values = tf.convert_to_tensor(values)
+            if feature["kind"] in TOKEN_KINDS:
+                vectors.append(encoder(values))
+            else:
+                vectors.append(self._float_vectors(values, encoder))
+        fused = self.fusion_layer(vectors)
+        is_padding = tf.equal(tf.range(self.num_items), 0)[:, tf.newaxis]
+        return tf.where(is_padding, tf.zeros_like(fused), fused)
+
+    def _known(self, dtype: Any) -> tuple:
+        """``(cold, weights)``: bool ``[N]`` items without a trained id;
+        ``dtype`` ``[N]`` 1 for the known items but padding, else 0."""
+        id_known = tf.convert_to_tensor(self.id_known)
+        cold = tf.equal(id_known, 0.0)
+        real = tf.not_equal(tf.range(self.num_items), 0)
+        return cold, tf.cast(tf.logical_not(cold) & real, dtype)
+
+    def _id_rows(self, table: tf.Tensor) -> tf.Tensor:
+        """Step 1: cold items' rows replaced by the known items' mean."""
+        cold, weights = self._known(table.dtype)
+        mean = tf.reduce_sum(table * weights[:, tf.newaxis], axis=0)
+        mean /= tf.maximum(tf.reduce_sum(weights), 1.0)
+        mean = tf.stop_gradient(mean)
+        return tf.where(cold[:, tf.newaxis], mean[tf.newaxis, :], table)
+
+    def _float_vectors(
+        self, values: tf.Tensor, encoder: SoftOneHotEncoding
+    ) -> tf.Tensor:
+        """Mean encoding of each row's finite values ``[N, W] -> [N, d]``.
+
+        A row without any gets the mean over all its (missing) values: the
+        encoder's missing vector.
+        """
+        dtype = softmax_dtype(self.compute_dtype)
+        # [N, W, 1]: the encoder drops the trailing 1, never the width.
+        encoded = tf.cast(encoder(values[..., tf.newaxis]), dtype)
+        finite = tf.math.is_finite(values)
+        has_value = tf.reduce_any(finite, axis=1, keepdims=True)
+        weights = tf.cast(finite | tf.logical_not(has_value), dtype)
+        total = tf.reduce_sum(encoded * weights[..., tf.newaxis], axis=1)
+        mean = total / tf.reduce_sum(weights, axis=1, keepdims=True)
+        return tf.cast(mean, self.compute_dtype)
+
+    def fused_bias(self, bias: Any) -> Any:
+        """An output bias with cold items' entries set to the known mean.
+
+        Args:
+            bias: float ``[num_items]`` or None.
+
+        Returns:
+            float32 ``[num_items]``: ``bias`` with the entries of items
+            whose ``id_known`` is 0 replaced by the mean of the known
+            items' entries (padding row 0 excluded from the mean; a
+            constant for the gradient); None for None.
+        """
+        if bias is None:
+            return None
+        self._ensure_built()
+        bias = tf.cast(tf.convert_to_tensor(bias), tf.float32)
+        if bias.shape.rank != 1:
+            raise ValueError(
+                "`bias` must be a vector [num_items]. "
+                f"Received: bias.shape={bias.shape}"
+            )
+        cold, weights = self._known(tf.float32)
+        mean = tf.reduce_sum(bias * weights) / tf.maximum(
+            tf.reduce_sum(weights), 1.0
+        )
+        return tf.where(cold, tf.stop_gradient(mean), bias)
+
+    def compute_output_shape(self, input_shape: Any) -> tuple:
+        return (self.num_items, self.output_dim)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            {
+                "num_items": self.num_items,
+                "output_dim": self.output_dim,
+                "features": [dict(f) for f in self.features],
+                "fusion": self.fusion,
+                "soft_one_hot_buckets": self.soft_one_hot_buckets,
+            }
+        )
+        return config
+
+
+def _checked_values(feature: dict, value: Any, num_items: int) -> np.ndarray:
+    """``value`` as the feature's weight array; ValueError if it cannot be."""
+    name = feature["name"]
+    array = np.asarray(value)
+    expected = (num_items, feature["width"])
+    if array.shape != expected:
+        raise ValueError(
+            f"`values['{name}']` must have shape {expected} (num_items, "
+            f"width). Received: shape={array.shape}"
+        )
+    if feature["kind"] in TOKEN_KINDS:
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"`values['{name}']` must be integer ids (a token feature). "
+                f"Received: dtype={array.dtype}"
+            )
+        size = feature["vocabulary_size"]
+        bad = array[(array < 0) | (array >= size)]
+        if bad.size:
+            raise ValueError(
+                f"`values['{name}']` must be ids in [0, {size}) "
+                f"(vocabulary_size {size}). Received: an id {int(bad[0])}"
+            )
+        return array.astype(np.int32)
+    if array.dtype == bool or not (
+        np.issubdtype(array.dtype, np.floating)
+        or np.issubdtype(array.dtype, np.integer)
+    ):
+        raise ValueError(
+            f"`values['{name}']` must be numbers (a float feature, NaN for "
+            f"no value). Received: dtype={array.dtype}"
+        )
+    return array.astype(np.float32)
+
+
+def _checked_id_known(id_known: Any, num_items: int) -> np.ndarray:
+    """``id_known`` as float32 ``[num_items]`` of 0 and 1; else ValueError."""
+    array = np.asarray(id_known)
+    if array.shape != (num_items,):
+        raise ValueError(
+            f"`id_known` must have shape ({num_items},) (num_items). "
+            f"Received: shape={array.shape}"
+        )
+    if (
+        not (
+            array.dtype == bool
+            or np.issubdtype(array.dtype, np.integer)
+            or np.issubdtype(array.dtype, np.floating)
+        )
+        or not np.isin(array, (0, 1)).all()
+    ):
+        raise ValueError(
+            "`id_known` must hold 0 and 1 (or bools). Received: values "
+            f"{sorted(set(np.unique(array).tolist()))[:5]}"
+        )
+    return array.astype(np.float32)

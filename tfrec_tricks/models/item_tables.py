@@ -1,0 +1,78 @@
+"""The item tables a ``SequentialRetrievalModel`` reads in one step.
+
+Without item features the model reads its ``TiedItemEmbedding`` as it
+always did: history ids through ``lookup`` (sparse rows in training), the
+output table and bias as variables. With item features
+(``ModelConfig.item_features``) every item's representation is the
+fusion of its id embedding with its attributes (``ItemFeatureEncoder``),
+computed once per step for the whole catalogue: the encoder's input
+rows are gathered from it, and, when the tables are tied, the logits are
+scored against it too, so an item never trained (a cold-start item)
+ranks by its attributes.
+"""
+
+import dataclasses
+from typing import Any
+
+import tensorflow as tf
+
+from tfrec_tricks.layers import TiedItemEmbedding
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemTables:
+    """What one step reads of the items.
+
+    Attributes:
+        input_table: float [N, d] the history ids are gathered from, or
+            None: the id embedding's own ``lookup``.
+        output_table: float [N, d], the table the heads score against.
+        output_bias: float [N] or None, the heads' item bias.
+    """
+
+    input_table: Any
+    output_table: Any
+    output_bias: Any
+
+
+def item_tables(
+    item_embedding: TiedItemEmbedding,
+    item_features: Any,
+    training: Any = None,
+) -> ItemTables:
+    """The step's item tables.
+
+    Args:
+        item_embedding: the model's ``TiedItemEmbedding``.
+        item_features: its ``ItemFeatureEncoder``, or None without item
+            features.
+        training: bool or None.
+
+    Returns:
+        An ``ItemTables``. With item features the fused table is the input
+        table, and the output table when the embeddings are tied (an
+        untied output table ``V`` stays the id-only one); the bias of
+        never-trained items is the trained items' mean
+        (``ItemFeatureEncoder.fused_bias``).
+    """
+    bias = item_embedding.output_bias
+    if item_features is None:
+        return ItemTables(None, item_embedding.output_embeddings, bias)
+    fused = item_features(item_embedding.embeddings, training=training)
+    output = fused if item_embedding.tie else item_embedding.output_embeddings
+    return ItemTables(fused, output, item_features.fused_bias(bias))
+
+
+def embed_items(
+    item_embedding: TiedItemEmbedding,
+    tables: ItemTables,
+    ids: tf.Tensor,
+    training: Any = None,
+) -> tf.Tensor:
+    """The input embeddings of ``ids`` [B, L] -> [B, L, d]: the id
+    embedding's ``lookup`` without item features, else rows of the fused
+    table (padding's row is 0 in both)."""
+    if tables.input_table is None:
+        return item_embedding.lookup(ids, training=training)
+    rows = tf.gather(tables.input_table, ids)
+    return tf.cast(rows, item_embedding.compute_dtype)

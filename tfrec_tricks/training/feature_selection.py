@@ -1,0 +1,89 @@
+"""Which features a run reads: ``--features`` against what the data has.
+
+A run's data offers two kinds of features: per interaction (the time gap,
+a rating, any ``float`` column of an interaction file: the history's
+positions carry them) and per item (the attributes of ``--item-features``
+or of a built-in dataset's metadata, ``movielens_item_features``).
+``--features`` names either kind, or ``all``; without it a run reads no
+per-interaction feature and, when ``--item-features`` is given, every
+item feature of the file.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+
+#: ``--features all``: every feature the data has.
+ALL_FEATURES = "all"
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSelection:
+    """The features a run reads, by kind.
+
+    Attributes:
+        position: names of per-interaction features (``ModelConfig.
+            features``).
+        item: names of item features (``ItemFeatures``).
+    """
+
+    position: tuple[str, ...] = ()
+    item: tuple[str, ...] = ()
+
+
+def select_features(
+    requested: Sequence[str],
+    position_available: Sequence[str],
+    item_available: Sequence[str],
+    items_by_default: bool = False,
+) -> FeatureSelection:
+    """The features ``--features`` selects.
+
+    Args:
+        requested: the names given (``ModelConfig.features`` of the run's
+            options), possibly ``ALL_FEATURES``.
+        position_available: the per-interaction features of the data.
+        item_available: the item features of the data (empty without).
+        items_by_default: with nothing requested, take every item feature
+            (``--item-features`` was given).
+
+    Returns:
+        A ``FeatureSelection``, each kind in the data's order.
+
+    Raises:
+        ValueError: a name the data does not have; the message lists what
+            it has.
+
+    Example:
+
+    >>> select_features(["genres"], ["time_gap"], ["genres", "year"])
+    FeatureSelection(position=(), item=('genres',))
+    >>> select_features(["all"], ["time_gap"], ["genres"]).position
+    ('time_gap',)
+    >>> select_features([], [], ["genres"], items_by_default=True).item
+    ('genres',)
+    """
+    requested = tuple(requested)
+    if ALL_FEATURES in requested:
+        return FeatureSelection(
+            tuple(position_available), tuple(item_available)
+        )
+    if not requested:
+        return FeatureSelection((), tuple(item_available) * items_by_default)
+    unknown = [
+        name
+        for name in requested
+        if name not in position_available and name not in item_available
+    ]
+    if unknown:
+        raise ValueError(
+            f"--features names {', '.join(map(repr, unknown))}, which the "
+            "data does not have. It has, per interaction: "
+            f"{', '.join(position_available) or 'none'}; per item: "
+            f"{', '.join(item_available) or 'none'} (give the item "
+            f"attributes with --item-features FILE.item; '{ALL_FEATURES}' "
+            f"takes every feature). Received: --features {' '.join(requested)}"
+        )
+    return FeatureSelection(
+        tuple(n for n in position_available if n in requested),
+        tuple(n for n in item_available if n in requested),
+    )
