@@ -24,6 +24,7 @@ from tfrec_tricks.training.evaluate import format_results
 from tfrec_tricks.training.head_choice import HeadChoice
 from tfrec_tricks.training.resumption import OpenedRun
 from tfrec_tricks.training.run_directory import (
+    ITEM_FEATURES_FILE,
     TENSORBOARD_DIR,
     check_finished_run,
     finish_run,
@@ -51,7 +52,9 @@ def start_run_files(
     head_choice: HeadChoice | None,
 ) -> None:
     """Writes the run's claim (``start_run``: run.json, config.json,
-    vocabulary.json) and, for a new run, its TensorBoard hparams."""
+    vocabulary.json, and with item features ``ITEM_FEATURES_FILE``, their
+    specs and vocabularies) and, for a new run, its TensorBoard
+    hparams."""
     if not opened.chief:
         return
     settings = {
@@ -63,14 +66,17 @@ def start_run_files(
             "requested": AUTO_HEAD,
             **dataclasses.asdict(head_choice),
         }
-    start_run(
-        opened.run_dir,
-        opened.fingerprint,
-        {
-            "config.json": json.dumps(settings, indent=2),
-            "vocabulary.json": data.vocabulary.to_json(),
-        },
-    )
+    files = {
+        "config.json": json.dumps(settings, indent=2),
+        "vocabulary.json": data.vocabulary.to_json(),
+    }
+    item_features = getattr(data.prepared, "item_features", None)
+    if item_features is not None:
+        # The vocabularies: export --add-items encodes new items with them.
+        files[ITEM_FEATURES_FILE] = json.dumps(
+            [spec.to_dict() for spec in item_features.specs], indent=2
+        )
+    start_run(opened.run_dir, opened.fingerprint, files)
     if opened.action == "new":
         write_hparams(
             os.path.join(opened.run_dir, TENSORBOARD_DIR),

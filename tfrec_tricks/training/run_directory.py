@@ -267,8 +267,12 @@ def _entries(folder: str) -> set[str]:
 # recorded (``ownership``) when the run starts, before they are written;
 # what Keras and TensorBoard write in the folders is claimed after each
 # epoch (``callbacks.ClaimWrittenFiles``, ``LIBRARY_FOLDERS``).
+#: A run's item features: ``ItemFeatureSpec.to_dict()`` of each, in order
+#: (their vocabularies encode the items ``export --add-items`` adds).
+ITEM_FEATURES_FILE = "item_features.json"
 RUN_ENTRIES = frozenset(
     (RUN_FILE, "config.json", "vocabulary.json", "history.csv")
+    + (ITEM_FEATURES_FILE,)
     + ("metrics.json", "backup/", "checkpoints/", MODEL_DIR + "/")
     + ("tensorboard/",)
 )
@@ -397,6 +401,8 @@ def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
 
 def _manifest_files(run_dir: str) -> list[str]:
     names = ["config.json", "vocabulary.json", "metrics.json"]
+    if os.path.isfile(os.path.join(run_dir, ITEM_FEATURES_FILE)):
+        names.append(ITEM_FEATURES_FILE)
     model_dir = os.path.join(run_dir, MODEL_DIR)
     names += sorted(
         f"{MODEL_DIR}/{entry}"

@@ -1,0 +1,215 @@
+"""Side information against id-only: item features, fused two ways.
+
+Trains the same encoder, budget and data three ways, once per seed of
+``--seeds``: item ids only, then ids fused with the item features of
+``--features`` by concatenation + projection (``--feature-fusion
+concat``, Transformers4Rec's) and by a sum (``sum``, RecTools'). Runs are
+full ranking with the user's seen items ranked last (``--eval-seen-
+excluded``) and stop early on validation NDCG@10. The report gives each
+variant's validation and test NDCG@10 / HR@10 (mean and range over the
+seeds), the change of the mean against id-only, the median epoch time
+against id-only's (the cost of the fused table) and a chart.
+
+    python -m benchmarks.side_information --data ml-100k \\
+        --data-path ../shared/data --encoder gru4rec --train-windows
+
+    python -m benchmarks.side_information --data ml-1m \\
+        --data-path ../shared/data --recipe long-histories-1h
+
+Writes ``benchmarks/results/side_information-<data>-<encoder>.md`` (and
+``.json``, ``.png``). Finished runs of the same configuration are reused,
+so an interrupted benchmark resumes where it stopped.
+"""
+
+import argparse
+import dataclasses
+import statistics
+import sys
+
+from tfrec_tricks.keras_version import use_legacy_keras
+
+use_legacy_keras()
+
+from benchmarks import common  # noqa: E402
+from tfrec_tricks.training.recipes import RECIPES, recipe_options  # noqa: E402
+from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
+from tfrec_tricks.training.training import train  # noqa: E402
+
+#: Variant name -> the model settings it adds (features come from --features).
+VARIANTS = {
+    "id-only": {},
+    "concat": {"feature_fusion": "concat"},
+    "sum": {"feature_fusion": "sum"},
+}
+METRICS = ("ndcg@10", "hr@10")
+
+
+def variant_config(
+    base: TrainConfig, variant: str, features: list, seed: int
+) -> TrainConfig:
+    """One variant's ``TrainConfig`` at one seed."""
+    model = dict(base.model)
+    if variant != "id-only":
+        model.update(VARIANTS[variant], features=list(features))
+    return dataclasses.replace(
+        base,
+        seed=seed,
+        name=f"{base.run_name}-{variant}-seed{seed}",
+        model=model,
+    )
+
+
+def base_config(args: argparse.Namespace) -> TrainConfig:
+    """The settings every run shares: data, recipe, encoder, budget."""
+    recipe = recipe_options(args.recipe) if args.recipe else {}
+    train_options = dict(recipe.get("train", {}))
+    model = dict(recipe.get("model", {}))
+    if args.encoder:
+        model["encoder"] = args.encoder
+    model.setdefault("head", "softmax")
+    train_options.setdefault("epochs", args.epochs)
+    train_options.setdefault("patience", args.patience)
+    if args.train_windows:
+        train_options["train_windows"] = True
+    train_options["eval_seen_excluded"] = True
+    return TrainConfig(
+        data=args.data,
+        data_path=args.data_path,
+        output_dir=args.output_dir,
+        model=model,
+        **train_options,
+    )
+
+
+def summarise(values: list) -> dict:
+    return {
+        "mean": statistics.fmean(values),
+        "min": min(values),
+        "max": max(values),
+        "values": values,
+    }
+
+
+def variant_results(results: list[dict]) -> dict:
+    """Means and ranges of one variant's runs (seen items excluded)."""
+    out = {}
+    for split in ("validation", "test"):
+        for metric in METRICS:
+            out[f"{split} {metric}"] = summarise(
+                [r[f"{split}_seen_excluded"][metric] for r in results]
+            )
+    out["seconds per epoch"] = statistics.median(
+        r["seconds_per_epoch_median"] for r in results
+    )
+    out["epochs"] = [r["epochs_run"] for r in results]
+    return out
+
+
+def report_text(args, numbers: dict, command: str) -> str:
+    """The markdown table of every variant against id-only."""
+    base = numbers["id-only"]
+    lines = [
+        f"# Side information on {args.data} ({numbers['encoder']})",
+        "",
+        f"Item features {', '.join(args.features)}; seeds "
+        f"{', '.join(map(str, args.seeds))}; full ranking, seen items "
+        "ranked last; early stopping on validation NDCG@10. Mean "
+        "[min, max] over the seeds; change of the mean against id-only.",
+        "",
+        "| variant | val NDCG@10 | test NDCG@10 | change | test HR@10 | "
+        "s/epoch (x id-only) | epochs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row in numbers["variants"].items():
+        val, test = row["validation ndcg@10"], row["test ndcg@10"]
+        hr = row["test hr@10"]
+        change = test["mean"] / base["test ndcg@10"]["mean"] - 1
+        ratio = row["seconds per epoch"] / base["seconds per epoch"]
+        lines.append(
+            f"| {name} | {val['mean']:.4f} [{val['min']:.4f}, "
+            f"{val['max']:.4f}] | {test['mean']:.4f} [{test['min']:.4f}, "
+            f"{test['max']:.4f}] | {change:+.1%} | {hr['mean']:.4f} | "
+            f"{row['seconds per epoch']:.1f} ({ratio:.2f}x) | "
+            f"{', '.join(map(str, row['epochs']))} |"
+        )
+    lines += ["", "```", command, "```"]
+    return "\n".join(lines)
+
+
+def draw_chart(numbers: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(numbers["variants"])
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    for i, name in enumerate(names):
+        row = numbers["variants"][name]["test ndcg@10"]
+        axes.bar(i, row["mean"], color="#4c72b0" if i else "#999999")
+        axes.plot([i] * len(row["values"]), row["values"], "k.", ms=6)
+    axes.set_xticks(range(len(names)), names)
+    axes.set_ylabel("test NDCG@10 (seen items last)")
+    axes.set_title(f"Side information: {numbers['data']}, {numbers['encoder']}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = common.build_parser(__doc__)
+    parser.add_argument("--data", default="ml-100k", help="dataset name")
+    common.add_data_path_option(parser)
+    parser.add_argument(
+        "--recipe", choices=sorted(RECIPES), help="a named recipe's settings"
+    )
+    parser.add_argument(
+        "--encoder", choices=("gru4rec", "sasrec", "hstu"), default=None
+    )
+    parser.add_argument(
+        "--features",
+        nargs="+",
+        default=["genres", "year"],
+        help="item features of the feature variants. Default: genres year",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=list(VARIANTS),
+        help="what to train; id-only comes first and is the reference",
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--train-windows", action="store_true")
+    common.add_training_options(parser, epochs=100, patience=5)
+    common.add_report_dir_option(parser)
+    args = parser.parse_args(argv)
+    if args.variants[0] != "id-only":
+        args.variants.insert(0, "id-only")
+    base = base_config(args)
+    encoder = base.model.value("encoder")
+    numbers = {"data": args.data, "encoder": encoder, "variants": {}}
+    for variant in args.variants:
+        results = []
+        for seed in args.seeds:
+            config = variant_config(base, variant, args.features, seed)
+            print(f"== {config.name}", flush=True)
+            results.append(train(config, verbose=2).metrics)
+        numbers["variants"][variant] = variant_results(results)
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    stem = common.report_stem(
+        args.report_dir, "side_information", args.data, encoder
+    )
+    command = common.command_line("side_information", argv)
+    paths = common.write_report(
+        stem,
+        report_text(args, numbers, command),
+        numbers,
+        lambda path: draw_chart(numbers, path),
+    )
+    print(open(paths["md"]).read())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
