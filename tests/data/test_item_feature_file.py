@@ -205,8 +205,10 @@ def test_not_utf8_names_the_line(tmp_path):
 
 def test_missing_file_and_folder(tmp_path):
     missing = str(tmp_path / "nope.item")
-    with pytest.raises(DataError, match=re.escape(repr(missing))):
+    with pytest.raises(DataError, match=re.escape(repr(missing))) as error:
         read_item_features(missing)
+    # Which input is missing: not the interaction file.
+    assert "Item features file (.item) not found" in str(error.value)
     with pytest.raises(DataError, match="is a directory"):
         read_item_features(str(tmp_path))
 

@@ -44,3 +44,16 @@ def test_an_unknown_name_is_refused_with_what_the_data_has():
 def test_without_item_features_the_message_says_how_to_give_them():
     with pytest.raises(ValueError, match="none \\(give the item attributes"):
         select_features(["genres"], [], [])
+
+
+def test_all_beside_names_is_refused_not_ignored():
+    # 'all' took every feature and silently dropped an unknown name beside
+    # it ('colour' below): both are refused, as ItemFeatureTable.select does.
+    for requested in (["all", "colour"], ["genres", "all"]):
+        with pytest.raises(ValueError) as error:
+            select_features(requested, POSITION, ITEM)
+        message = str(error.value)
+        assert "or 'all' alone" in message
+        assert f"Received: --features {' '.join(requested)}" in message
+    selection = select_features(["all", "all"], POSITION, ITEM)
+    assert selection == FeatureSelection(tuple(POSITION), tuple(ITEM))

@@ -346,7 +346,11 @@ def _text_lines(path: str) -> Iterator[tuple[int, str]]:
         raise DataError(f"{path!r} is a directory, not an .item file")
     readable = readable_file(path)
     if not os.path.isfile(readable):
-        raise DataError(f"Data file not found. Received: path={path!r}")
+        # Named as the item-attribute file, not the interaction file
+        # (no flag named: train --item-features and other readers use it).
+        raise DataError(
+            f"Item features file (.item) not found. Received: path={path!r}"
+        )
     with open(readable, "rb") as handle:
         compressed = handle.read(2) == _GZIP_MAGIC
     opener = gzip.open if compressed else open

@@ -50,8 +50,9 @@ def select_features(
         A ``FeatureSelection``, each kind in the data's order.
 
     Raises:
-        ValueError: a name the data does not have; the message lists what
-            it has.
+        ValueError: a name the data does not have (the message lists what
+            it has), or ``ALL_FEATURES`` given with names (the names would
+            be ignored).
 
     Example:
 
@@ -63,6 +64,12 @@ def select_features(
     ('genres',)
     """
     requested = tuple(requested)
+    if ALL_FEATURES in requested and len(set(requested)) > 1:
+        raise ValueError(
+            f"--features takes feature names, or '{ALL_FEATURES}' alone "
+            f"(it takes every feature: the names beside it would be "
+            f"ignored). Received: --features {' '.join(requested)}"
+        )
     if ALL_FEATURES in requested:
         return FeatureSelection(
             tuple(position_available), tuple(item_available)

@@ -75,7 +75,7 @@ MODEL_LATER_OPTIONS = {
     "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
     "item_features": ((), None),
-    "feature_fusion": ("concat", None),
+    "feature_fusion": ("sum", None),
 }
 
 
