@@ -1,6 +1,7 @@
 """models.item_tables: the item tables one step reads."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
@@ -101,3 +102,65 @@ def test_a_model_with_item_features_trains_and_round_trips(tmp_path):
         again.item_features.get_weights()[0],
         model.item_features.get_weights()[0],
     )
+
+
+def _batch():
+    return {
+        "history": tf.constant([[1, 2, 0, 0], [3, 1, 2, 0], [2, 0, 0, 0]]),
+        "target": tf.constant([3, 4, 1]),
+    }
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"head": "softmax"},
+        {"head": "softmax_no_dup"},
+        {"head": "cpr", "cpr_reranker_ks": (2,), "cpr_mi": True},
+        {"head": "mos", "mos_components": 2},
+        {"objective": "sampled"},
+        {"objective": "sampled", "num_sampled_negatives": 2},
+        {"head": "cpr", "cpr_reranker_ks": (2,), "objective": "sampled"},
+        {"sse_item_probability": 0.5, "sse_label_probability": 0.5},
+        {"encoder": "sasrec", "num_heads": 1},
+        {"encoder": "hstu", "num_heads": 1},
+        {"feature_fusion": "concat"},
+    ],
+    ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()),
+)
+def test_every_head_objective_and_encoder_trains_on_the_fused_table(settings):
+    config = ModelConfig(
+        num_items=5,
+        max_len=4,
+        embedding_dim=8,
+        item_features=FEATURES,
+        **settings,
+    )
+    model = SequentialRetrievalModel(config, item_feature_values=_values())
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.05))
+    before = [w.numpy().copy() for w in model.item_features.trainable_weights]
+    history = model.fit(
+        tf.data.Dataset.from_tensors(_batch()), epochs=2, verbose=0
+    )
+    assert np.isfinite(history.history["loss"]).all()
+    after = model.item_features.trainable_weights
+    # The attribute embeddings train through every head and objective.
+    assert any(not np.array_equal(b, a.numpy()) for b, a in zip(before, after))
+    history_ids, states = model.encode(_batch())
+    ids, _ = model.top_k(history_ids, states, 4)
+    assert (ids.numpy() > 0).all()  # padding is never served
+    if model.has_index:
+        indexed, _ = model.top_k(history_ids, states, 4, use_index=True)
+        np.testing.assert_array_equal(indexed, ids)
+
+
+def test_training_windows_train_on_the_fused_table():
+    model = _model()
+    model.compile(optimizer="adam")
+    batch = {
+        "history": tf.constant([[1, 2, 3, 0]]),
+        "target": tf.constant([0]),
+        "position_targets": tf.constant([[2, 3, 4, 0]]),
+    }
+    history = model.fit(tf.data.Dataset.from_tensors(batch), verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
