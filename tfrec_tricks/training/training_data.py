@@ -32,6 +32,7 @@ from tfrec_tricks.data.prepared_format import (
     STATISTICS_FILE,
     VOCABULARY_FILE,
 )
+from tfrec_tricks.data.tfds_item_features import load_tfds_item_features
 from tfrec_tricks.training.feature_selection import select_features
 from tfrec_tricks.training.train_config import TrainConfig
 
@@ -203,12 +204,19 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
 def item_feature_table(config: TrainConfig) -> ItemFeatureTable | None:
     """The item attributes ``config``'s run can read: ``--item-features``,
     else a built-in dataset's metadata when ``--features`` names any
-    feature (``movielens_item_features``), else None."""
+    feature (``movielens_item_features``; TFDS MovieLens: its genres,
+    ``load_tfds_item_features``), else None."""
     if config.item_features is not None:
         return read_item_features(config.item_features)
-    if config.data in MOVIELENS_METADATA and config.model.value("features"):
+    if not config.model.value("features"):
+        return None
+    if config.data in MOVIELENS_METADATA:
         return movielens_item_features(
             config.data, config.data_path or default_data_path()
+        )
+    if config.data.startswith("tfds:"):
+        return load_tfds_item_features(
+            config.data[len("tfds:") :], config.tfds_data_dir
         )
     return None
 
