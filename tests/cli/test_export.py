@@ -18,11 +18,27 @@ def test_export_options_and_defaults():
         "saved_models",
         "auto",
     )
+    assert args.add_items is None
+    args = parse(
+        build_parser(), ["export", "r", "--name", "m", "--add-items", "x.item"]
+    )
+    assert args.add_items == "x.item"
     top = str(MAX_VERSION)
     args = parse(
         build_parser(), ["export", "r", "--name", "m", "--version", top]
     )
     assert args.version == 2**63 - 1
+
+
+def test_help_says_what_add_items_does(capsys):
+    with pytest.raises(SystemExit) as stop:
+        parse(build_parser(), ["export", "--help"])
+    assert stop.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--add-items FILE a RecBole .item file: its items that are not" in text
+    )
+    assert "the old items' scores are unchanged" in text
 
 
 @pytest.mark.parametrize(

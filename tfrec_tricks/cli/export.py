@@ -2,6 +2,7 @@
 
 import argparse
 import os
+from typing import Any
 
 from tfrec_tricks.cli.options import positive_int
 
@@ -15,9 +16,15 @@ history -> top-K raw item ids and scores) and `score_candidates`, TF Serving
 warmup requests, the model's entry in BASE_PATH/models.config and a REST
 request example BASE_PATH/NAME.request.json.
 
+--add-items FILE exports the run's catalogue plus the items of FILE (a RecBole
+.item file) that are not in it, ranked by their attributes, without
+retraining (the run must have item features); the old items' scores are
+unchanged.
+
 examples:
   tfrec-tricks export runs/synthetic --name recommender
   tfrec-tricks export runs/ml-1m --name ml1m --version 3 --k 20
+  tfrec-tricks export runs/shop --name shop --add-items new-products.item
 """
 
 
@@ -89,6 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="top-k index (+ CPR re-scoring) or full-catalogue logits. "
         "Default: auto (index, except for MoS)",
     )
+    parser.add_argument(
+        "--add-items",
+        metavar="FILE",
+        help="a RecBole .item file: its items that are not in the run's "
+        "catalogue join it (ranked by their attributes, not retrained; "
+        "the old items keep their scores and attributes). Needs a run "
+        "trained with item features",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,6 +118,14 @@ def run(args: argparse.Namespace) -> int:
 
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
     model = load_model(args.run_dir)
+    inputs = (args.run_dir,)
+    added = ""
+    if args.add_items is not None:
+        # Every refusal comes before anything is written.
+        extended = _with_added_items(args.run_dir, model, args.add_items)
+        model, vocabulary = extended.model, extended.items
+        inputs += (args.add_items,)
+        added = _added_summary(extended, args.add_items)
     # --base-path holds all it writes: the version, models.config and the
     # request example.
     with writes_named(args.base_path):
@@ -113,14 +136,50 @@ def run(args: argparse.Namespace) -> int:
             version=args.version,
             k=args.k,
             scoring=args.scoring,
-            inputs=(args.run_dir,),
+            inputs=inputs,
         )
     root = os.path.abspath(args.base_path)
     print(
-        f"Exported {path}\nServe it:\n  docker run -p 8501:8501 "
+        f"Exported {path}{added}\nServe it:\n  docker run -p 8501:8501 "
         f"-v {root}:/models tensorflow/serving "
         "--model_config_file=/models/models.config\n"
         f"  curl -d @{args.base_path}/{args.name}.request.json "
         f"http://localhost:8501/v1/models/{args.name}:predict"
     )
     return 0
+
+
+def _with_added_items(run_dir: str, model: Any, item_file: str) -> Any:
+    """``extend_catalogue`` of the run's model with ``item_file``'s items,
+    encoded with the run's vocabularies (``item_features.json``)."""
+    from tfrec_tricks.export.catalogue_extension import (
+        check_extensible,
+        extend_catalogue,
+        load_feature_specs,
+    )
+    from tfrec_tricks.training.run_directory import ITEM_FEATURES_FILE
+
+    try:
+        check_extensible(model.config)
+    except ValueError as error:
+        raise ValueError(f"{run_dir}: {error}") from None
+    specs = load_feature_specs(os.path.join(run_dir, ITEM_FEATURES_FILE))
+    return extend_catalogue(
+        model, os.path.join(run_dir, "vocabulary.json"), specs, item_file
+    )
+
+
+def _added_summary(extended: Any, item_file: str) -> str:
+    """The lines ``run`` prints about the added items."""
+    total = len(extended.items) - 1
+    text = (
+        f"\nAdded {len(extended.added)} items of {item_file} "
+        f"({total - len(extended.added)} -> {total} items), ranked by "
+        "their attributes"
+    )
+    if extended.kept:
+        text += (
+            "; already in the catalogue, so left as trained: "
+            f"{len(extended.kept)} of its items"
+        )
+    return text
