@@ -54,6 +54,23 @@ def test_split_options_merges_the_model_parts_without_derived_fields():
     assert "model" in document["train"]
 
 
+def test_a_run_s_item_features_are_asked_for_again():
+    # What `train --features time_gap genres --item-features F` records.
+    document = {
+        "train": {"item_features": "F", "model": {}},
+        "model": {
+            "features": ["time_gap"],
+            "item_features": [
+                {"name": "genres", "kind": "token_seq", "width": 3},
+                {"name": "year", "kind": "float", "width": 1},
+            ],
+        },
+    }
+    values, model = _split_options("config.json", document)
+    assert values == {"item_features": "F"}
+    assert model == {"features": ["time_gap", "genres", "year"]}
+
+
 @pytest.mark.parametrize(
     "document, fragment",
     [

@@ -194,6 +194,32 @@ def test_cold_rows_get_the_known_mean_and_row_zero_is_zeros():
     np.testing.assert_array_equal(encoder(ID_TABLE), np.zeros((N, D)))
 
 
+def test_id_dropout_treats_a_random_share_of_known_items_as_cold():
+    encoder = make_encoder("sum", features=[])
+    encoder.id_dropout, encoder.seed = 0.5, 3
+    known = [1, 2, 4, 6, 7]
+    known_mean = ID_TABLE[known].mean(axis=0)
+    dropped = set()
+    for _ in range(20):
+        outputs = encoder(ID_TABLE, training=True).numpy()
+        for item in known:
+            if np.allclose(outputs[item], known_mean, atol=1e-6):
+                dropped.add(item)
+            else:
+                np.testing.assert_allclose(outputs[item], ID_TABLE[item])
+        # The mean stays the known items' own, and padding stays zeros.
+        np.testing.assert_allclose(outputs[3], known_mean, atol=1e-6)
+        np.testing.assert_array_equal(outputs[0], np.zeros(D))
+    assert dropped == set(known)  # each is dropped some step
+    # Inference drops nothing.
+    np.testing.assert_allclose(
+        encoder(ID_TABLE).numpy()[known], ID_TABLE[known]
+    )
+    assert (
+        ItemFeatureEncoder.from_config(encoder.get_config()).id_dropout == 0.5
+    )
+
+
 def test_float_feature_takes_the_mean_of_its_finite_values():
     encoder = make_encoder("sum", features=FEATURES[3:])
     sizes = encoder.feature_encoders[0]
@@ -471,6 +497,8 @@ def feature(**changes):
         ({"output_dim": 0}, "output_dim=0"),
         ({"fusion": "mean"}, r"\('concat', 'sum'\).*fusion='mean'"),
         ({"soft_one_hot_buckets": 0}, "soft_one_hot_buckets=0"),
+        ({"id_dropout": 1.0}, "id_dropout=1.0"),
+        ({"id_dropout": -0.1}, "id_dropout=-0.1"),
         ({"features": {"name": "genres"}}, "list of dicts"),
         ({"features": ["genres"]}, r"features\[0\].*str"),
         ({"features": feature(kind="tag")}, r"features\[0\].*kind='tag'"),

@@ -7,16 +7,23 @@ import os
 
 import pytest
 import tensorflow as tf
-from tuning_helpers import COMPILE, FIXED, search_data
+from tuning_helpers import COMPILE, FIXED, search_data, write_item_file
 
 from tests.run_helpers import tiny_config
 from tfrec_tricks.cli import main
 from tfrec_tricks.cli.config_file import load_config_file
+from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
+    selection,
 )
-from tfrec_tricks.tuning.search import SearchOptions, parse_choices, run_search
+from tfrec_tricks.tuning.search import (
+    SearchOptions,
+    config_file,
+    parse_choices,
+    run_search,
+)
 from tfrec_tricks.tuning.tuners import build_tuner
 
 keras_tuner = import_keras_tuner()
@@ -178,6 +185,173 @@ def test_run_search_writes_reports_train_accepts(tmp_path, monkeypatch):
     assert written["train"]["batch_size"] == best["train"]["batch_size"]
 
 
+@pytest.mark.slow
+def test_a_search_with_item_features_trains_them_and_train_takes_its_best(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    config = tiny_config(
+        ".",
+        epochs=1,
+        name=None,
+        model=dict(FIXED),
+        item_features=write_item_file(tmp_path / "items.item"),
+    )
+    result = run_search(
+        config,
+        SearchOptions(
+            tuner="random",
+            max_trials=2,
+            output_dir="tuning",
+            verbose=0,
+            compile_options=COMPILE,
+            retrain_top=0,
+        ),
+    )
+    assert [row["status"] for row in result.trials] == ["COMPLETED"] * 2
+    hypermodel = result.hypermodel
+    folder = tmp_path / "tuning" / "synthetic"
+    search_file = json.loads((folder / "search.json").read_text())
+    assert search_file["fingerprint"]["item_features"]["names"] == [
+        "genre",
+        "year",
+    ]
+    trials = sorted(
+        result.tuner.oracle.trials.values(), key=lambda t: t.trial_id
+    )
+    # The first trial is the defaults: every attribute, as train fuses
+    # them with --item-features.
+    first = hypermodel.model_config(trials[0].hyperparameters)
+    assert trials[0].hyperparameters.get("item_feature_set") == "genre,year"
+    assert [f["name"] for f in first.item_features] == ["genre", "year"]
+    # Every trial's configuration is one train takes (id-only included).
+    for trial in trials:
+        hp = trial.hyperparameters
+        winner = selection.trial_config(hp, hypermodel, config)
+        path = tmp_path / f"trial-{trial.trial_id}.json"
+        path.write_text(json.dumps(config_file(winner, config, 46)))
+        values = load_config_file(str(path))
+        TrainConfig(**values["train"], model=values["model"])
+
+    best_hp = result.tuner.get_best_hyperparameters(1)[0]
+    best_model = hypermodel.model_config(best_hp)
+    status = main(
+        [
+            "train",
+            "--config",
+            str(folder / "best_config.json"),
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+    assert status == 0
+    written = json.loads(
+        (tmp_path / "runs" / "synthetic-tuned" / "config.json").read_text()
+    )["model"]
+    # The run trained the best trial's features, fusion and catalogue.
+    for name in ("features", "item_features", "feature_fusion", "num_items"):
+        assert written[name] == json.loads(
+            json.dumps(getattr(best_model, name))
+        ), name
+    best = json.loads((folder / "best_config.json").read_text())
+    assert best["model"]["num_items"] == written["num_items"]
+
+
+@pytest.mark.slow
+def test_tune_takes_an_item_file_and_choices_of_item_features(tmp_path):
+    item_file = write_item_file(tmp_path / "items.item")
+    status = main(
+        ["tune", "--synthetic-users", "60", "--synthetic-items", "40",
+         "--max-len", "10", "--embedding-dim", "8", "--encoder", "gru4rec",
+         "--item-features", item_file, "--min-feature-count", "2",
+         "--choices", "item_feature_set=year;genre,year",
+         "--choices", "feature_fusion=concat",
+         "--tuner", "random", "--max-trials", "1", "--epochs", "1",
+         "--retrain-top", "0", "--output-dir", str(tmp_path / "tuning"),
+         "--quiet"]
+    )  # fmt: skip
+    assert status == 0
+    folder = tmp_path / "tuning" / "synthetic"
+    fingerprint = json.loads((folder / "search.json").read_text())[
+        "fingerprint"
+    ]
+    assert fingerprint["train"]["min_feature_count"] == 2
+    assert fingerprint["space"]["item_feature_set"]["values"] == [
+        "year",
+        "genre,year",
+    ]
+    best = json.loads((folder / "best_config.json").read_text())
+    # The first (and only) trial: the narrowed choice's first value.
+    assert best["train"]["model"]["features"] == ["year"]
+    assert best["train"]["model"]["feature_fusion"] == "concat"
+    assert best["train"]["item_features"] == item_file
+
+
+def _movielens_folder(tmp_path):
+    """A tiny ml-1m-timed (GroupLens ratings): 30 users, 8 ratings each
+    over 20 movies; its metadata is written by the test."""
+    folder = tmp_path / "data" / "ml-1m"
+    folder.mkdir(parents=True)
+    (folder / "ratings_users1-2999.dat").write_text(
+        "".join(
+            f"{user}::{1 + (user * 3 + k) % 20}::4::{1000 * user + k}\n"
+            for user in range(1, 31)
+            for k in range(8)
+        )
+    )
+    return folder
+
+
+@pytest.mark.slow
+def test_a_search_started_before_the_metadata_was_searched_resumes(
+    tmp_path,
+):
+    folder = _movielens_folder(tmp_path)
+    config = TrainConfig(
+        data="ml-1m-timed",
+        data_path=str(tmp_path / "data"),
+        max_len=5,
+        epochs=1,
+        model=dict(FIXED),
+    )
+
+    def search(**options):
+        return run_search(
+            config,
+            SearchOptions(
+                tuner="random",
+                max_trials=1,
+                output_dir=str(tmp_path / "tuning"),
+                verbose=0,
+                compile_options=COMPILE,
+                retrain_top=0,
+                **options,
+            ),
+        )
+
+    # Without the metadata the search has no item features: its
+    # fingerprint records none, as searches before they existed.
+    assert search().hypermodel.item_feature_space is None
+    (folder / "movies.dat").write_text(
+        "".join(
+            f"{movie}::Movie {movie} ({1980 + movie})::Drama|Comedy\n"
+            for movie in range(1, 25)
+        )
+    )
+    resumed = search()  # not refused: the space it started with
+    assert resumed.hypermodel.item_feature_space is None
+    assert [row["status"] for row in resumed.trials] == ["COMPLETED"]
+    fresh = search(overwrite=True)
+    space = fresh.hypermodel.item_feature_space
+    assert space.names() == ["genres", "year"]
+    (trial,) = fresh.tuner.oracle.trials.values()
+    # train reads the metadata only when --features names it: the first
+    # trial is id-only.
+    assert trial.hyperparameters.get("item_feature_set") == "none"
+    assert "item_feature_set" in fresh.hypermodel.searched_names()
+
+
 def _tiny_config():
     # Named after the data (no name), one epoch per trial.
     return tiny_config(".", epochs=1, name=None, model=dict(FIXED))
@@ -275,6 +449,11 @@ def test_parse_choices_refuses_non_finite_values(item, message):
     with pytest.raises(ValueError, match="finite number") as error:
         parse_choices([item])
     assert message in str(error.value) and repr(item) in str(error.value)
+
+
+def test_parse_choices_of_item_features_separate_sets_with_semicolons():
+    hp = parse_choices(["item_feature_set=none;genres;genres,year"])
+    assert [h.values for h in hp.space] == [["none", "genres", "genres,year"]]
 
 
 def test_parse_choices_reads_numbers_and_refuses_a_name_twice():

@@ -16,6 +16,7 @@ from tfrec_tricks.tuning.search_directory import (
     fingerprint_hash,
     open_search,
     read_search_file,
+    recorded_without_item_features,
     search_fingerprint,
     search_state,
     start_search,
@@ -94,6 +95,32 @@ def test_option_added_later_compares_as_before_it_existed(tmp_path):
     adagrad = TrainConfig(drop_duplicates=False, optimizer="adagrad")
     with pytest.raises(RunDirectoryError, match='optimizer: "<unset>"'):
         open_search(folder, _fingerprint(adagrad))
+
+
+def test_item_features_are_recorded_only_when_searched(tmp_path):
+    # A search without them keeps the fingerprint it had before they
+    # could be searched: it resumes.
+    plain = _fingerprint()
+    assert "item_features" not in plain
+    searched = {"names": ["genres", "year"], "files": []}
+    with_items = search_fingerprint(
+        TrainConfig(),
+        None,
+        parse_choices(["dropout=0.1,0.2"]),
+        BUDGET,
+        [],
+        item_features=searched,
+    )
+    assert with_items == {**plain, "item_features": searched}
+    folder = str(tmp_path / "search")
+    assert not recorded_without_item_features(folder)  # no search there
+    start_search(folder, plain, "new")
+    assert recorded_without_item_features(folder)
+    with pytest.raises(RunDirectoryError, match='item_features: "<unset>"'):
+        open_search(folder, with_items)
+    start_search(folder, with_items, "overwrite")
+    assert not recorded_without_item_features(folder)
+    assert open_search(folder, with_items) == "resume"
 
 
 def test_other_data_file_is_refused(tmp_path):

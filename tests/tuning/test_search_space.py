@@ -80,3 +80,42 @@ def test_first_head_dropout_is_the_fixed_heads_default(head, rate):
     rows = search_space.default_space([], 1000, head=head, heads=HEADS)
     head_dropout = next(row for row in rows if row[0] == "head_dropout")
     assert head_dropout[2]["default"] == rate
+
+
+def test_item_feature_rows_follow_the_features_with_the_fusion_conditional():
+    choices = ["none", "genre", "year", "genre,year"]
+    rows = search_space.default_space(
+        ["time_gap"],
+        1000,
+        item_features=choices,
+        item_features_default="genre,year",
+    )
+    names = [
+        (row[0], row[3][0] if len(row) > 3 and row[3] else None) for row in rows
+    ]
+    at = names.index(("soft_one_hot_buckets", "features")) + 1
+    assert names[at : at + 2] == [
+        ("item_feature_set", None),
+        ("feature_fusion", "item_feature_set"),
+    ]
+    # Every other row as without item features.
+    assert names[:at] + names[at + 2 :] == DEFAULT_SPACE_ROWS
+    item_set, fusion = rows[at], rows[at + 1]
+    assert item_set[1:] == (
+        "Choice",
+        {"values": choices, "default": "genre,year"},
+    )
+    assert fusion[1:] == (
+        "Choice",
+        # The first trial's: ModelConfig's default, as train fuses.
+        {"values": ["concat", "sum"], "default": "sum"},
+        ("item_feature_set", ["genre", "year", "genre,year"]),
+    )
+
+
+def test_item_features_fixed_off_leave_the_fusion_out():
+    rows = search_space.default_space([], 1000, item_features=["none"])
+    names = [row[0] for row in rows]
+    assert "item_feature_set" in names and "feature_fusion" not in names
+    rows = search_space.default_space([], 1000, item_features=[])
+    assert not {"item_feature_set", "feature_fusion"} & {r[0] for r in rows}

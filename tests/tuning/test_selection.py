@@ -2,8 +2,16 @@
 
 import types
 
+from tuning_helpers import FIXED, item_table
+
+from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.tuning import import_keras_tuner, selection
+from tfrec_tricks.tuning import (
+    SequentialRetrievalHyperModel,
+    import_keras_tuner,
+    selection,
+)
+from tfrec_tricks.tuning.item_feature_space import ItemFeatureSpace
 
 keras_tuner = import_keras_tuner()
 
@@ -143,3 +151,101 @@ def test_settings_compare_the_effective_head_dropout():
     assert selection.settings(default, 500) == selection.settings(explicit, 500)
     assert selection.settings(default, 500) != selection.settings(other, 500)
     assert selection.one_change_candidates(default, explicit, 500) == []
+
+
+def _item_search(data):
+    """A search with --item-features: its hypermodel and its config."""
+    space = ItemFeatureSpace(item_table(), by_default=True)
+    hypermodel = SequentialRetrievalHyperModel(
+        data, fixed=FIXED, item_feature_space=space
+    )
+    config = TrainConfig(item_features="items.item", model=dict(FIXED))
+    return hypermodel, config
+
+
+def _values(hypermodel, **values):
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    hp.values.update(values)
+    hp.ensure_active_values()
+    return hp
+
+
+def test_trial_configs_read_the_trials_item_features_as_train(data):
+    hypermodel, config = _item_search(data)
+    every = selection.trial_config(_values(hypermodel), hypermodel, config)
+    # The defaults' attributes: written as the search's own options, so
+    # that the selection sees the defaults.
+    assert (every.model["features"], every.item_features) == (
+        (),
+        "items.item",
+    )
+    assert selection.settings(every, 41) == selection.settings(config, 41)
+    year = selection.trial_config(
+        _values(hypermodel, item_feature_set="year", features="time_gap"),
+        hypermodel,
+        config,
+    )
+    assert (year.model["features"], year.item_features) == (
+        ("time_gap", "year"),
+        "items.item",
+    )
+    # Id-only: without the file (with it, train would fuse every one).
+    none = selection.trial_config(
+        _values(hypermodel, item_feature_set="none"), hypermodel, config
+    )
+    assert (none.model["features"], none.item_features) == ((), None)
+    assert selection.settings(none, 41) != selection.settings(config, 41)
+
+
+def test_candidates_tell_the_defaults_from_id_only(data):
+    hypermodel, config = _item_search(data)
+    trials = [
+        _trial("0", 0.30),  # the defaults: every attribute
+        _trial("1", 0.35, item_feature_set="none"),
+        _trial("2", 0.32, item_feature_set="genre,year"),  # the defaults
+    ]
+    tuner = types.SimpleNamespace(
+        oracle=types.SimpleNamespace(trials={t.trial_id: t for t in trials})
+    )
+    chosen = selection.candidates(tuner, hypermodel, config, top=3)
+    assert [c.label for c in chosen] == ["defaults", "trial 1"]
+    assert chosen[0].search_score == 0.32
+    assert chosen[1].config.item_features is None
+
+
+def test_one_change_candidates_change_the_item_features_together():
+    defaults = TrainConfig(item_features="items.item")
+    chosen = TrainConfig(
+        model={"features": ("genre",), "feature_fusion": "concat"},
+        item_features="items.item",
+    )
+    (change,) = selection.one_change_candidates(defaults, chosen, 500)
+    assert change.label == "defaults + features"
+    assert change.config.model == {
+        "features": ("genre",),
+        "feature_fusion": "concat",
+    }
+    id_only = TrainConfig()
+    (change,) = selection.one_change_candidates(defaults, id_only, 500)
+    assert (change.label, change.config.item_features) == (
+        "defaults + features",
+        None,
+    )
+
+
+def test_technique_summary_names_the_trained_item_features():
+    config = TrainConfig(model={"features": ("time_gap", "genre")})
+    trained = ModelConfig(
+        num_items=50,
+        features=("time_gap",),
+        item_features=(
+            {"name": "genre", "kind": "token_seq", "width": 2,
+             "vocabulary_size": 6, "mean": 0.0, "variance": 1.0},
+        ),
+        feature_fusion="concat",
+    )  # fmt: skip
+    assert selection.technique_summary(config, 50, trained) == (
+        "softmax; tied; soft one-hot time_gap (10 buckets); item features "
+        "genre (concat)"
+    )

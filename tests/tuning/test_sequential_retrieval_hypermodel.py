@@ -7,7 +7,7 @@ from unittest import mock
 import numpy as np
 import pytest
 import tensorflow as tf
-from tuning_helpers import COMPILE, FIXED
+from tuning_helpers import COMPILE, FIXED, item_table
 
 from tfrec_tricks.data.pipeline import length_boundaries
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
@@ -15,8 +15,10 @@ from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
+    search_space,
 )
 from tfrec_tricks.tuning import sequential_retrieval_hypermodel as module
+from tfrec_tricks.tuning.item_feature_space import ItemFeatureSpace
 
 keras_tuner = import_keras_tuner()
 
@@ -422,3 +424,149 @@ def test_cosine_scores_search_the_softmax_heads_only(repeat, first):
         SequentialRetrievalHyperModel(
             data, fixed={"cosine_temperature": 0.05, "head": "cpr"}
         )
+
+
+# ---------------------------------------------------------- item features
+
+ITEM_SETTINGS = {"item_feature_set", "feature_fusion"}
+
+
+def _item_hypermodel(data, by_default=True, **options):
+    space = ItemFeatureSpace(item_table(), by_default=by_default)
+    return SequentialRetrievalHyperModel(
+        data, item_feature_space=space, **options
+    )
+
+
+def _item_names(config):
+    return [f["name"] for f in config.item_features]
+
+
+def test_without_item_features_the_space_is_as_before(data):
+    hypermodel = SequentialRetrievalHyperModel(data)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    names = [h.name for h in hp.space]
+    assert names == [
+        row[0] for row in search_space.default_space(data.feature_names, 41)
+    ]
+    assert not ITEM_SETTINGS & set(names)
+    config = hypermodel.model_config(hp)
+    assert (config.num_items, config.item_features) == (41, ())
+
+
+def test_item_features_add_which_attributes_and_how(data):
+    hypermodel = _item_hypermodel(data)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert space["item_feature_set"].values == [
+        "none",
+        "genre",
+        "year",
+        "genre,year",
+    ]
+    assert space["feature_fusion"].values == ["concat", "sum"]
+    (condition,) = space["feature_fusion"].conditions
+    assert (condition.name, condition.values) == (
+        "item_feature_set",
+        ["genre", "year", "genre,year"],
+    )
+    assert ITEM_SETTINGS <= set(hypermodel.searched_names())
+    # The first trial: what train fuses with --item-features (every
+    # attribute, ModelConfig's fusion), on the catalogue with the 5
+    # cold-start items.
+    config = hypermodel.model_config(hp)
+    assert _item_names(config) == ["genre", "year"]
+    assert (config.feature_fusion, config.num_items) == ("sum", 46)
+    # Id-only: no fusion to choose, the catalogue without them.
+    hp = _space(hypermodel, item_feature_set="none")
+    assert "feature_fusion" not in hp
+    config = hypermodel.model_config(hp)
+    assert (config.item_features, config.num_items) == ((), 41)
+    hp = _space(hypermodel, item_feature_set="year", feature_fusion="concat")
+    config = hypermodel.model_config(hp)
+    assert (_item_names(config), config.feature_fusion) == (["year"], "concat")
+    # Every other setting as without item features.
+    plain = keras_tuner.HyperParameters()
+    SequentialRetrievalHyperModel(data).declare(plain)
+    assert [h.name for h in plain.space] == [
+        name for name in space if name not in ITEM_SETTINGS
+    ]
+
+
+def test_a_built_in_datasets_metadata_starts_id_only(data):
+    hypermodel = _item_hypermodel(data, by_default=False)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hp.get("item_feature_set") == "none"
+    assert "feature_fusion" not in hp
+    assert hypermodel.model_config(hp).num_items == 41
+    assert "item_feature_set" in hypermodel.searched_names()
+
+
+def test_build_fuses_the_trials_attributes(data):
+    hypermodel = _item_hypermodel(data, fixed=FIXED, compile_options=COMPILE)
+    model = hypermodel.build(_space(hypermodel, item_feature_set="genre"))
+    assert model.item_features is not None
+    assert _item_names(model.config) == ["genre"]
+    model = hypermodel.build(_space(hypermodel, item_feature_set="none"))
+    assert model.item_features is None
+
+
+@pytest.mark.parametrize(
+    "features, position, item",
+    [
+        (("time_gap", "genre"), "time_gap", "genre"),
+        (("time_gap",), "time_gap", "none"),  # named: no attribute
+        ((), "none", "genre,year"),  # train's default with the file
+        (("all",), "time_gap", "genre,year"),
+    ],
+)
+def test_fixed_features_name_both_kinds(data, features, position, item):
+    # As --features: a name of either kind, or all.
+    hypermodel = _item_hypermodel(data, fixed={"features": features})
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert (space["features"].value, space["item_feature_set"].value) == (
+        position,
+        item,
+    )
+    assert ("feature_fusion" in space) == (item != "none")
+    config = hypermodel.model_config(hp)
+    assert config.features == tuple(n for n in [position] if n != "none")
+    expected = [] if item == "none" else item.split(",")
+    assert _item_names(config) == expected
+
+
+def test_item_settings_that_cannot_train_are_refused(data):
+    with pytest.raises(ValueError, match="'colour'"):
+        _item_hypermodel(data, fixed={"features": ("colour",)})
+    with pytest.raises(ValueError, match="fix it or item_feature_set"):
+        _item_hypermodel(
+            data, fixed={"features": ("genre",), "item_feature_set": "year"}
+        )
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("item_feature_set", ["year", "colour"])
+    with pytest.raises(ValueError, match="--choices item_feature_set"):
+        _item_hypermodel(data, hyperparameters=custom)
+    # Without item attributes there is no such setting.
+    with pytest.raises(ValueError, match="unknown settings"):
+        SequentialRetrievalHyperModel(data, fixed={"item_feature_set": "year"})
+    joined = ItemFeatureSpace(item_table()).join(data, ("year",))
+    with pytest.raises(ValueError, match="already has item features"):
+        _item_hypermodel(joined)
+
+
+def test_custom_item_feature_choices_keep_the_fusion_conditional(data):
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("item_feature_set", ["genre,year", "year"])
+    hypermodel = _item_hypermodel(data, hyperparameters=custom)
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert space["item_feature_set"].values == ["genre,year", "year"]
+    (condition,) = space["feature_fusion"].conditions
+    assert condition.values == ["genre,year", "year"]
+    assert _item_names(hypermodel.model_config(hp)) == ["genre", "year"]

@@ -18,6 +18,36 @@ COMPILE = {"run_eagerly": True}
 TRAIN_EXAMPLES = 256
 
 
+# Item attributes of the synthetic items i0..i44: the 40 of the tests'
+# catalogue and 5 cold-start items.
+ITEM_KINDS = {"genre": "token_seq", "year": "float"}
+ITEM_COUNT = 45
+
+
+def item_rows() -> dict:
+    """``{item: {feature: value}}``: two genres and a year per item."""
+    return {
+        f"i{i}": {"genre": (f"g{i % 3}", f"g{i % 4}"), "year": 1990.0 + i}
+        for i in range(ITEM_COUNT)
+    }
+
+
+def item_table():
+    """The attributes as ``read_item_features`` gives them."""
+    from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+
+    return ItemFeatureTable(dict(ITEM_KINDS), item_rows(), "items.item")
+
+
+def write_item_file(path) -> str:
+    """Writes the attributes as a RecBole ``.item`` file at ``path``."""
+    lines = ["item_id:token\tgenre:token_seq\tyear:float"]
+    for item, values in item_rows().items():
+        lines.append(f"{item}\t{' '.join(values['genre'])}\t{values['year']}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def search_data(hypermodel):
     """Unbatched training slice and validation data for ``search``."""
     values = hypermodel.search_data()

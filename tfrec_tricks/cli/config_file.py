@@ -126,6 +126,16 @@ def _split_options(path: str, document: Any) -> tuple[dict, dict]:
                 f"Received: {where}={str(part)[:80]}"
             )
     model = {**(parts["train.model"] or {}), **(parts["model"] or {})}
+    # A run's resolved model lists its per-interaction features in
+    # `features` and its item features in `item_features`: the run read
+    # both, so both are asked for again.
+    item_names = [
+        f["name"]
+        for f in (parts["model"] or {}).get("item_features") or ()
+        if isinstance(f, dict) and isinstance(f.get("name"), str)
+    ]
+    if item_names:
+        model["features"] = [*model.get("features", ()), *item_names]
     for name in DERIVED_MODEL_FIELDS:
         model.pop(name, None)
     return values, model

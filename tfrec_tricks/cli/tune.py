@@ -34,7 +34,9 @@ SKIP_FIELDS = (
 DESCRIPTION = """\
 Search with KerasTuner over the techniques (output head, CPR partitions,
 reranker sizes, Mi and base loss, tied embeddings, SSE and its
-probabilities, soft one-hot features and buckets) and the usual settings
+probabilities, soft one-hot features and buckets; when the data has item
+features (--item-features, or the ml-1m / ml-1m-timed / ml-100k metadata),
+which of them to fuse and how, sum or concat) and the usual settings
 (encoder, embedding size, layers, attention heads, dropout, learning rate,
 batch size), maximising validation NDCG@10.
 

@@ -11,7 +11,7 @@ from tfrec_tricks.features.categorical_feature_embedding import (
     CategoricalFeatureEmbedding,
 )
 from tfrec_tricks.features.feature_fusion import FUSION_MODES, FeatureFusion
-from tfrec_tricks.layers.common import is_integer, softmax_dtype
+from tfrec_tricks.layers.common import is_integer, is_training, softmax_dtype
 from tfrec_tricks.layers.soft_one_hot_encoding import SoftOneHotEncoding
 from tfrec_tricks.serialization import register
 
@@ -198,14 +198,19 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         fusion: str. ``"concat"`` or ``"sum"``. Defaults to ``"concat"``.
         soft_one_hot_buckets: int. Buckets of each float feature's
             `SoftOneHotEncoding`. Defaults to ``10``.
+        id_dropout: float in ``[0, 1)``. Training only: each step, each
+            known item's id row is replaced by the known mean (as a cold
+            item's is) with this probability, so the model learns to rank
+            by attributes alone (DropoutNet). Defaults to ``0.0``.
+        seed: int or None. Seed of the id dropout. Defaults to ``None``.
         **kwargs: other keyword arguments of ``tf.keras.layers.Layer``
             (``name``, ``dtype``, ``trainable``).
 
     Call arguments:
         id_table: float tensor ``[num_items, output_dim]``, the item id
             embedding table.
-        training: bool or None. Unused (no dropout); accepted so that the
-            layer is called as the others. Defaults to ``None``.
+        training: bool or None. In training, ``id_dropout`` treats a
+            random share of the known items as cold. Defaults to ``None``.
 
     Returns:
         The fused table ``[num_items, output_dim]`` in the layer's compute
@@ -244,6 +249,8 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         - [Moreira et al., 2021](https://dl.acm.org/doi/10.1145/3460231.3474255):
           Transformers4Rec (item features: soft one-hot encoding of
           continuous features, concatenation fusion).
+        - [Volkovs et al., 2017](https://papers.nips.cc/paper/7081-dropoutnet-addressing-cold-start-in-recommender-systems):
+          DropoutNet (input dropout for cold start).
         - [RecTools](https://github.com/MobileTeleSystems/RecTools):
           ``rectools.models.nn.item_net`` (the catalogue's item embeddings
           from ids and features, summed, tied to the output).
@@ -256,6 +263,8 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         features: list,
         fusion: str = "concat",
         soft_one_hot_buckets: int = 10,
+        id_dropout: float = 0.0,
+        seed: int | None = None,
         **kwargs: Any,
     ) -> None:
         # The id table stays float32 for the mean of the known rows.
@@ -276,6 +285,11 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 "`soft_one_hot_buckets` must be a positive int. "
                 f"Received: soft_one_hot_buckets={soft_one_hot_buckets!r}"
             )
+        if not 0.0 <= id_dropout < 1.0:
+            raise ValueError(
+                "`id_dropout` must be in [0, 1). "
+                f"Received: id_dropout={id_dropout!r}"
+            )
         if fusion not in FUSION_MODES:
             raise ValueError(
                 f"`fusion` must be one of {FUSION_MODES}. "
@@ -287,6 +301,8 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         self.features = features
         self.fusion = fusion
         self.soft_one_hot_buckets = int(soft_one_hot_buckets)
+        self.id_dropout = float(id_dropout)
+        self.seed = seed
         self.fusion_layer = FeatureFusion(
             fusion, self.output_dim, dtype=self.dtype_policy, name="fusion"
         )
@@ -397,7 +413,7 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 "`id_table` must be the item table [num_items, "
                 f"{self.output_dim}]. Received: id_table.shape={table.shape}"
             )
-        vectors = [tf.cast(self._id_rows(table), self.compute_dtype)]
+        vectors = [tf.cast(self._id_rows(table, training), self.compute_dtype)]
         for feature, values, encoder in zip(
             self.features, self.item_values, self.feature_encoders
         ):
@@ -418,12 +434,18 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         real = tf.not_equal(tf.range(self.num_items), 0)
         return cold, tf.cast(tf.logical_not(cold) & real, dtype)
 
-    def _id_rows(self, table: tf.Tensor) -> tf.Tensor:
-        """Step 1: cold items' rows replaced by the known items' mean."""
+    def _id_rows(self, table: tf.Tensor, training: Any = None) -> tf.Tensor:
+        """Step 1: cold items' rows replaced by the known items' mean; in
+        training, also a random ``id_dropout`` share of the known items'
+        (DropoutNet's input dropout), so the attributes learn to stand in
+        for an id, as they must for a cold item."""
         cold, weights = self._known(table.dtype)
         mean = tf.reduce_sum(table * weights[:, tf.newaxis], axis=0)
         mean /= tf.maximum(tf.reduce_sum(weights), 1.0)
         mean = tf.stop_gradient(mean)
+        if self.id_dropout and is_training(training):
+            draws = tf.random.uniform([self.num_items], seed=self.seed)
+            cold = cold | (draws < self.id_dropout)
         return tf.where(cold[:, tf.newaxis], mean[tf.newaxis, :], table)
 
     def _float_vectors(
@@ -483,6 +505,8 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 "features": [dict(f) for f in self.features],
                 "fusion": self.fusion,
                 "soft_one_hot_buckets": self.soft_one_hot_buckets,
+                "id_dropout": self.id_dropout,
+                "seed": self.seed,
             }
         )
         return config

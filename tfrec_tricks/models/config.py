@@ -233,6 +233,15 @@ class ModelConfig:
         "or concat (then a projection to d, Transformers4Rec's).",
         choices=FUSION_MODES,
     )
+    item_id_dropout: float = option(
+        0.0,
+        "with item features: each training step treats this share of the "
+        "items as new, their id embedding replaced by the mean one "
+        "(DropoutNet), so the attributes learn to rank items never seen "
+        "in training.",
+        check="probability",
+        metavar="P",
+    )
     soft_one_hot_buckets: int = option(
         10,
         "soft one-hot buckets P of each feature.",

@@ -364,6 +364,8 @@ def item_feature_encoder(
         [dict(f) for f in config.item_features],
         fusion=config.feature_fusion,
         soft_one_hot_buckets=config.soft_one_hot_buckets,
+        id_dropout=config.item_id_dropout,
+        seed=config.sse_seed,
         name="item_features",
     )
     encoder.build(None)

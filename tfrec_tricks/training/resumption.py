@@ -76,6 +76,7 @@ MODEL_LATER_OPTIONS = {
     "train_metrics": (True, None),
     "item_features": ((), None),
     "feature_fusion": ("sum", None),
+    "item_id_dropout": (0.0, None),
 }
 
 

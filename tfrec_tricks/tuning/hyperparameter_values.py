@@ -18,8 +18,10 @@ Example:
 from typing import Any
 
 # Fields whose value is a tuple; as hyperparameters they are comma-joined
-# strings, "none" for the empty tuple.
-TUPLE_FIELDS = ("cpr_reranker_ks", "features")
+# strings, "none" for the empty tuple. ``item_feature_set`` (the item
+# attributes a search fuses, search_space.ITEM_FEATURE_SET) is no
+# ModelConfig field but is held alike.
+TUPLE_FIELDS = ("cpr_reranker_ks", "features", "item_feature_set")
 NONE = "none"
 
 
@@ -47,7 +49,7 @@ def decode_value(name: str, value: Any) -> Any:
 
     Returns:
         ``value``, or for a tuple field the tuple (of ints for
-        ``cpr_reranker_ks``).
+        ``cpr_reranker_ks``, of names for the others).
     """
     if name not in TUPLE_FIELDS:
         return value

@@ -35,6 +35,11 @@ space and folder:
   train --config best_config.json`` trains it. Written atomically by the
   search that ran; ``search.json`` records its SHA-256.
 
+With item attributes (``--item-features``, or a built-in MovieLens
+dataset's metadata: ``tfrec_tricks.tuning.item_feature_space``) the space
+also chooses which of them the model fuses and how; the data is loaded
+without them and each trial joins those it fuses.
+
 Distributed: with ``KERASTUNER_ORACLE_IP``, ``KERASTUNER_ORACLE_PORT`` and
 ``KERASTUNER_TUNER_ID`` set, the process whose tuner id contains "chief"
 serves the oracle (and, when the search ends, retrains the candidates and
@@ -67,10 +72,15 @@ from tfrec_tricks.training.training_data import (  # noqa: E402
     prepare_in_memory,
 )
 from tfrec_tricks.tuning import selection  # noqa: E402
+from tfrec_tricks.tuning.item_feature_space import (  # noqa: E402
+    ItemFeatureSpace,
+    search_item_features,
+)
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     LIBRARY_FOLDERS,
     SEARCH_FOLDER,
     open_search,
+    recorded_without_item_features,
     search_fingerprint,
     start_search,
     wait_for_search_file,
@@ -183,9 +193,11 @@ def run_search(
     1. Check the request: a prepared dataset or a tuner that cannot use its
        budget is refused before anything is read or written.
     2. Fill in the options' run-time defaults (``verbose``,
-       ``compile_options``) and fingerprint the search.
-    3. Lock the search folder (the chief or a local search only) and open
-       it: resume, start afresh, or refuse another search's folder.
+       ``compile_options``).
+    3. Lock the search folder (the chief or a local search only), read the
+       item attributes the search chooses among, fingerprint the search
+       and open its folder: resume, start afresh, or refuse another
+       search's folder.
     4. Load the data and build the search space; refuse a space with
        nothing to search or a time budget shorter than one epoch.
     5. Start the search folder and build the tuner.
@@ -218,12 +230,13 @@ def run_search(
     options = _with_run_defaults(config, options)
     part = role()
     search_dir = os.path.join(options.output_dir, config.run_name)
-    fingerprint = _fingerprint(config, options)
     with _search_lock(config, search_dir, part):
+        space = _item_feature_space(config, options, search_dir, part)
+        fingerprint = _fingerprint(config, options, space)
         action = _open_search_folder(
             search_dir, fingerprint, part, options.overwrite
         )
-        hypermodel = _build_search_space(config, options, part)
+        hypermodel = _build_search_space(config, options, part, space)
         tuner = _start_tuner(
             config, options, hypermodel, part, search_dir, fingerprint, action
         )
@@ -283,7 +296,43 @@ def _with_run_defaults(
     )
 
 
-def _fingerprint(config: TrainConfig, options: SearchOptions) -> dict:
+def _item_feature_space(
+    config: TrainConfig, options: SearchOptions, search_dir: str, part: str
+) -> ItemFeatureSpace | None:
+    """The item attributes the search chooses among
+    (``search_item_features``), or None.
+
+    A search of a built-in dataset recorded without its metadata (before
+    it was searched: ``recorded_without_item_features``) resumes with the
+    space it started with, without them; ``overwrite`` starts afresh with
+    them.
+
+    Raises:
+        DataError: the attributes cannot be read.
+        RunDirectoryError: the folder's ``search.json`` is damaged.
+    """
+    space = search_item_features(config)
+    if space is None or config.item_features is not None or options.overwrite:
+        return space
+    if part == "worker":
+        wait_for_search_file(search_dir)
+    if not recorded_without_item_features(search_dir):
+        return space
+    if options.verbose:
+        print(
+            f"{search_dir} holds a search started before the item features "
+            f"({', '.join(space.names())}) were searched: it resumes "
+            "without them (--overwrite starts afresh with them).",
+            flush=True,
+        )
+    return None
+
+
+def _fingerprint(
+    config: TrainConfig,
+    options: SearchOptions,
+    space: ItemFeatureSpace | None = None,
+) -> dict:
     """The search's fingerprint (``search.json``): space, data, budget."""
     return search_fingerprint(
         config,
@@ -299,6 +348,7 @@ def _fingerprint(config: TrainConfig, options: SearchOptions) -> dict:
             "compile_options": options.compile_options,
         },
         data_identity(data_files(config)),
+        item_features=None if space is None else space.fingerprint(),
     )
 
 
@@ -340,18 +390,36 @@ def _open_search_folder(
 
 
 def _build_search_space(
-    config: TrainConfig, options: SearchOptions, part: str
+    config: TrainConfig,
+    options: SearchOptions,
+    part: str,
+    space: ItemFeatureSpace | None = None,
 ) -> SequentialRetrievalHyperModel:
     """Loads the data and builds the space; checks it and the time budget.
+
+    The data is loaded without item attributes: each trial joins those it
+    fuses (``space``).
 
     Raises:
         ValueError: nothing to search, or (chief or local) a time budget
             shorter than one epoch of the defaults.
     """
     tf.keras.utils.set_random_seed(config.seed)
-    source, data = prepare_in_memory(config)
+    id_only = dataclasses.replace(
+        config,
+        item_features=None,
+        model=config.model.with_values(features=()),
+    )
+    source, data = prepare_in_memory(id_only)
     if options.verbose:
         print(f"Prepared: {data.summary()}", flush=True)
+        if space is not None:
+            print(
+                f"Item features searched: {', '.join(space.names())} "
+                f"(first trial: {space.default_choice()}), fused by "
+                "concat or sum.",
+                flush=True,
+            )
     fixed_values = {**config.model, **(options.fixed or {})}
     hypermodel = SequentialRetrievalHyperModel(
         data,
@@ -364,6 +432,7 @@ def _build_search_space(
         every_position=config.every_position,
         window_stride=config.training_window_stride(),
         optimizer=config.optimizer,
+        item_feature_space=space,
     )
     check_search_space(hypermodel)
     max_minutes = options.max_minutes
@@ -541,9 +610,25 @@ def _choose_best(
             hypermodel,
             config,
         )
-    best = config_file(winner, config, hypermodel.data.num_items)
+    best = config_file(winner, config, _catalogue_size(winner, hypermodel))
     write_best_config(search_dir, best)
     return best, rows, chosen
+
+
+def _catalogue_size(
+    winner: TrainConfig, hypermodel: SequentialRetrievalHyperModel
+) -> int:
+    """The catalogue ``winner`` trains on: the cold-start items join it
+    when it fuses item attributes."""
+    space = hypermodel.item_feature_space
+    if space is None:
+        return hypermodel.data.num_items
+    _, item = space.split(
+        winner.model.value("features"),
+        hypermodel.data.feature_names,
+        winner.item_features is not None,
+    )
+    return hypermodel.joined_data(item).num_items
 
 
 def _select(tuner, hypermodel, config, top, seeds, verbose):

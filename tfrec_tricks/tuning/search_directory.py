@@ -2,8 +2,9 @@
 
 ``search.json`` holds the search's *fingerprint*: everything that
 determines it (the training options, the fixed settings, the search space
-with its ``--choices``, the budget, the data files' sizes and SHA-256s and
-the tfrec_tricks version), as ``run.json`` does for a training run
+with its ``--choices``, the budget, the data files' sizes and SHA-256s,
+the item attributes searched if any, and the tfrec_tricks version), as
+``run.json`` does for a training run
 (``tfrec_tricks.training.run_directory``). It is written before the first
 trial, and every later search in the directory is checked against it:
 
@@ -38,6 +39,10 @@ from tfrec_tricks.training.run_directory import (
 )
 
 SEARCH_FILE = "search.json"
+# The fingerprint's record of the item attributes a search chooses among;
+# absent from a search without them (and from those recorded before they
+# were searched), so that its fingerprint is as it was.
+ITEM_FEATURES_KEY = "item_features"
 SEARCH_FORMAT = 1
 BEST_CONFIG_FILE = "best_config.json"
 # What a search of an older tfrec_tricks left (no search.json).
@@ -69,6 +74,7 @@ def search_fingerprint(
     hyperparameters: Any,
     budget: dict,
     data: list[dict],
+    item_features: dict | None = None,
 ) -> dict:
     """What determines a search, as JSON.
 
@@ -84,6 +90,10 @@ def search_fingerprint(
             ``max_minutes``, ``retrain_top``, ``seeds``, tuner and compile
             options).
         data: ``data_identity`` of the files the data source reads.
+        item_features: dict or None. The item attributes the space
+            chooses among (``ItemFeatureSpace.fingerprint``), recorded
+            under ``ITEM_FEATURES_KEY``. Defaults to None: none, and no
+            such key.
 
     Example:
 
@@ -95,20 +105,33 @@ def search_fingerprint(
     """
     values = resolved_data_paths(train.to_dict())
     values = {k: v for k, v in values.items() if k not in PLACEMENT_OPTIONS}
+    fingerprint = {
+        "train": values,
+        "fixed": dict(fixed or {}),
+        "space": search_space(hyperparameters),
+        "budget": budget,
+        "data": data,
+        "tfrec_tricks": tfrec_tricks.__version__,
+    }
+    if item_features is not None:
+        fingerprint[ITEM_FEATURES_KEY] = item_features
     # Through JSON, so that tuples and lists compare equal to a reread;
     # objects (a callback in the tuner options) by their repr.
-    return json.loads(
-        json.dumps(
-            {
-                "train": values,
-                "fixed": dict(fixed or {}),
-                "space": search_space(hyperparameters),
-                "budget": budget,
-                "data": data,
-                "tfrec_tricks": tfrec_tricks.__version__,
-            },
-            default=repr,
-        )
+    return json.loads(json.dumps(fingerprint, default=repr))
+
+
+def recorded_without_item_features(search_dir: str) -> bool:
+    """Whether ``search_dir`` holds a search whose fingerprint records no
+    item attributes (``ITEM_FEATURES_KEY``): one without them, or one of a
+    built-in dataset started before their metadata was searched.
+
+    Raises:
+        RunDirectoryError: ``search.json`` is damaged (``read_search_file``).
+    """
+    document = read_search_file(search_dir)
+    return (
+        document is not None
+        and ITEM_FEATURES_KEY not in document["fingerprint"]
     )
 
 

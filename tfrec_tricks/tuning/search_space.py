@@ -8,6 +8,11 @@ hypermodel declares them in order, replacing a row by a fixed value or a
 custom definition of the same name. Every default is what
 ``tfrec-tricks train`` trains, so a search's first trial is that run.
 
+With item attributes (``item_feature_space``) two rows follow the
+features': ``item_feature_set``, which of them the model fuses, and
+``feature_fusion``, how, active only when it fuses some. Without them
+the space has neither row.
+
 Example:
 
 >>> rows = default_space(["time_gap"], num_items=1000)
@@ -15,11 +20,15 @@ Example:
 ['encoder', 'embedding_dim', 'num_layers', 'num_heads', 'dropout']
 >>> next(row for row in rows if row[0] == "cpr_mi")[3]
 ('head', ['cpr'])
+>>> rows = default_space([], 1000, item_features=["none", "genres"])
+>>> next(row for row in rows if row[0] == "feature_fusion")[3]
+('item_feature_set', ['genres'])
 """
 
 from typing import Any
 
 from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.features.feature_fusion import FUSION_MODES
 from tfrec_tricks.models.config import (
     HEADS,
     ModelConfig,
@@ -38,6 +47,10 @@ DATA_FIELDS = ("num_items", "max_len")
 BATCH_SIZE = "batch_size"
 SSE = "sse"
 SSE_FIELDS = ("sse_item_probability", "sse_label_probability")
+# Not a ModelConfig field: the item attributes fused with the ids, as
+# comma-joined names ("none": id-only); ``feature_fusion`` is conditional
+# on it.
+ITEM_FEATURE_SET = "item_feature_set"
 # The SSE paper sweeps 0.01-0.2 (0: that side off).
 SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
 DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
@@ -64,6 +77,8 @@ def default_space(
     train_windows: bool = False,
     first_head: str = "softmax",
     heads: tuple = HEADS,
+    item_features: list[str] | None = None,
+    item_features_default: str = NONE,
 ) -> list:
     """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
 
@@ -75,8 +90,9 @@ def default_space(
     (the softmax heads alone with cosine scores).
 
     The rows, in this order: the encoder's, the optimisation's, the
-    regularisers' (tied embeddings, SSE), the input features' and the
-    head's. A row without a condition may have three entries.
+    regularisers' (tied embeddings, SSE), the input features' (the item
+    attributes' with ``item_features``) and the head's. A row without a
+    condition may have three entries.
 
     Args:
         feature_names: list of str. The data's numeric features.
@@ -86,6 +102,12 @@ def default_space(
             False.
         first_head: str. The first trial's head. Defaults to "softmax".
         heads: tuple of str. The heads searched. Defaults to ``HEADS``.
+        item_features: list of str or None. The ``item_feature_set``
+            values (``ItemFeatureSpace.choices``, or the fixed or custom
+            ones: ``feature_fusion`` applies under those that fuse some);
+            None or empty: no item attributes. Defaults to None.
+        item_features_default: str. The first trial's ``item_feature_set``
+            (what ``train`` fuses). Defaults to "none".
 
     Returns:
         list of rows.
@@ -95,6 +117,7 @@ def default_space(
         *_optimisation_rows(train_windows),
         *_regularisation_rows(),
         *_feature_rows(feature_names),
+        *_item_feature_rows(item_features or [], item_features_default),
         *_head_rows(num_items, head, first_head, heads),
     ]
 
@@ -201,6 +224,35 @@ def _feature_rows(feature_names: list[str]) -> list:
             ("features", [f for f in features if f != NONE]),
         ),
     ]
+
+
+def _item_feature_rows(values: list[str], default: str) -> list:
+    """The item attributes fused with the ids, and how when some are."""
+    if not values:
+        return []
+    fused = [value for value in values if value != NONE]
+    if default not in values:
+        default = values[0]  # fixed or narrowed: the row is replaced
+    rows = [
+        (
+            ITEM_FEATURE_SET,
+            "Choice",
+            {"values": list(values), "default": default},
+        )
+    ]
+    if fused:
+        rows.append(
+            (
+                "feature_fusion",
+                "Choice",
+                {
+                    "values": list(FUSION_MODES),
+                    "default": _default("feature_fusion"),
+                },
+                (ITEM_FEATURE_SET, fused),
+            )
+        )
+    return rows
 
 
 def reranker_choices(num_items: int) -> list[str]:

@@ -53,7 +53,10 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
         config: the search's ``TrainConfig`` (data options, epochs, seed).
 
     Returns:
-        ``config`` with the trial's batch size, learning rate and model.
+        ``config`` with the trial's batch size, learning rate and model;
+        with item attributes, the ``--features`` (and ``--item-features``)
+        that read the trial's features (``ItemFeatureSpace.
+        train_options``).
     """
     model_config = hypermodel.model_config(hp)
     overrides = {
@@ -61,24 +64,39 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
         for k, v in model_config.to_dict().items()
         if k not in DERIVED_MODEL_FIELDS
     }
+    item_features = config.item_features
+    space = getattr(hypermodel, "item_feature_space", None)
+    if space is not None:
+        overrides["features"], item_features = space.train_options(
+            config,
+            hypermodel.data.feature_names,
+            model_config.features,
+            [f["name"] for f in model_config.item_features],
+        )
     return dataclasses.replace(
         config,
         batch_size=hypermodel.batch_size(hp),
         learning_rate=model_config.learning_rate,
         model=overrides,
+        item_features=item_features,
     )
 
 
 def settings(config: TrainConfig, num_items: int) -> dict:
-    """What a configuration trains: the resolved model and the batch size.
+    """What a configuration trains: the resolved model, the batch size and
+    the item attributes file (``item_features``, when there is one).
 
     The head dropout is its effective rate: ``train``'s None (the head's
     default) and the same rate given explicitly train the same model.
     """
     model = config.model_config(num_items).trained_dict()
-    for name in ("num_items", "max_len"):
+    for name in ("num_items", "max_len", "item_features"):
         model.pop(name)
-    return {**model, "batch_size": config.batch_size}
+    values = {**model, "batch_size": config.batch_size}
+    if config.item_features is not None:
+        # With the file and no --features, train fuses every attribute.
+        values["item_features"] = config.item_features
+    return values
 
 
 def candidates(
@@ -125,7 +143,12 @@ def candidates(
 _SWITCH_GROUPS = {
     "head": ("head", "cpr_", "mos_", "head_dropout"),
     "sse": ("sse_",),
-    "features": ("features", "soft_one_hot_buckets"),
+    "features": (
+        "features",
+        "soft_one_hot_buckets",
+        "item_features",
+        "feature_fusion",
+    ),
     "encoder": ("encoder", "num_heads", "attention_dropout", "ffn_dim"),
 }
 
@@ -145,7 +168,8 @@ def one_change_candidates(
 
     Settings that apply only with their switch change together (the head
     with its CPR / MoS settings and head dropout; the SSE probabilities;
-    the features with their buckets; the encoder with its own settings).
+    the features with their buckets, the item attributes file and the
+    fusion; the encoder with its own settings).
 
     Args:
         defaults: the defaults' ``TrainConfig``.
@@ -159,15 +183,16 @@ def one_change_candidates(
     before = settings(defaults, num_items)
     after = settings(chosen, num_items)
     groups: dict[str, list[str]] = {}
-    for name in after:
-        if after[name] != before.get(name):
+    # Both sides' names: the item attributes file may be on one side only.
+    for name in {**before, **after}:
+        if after.get(name) != before.get(name):
             groups.setdefault(_group(name), []).append(name)
     result = []
     for group, names in groups.items():
-        changes = {name: after[name] for name in names}
+        changes = {name: after.get(name) for name in names}
         train_changes = {
             name: changes.pop(name)
-            for name in ("batch_size", "learning_rate")
+            for name in ("batch_size", "learning_rate", "item_features")
             if name in changes
         }
         config = dataclasses.replace(
@@ -179,9 +204,23 @@ def one_change_candidates(
     return result
 
 
-def technique_summary(config: TrainConfig, num_items: int) -> str:
-    """The techniques a configuration uses, e.g. "CPR:100+Mi; tied; SSE"."""
-    model = config.model_config(num_items)
+def technique_summary(
+    config: TrainConfig, num_items: int, trained: Any = None
+) -> str:
+    """The techniques a configuration uses, e.g. "CPR:100+Mi; tied; SSE".
+
+    Args:
+        config: the configuration's ``TrainConfig``.
+        num_items: int. The catalogue size.
+        trained: ``ModelConfig`` or None. The model its run trained (its
+            features resolved against the data: the item attributes
+            apart). Defaults to None: ``config``'s, with ``features`` as
+            given.
+
+    Returns:
+        str.
+    """
+    model = trained if trained is not None else config.model_config(num_items)
     head = model.head
     if head == "cpr":
         parts = [
@@ -211,6 +250,9 @@ def technique_summary(config: TrainConfig, num_items: int) -> str:
             f"soft one-hot {','.join(model.features)} "
             f"({model.soft_one_hot_buckets} buckets)"
         )
+    if model.item_features:
+        names = ",".join(f["name"] for f in model.item_features)
+        used.append(f"item features {names} ({model.feature_fusion})")
     return "; ".join(used)
 
 
@@ -242,6 +284,7 @@ def retrain(
     baseline = settings((reference or chosen[0].config), num_items)
     for candidate in chosen:
         validation, test, minutes = [], [], 0.0
+        model = None
         for seed in seeds:
             name = f"{candidate.label.replace(' ', '-')}-seed{seed}"
             run_config = dataclasses.replace(
@@ -250,6 +293,7 @@ def retrain(
             if verbose:
                 print(f"Retraining {candidate.label}, seed {seed}", flush=True)
             result = train(run_config, verbose=verbose)
+            model = result.model.config
             validation.append(result.metrics["validation"]["ndcg@10"])
             test.append(result.metrics["test"]["ndcg@10"])
             minutes += training_minutes(result.metrics)
@@ -263,7 +307,9 @@ def retrain(
                 "validation_mean": sum(validation) / len(validation),
                 "test_mean": sum(test) / len(test),
                 "training_minutes": minutes,
-                "techniques": technique_summary(candidate.config, num_items),
+                "techniques": technique_summary(
+                    candidate.config, num_items, model
+                ),
                 "differs": differences(baseline, trained),
                 "config": candidate.config,
             }

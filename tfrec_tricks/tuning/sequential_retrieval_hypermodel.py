@@ -5,6 +5,8 @@
 turns a trial's values into a ``ModelConfig``, builds the model and trains
 it on the trial's batches (``trial_batches``). Custom hyperparameters are
 checked value by value before the first trial (``custom_value_checks``).
+With item attributes (``item_feature_space``) a trial's data is the data
+joined with the attributes it fuses.
 """
 
 import dataclasses
@@ -32,20 +34,23 @@ from tfrec_tricks.training.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.tuning.custom_value_checks import (  # noqa: E402
     check_custom_values,
 )
+from tfrec_tricks.tuning.hyperparameter_values import (  # noqa: E402
+    NONE,
+    decode_value,
+    encode_value,
+    listed_values,
+    value_count,
+)
 
 # TUPLE_FIELDS is imported from here by tuning.search: kept importable.
 from tfrec_tricks.tuning.hyperparameter_values import (  # noqa: E402
     TUPLE_FIELDS as TUPLE_FIELDS,
 )
-from tfrec_tricks.tuning.hyperparameter_values import (  # noqa: E402
-    decode_value,
-    encode_value,
-    value_count,
-)
 from tfrec_tricks.tuning.search_space import (  # noqa: E402
     BATCH_SIZE,
     DATA_FIELDS,
     DEFAULT_BATCH_SIZE,
+    ITEM_FEATURE_SET,
     SOFTMAX_HEAD_SETTINGS,
     SSE,
     SSE_FIELDS,
@@ -79,6 +84,9 @@ class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
     | ``sse_label_probability`` | 0, 0.01, 0.05, 0.1, 0.2 (SSE on) |
     | ``features`` | "none", each feature of the data, all of them |
     | ``soft_one_hot_buckets`` | 5, 10, 20 (when features are used) |
+    | ``item_feature_set`` | "none", each item attribute, all of them \
+(with ``item_feature_space``; not a ``ModelConfig`` field) |
+    | ``feature_fusion`` | concat, sum (when item attributes are fused) |
     | ``head`` | softmax, cpr, mos, softmax_no_dup |
     | ``cpr_context``, ``cpr_pointer``, ``cpr_mi`` | True, False (CPR) |
     | ``cpr_reranker_ks`` | "none", "20", "100", "500", "20,100,500", the \
@@ -88,7 +96,9 @@ sizes below N only (CPR) |
 
     The CPR and MoS entries are conditional on ``head``, the buckets on
     ``features``, the SSE probabilities on ``sse``, the attention heads on
-    ``encoder``: a trial only carries the ones that apply. A fixed or
+    ``encoder``, the fusion on ``item_feature_set``: a trial only carries
+    the ones that apply. Without item attributes the space has neither
+    ``item_feature_set`` nor ``feature_fusion``. A fixed or
     searched ``cosine_temperature`` or ``num_sampled_negatives`` (settings
     of the softmax heads alone) narrows ``head`` to softmax and
     softmax_no_dup. Every default
@@ -97,16 +107,19 @@ sizes below N only (CPR) |
     auto`` chooses from ``data``, ``fixed={"head": "auto"}`` fixes it
     there), so the tuners of
     ``tfrec_tricks.tuning.tuners`` start from it: their first trial takes
-    the defaults. Tuple fields
-    (``cpr_reranker_ks``, ``features``) are comma-joined strings, "none"
-    for the empty tuple.
+    the defaults (with ``--item-features``, every attribute, fused as
+    ``feature_fusion``'s default says). Tuple fields
+    (``cpr_reranker_ks``, ``features``, ``item_feature_set``) are
+    comma-joined strings, "none" for the empty tuple.
 
     Narrow or fix any part: ``fixed`` values become ``Fixed``
     hyperparameters (or, for values a hyperparameter cannot hold such as
     None, plain settings); entries of ``hyperparameters`` replace the
     default definition of the same name, and may add any other
     ``ModelConfig`` field to the search (e.g. ``hp.Choice("num_heads",
-    [1, 2])``). Fields of neither keep ``ModelConfig``'s defaults.
+    [1, 2])``). Fields of neither keep ``ModelConfig``'s defaults. With
+    item attributes, a fixed ``features`` names features of both kinds,
+    as ``--features`` does: its item features fix ``item_feature_set``.
 
     ``fit`` batches the (unbatched) training dataset it is given with the
     trial's ``batch_size`` after shuffling it, and batches an unbatched
@@ -119,6 +132,7 @@ sizes below N only (CPR) |
         data: ``tfrec_tricks.data.InMemoryDataset``. The prepared data: sets
             ``num_items`` and ``max_len``, the training-target counts of the
             sampled objective's logQ correction and the feature statistics.
+            Without item features when ``item_feature_space`` is given.
         item_graph: array [E, 2] of raw item ids or None. The SSE-Graph
             knowledge graph (e.g. ``Source.item_graph``). Defaults to None.
         fixed: dict or None. ``{name: value}`` for search-space names or
@@ -144,6 +158,10 @@ sizes below N only (CPR) |
         optimizer: str. A key of ``tfrec_tricks.training.optimizers.OPTIMIZERS``
             (its learning rate is the tuned ``learning_rate``). Defaults to
             "adam".
+        item_feature_space: ``tfrec_tricks.tuning.item_feature_space.
+            ItemFeatureSpace`` or None. The item attributes to choose
+            among (``item_feature_set``, ``feature_fusion``). Defaults to
+            None: none, the space as before they existed.
         name: str or None. Passed on to ``keras_tuner.HyperModel``.
         tunable: bool. Passed on to ``keras_tuner.HyperModel``.
 
@@ -189,11 +207,20 @@ sizes below N only (CPR) |
         every_position: bool = False,
         window_stride: int | None = None,
         optimizer: str = "adam",
+        item_feature_space: Any = None,
         name: str | None = None,
         tunable: bool = True,
     ):
         super().__init__(name=name, tunable=tunable)
+        if item_feature_space is not None and data.item_features is not None:
+            raise ValueError(
+                "item_feature_space joins the item attributes to id-only "
+                "data; the data already has item features. Received: "
+                f"{data.item_features.names()}"
+            )
         self.data = data
+        self.item_feature_space = item_feature_space
+        self._joined: dict = {}
         self.bucket_by_length = bucket_by_length
         self.every_position = every_position
         self.window_stride = window_stride
@@ -204,12 +231,14 @@ sizes below N only (CPR) |
         self.hyperparameters = hyperparameters
         self.seed = seed
         self.compile_options = dict(compile_options or {})
-        first_head = self._first_head(data)
-        if self.fixed.get("head") == AUTO_HEAD:
-            self.fixed["head"] = first_head
         custom = {}
         if hyperparameters is not None:
             custom = {hp.name: hp for hp in hyperparameters.space}
+        self._split_fixed_features()
+        item_values = self._item_feature_values(custom)
+        first_head = self._first_head(self._first_data(custom))
+        if self.fixed.get("head") == AUTO_HEAD:
+            self.fixed["head"] = first_head
         heads = HEADS
         if any(
             self.fixed.get(name) is not None or name in custom
@@ -227,6 +256,12 @@ sizes below N only (CPR) |
             train_windows=window_stride is not None,
             first_head=first_head,
             heads=heads,
+            item_features=item_values,
+            item_features_default=(
+                item_feature_space.default_choice()
+                if item_feature_space is not None
+                else NONE
+            ),
         )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
@@ -287,6 +322,79 @@ sizes below N only (CPR) |
             self._fixed_hps,
             self.model_config,
         )
+
+    def _split_fixed_features(self) -> None:
+        """With item attributes, a fixed ``features`` names both kinds (as
+        ``--features`` does): its item features fix ``item_feature_set``.
+
+        Raises:
+            ValueError: a name the data has of neither kind, or
+                ``item_feature_set`` fixed beside it.
+        """
+        space = self.item_feature_space
+        if space is None or "features" not in self.fixed:
+            return
+        if ITEM_FEATURE_SET in self.fixed:
+            raise ValueError(
+                "features names the item features too: fix it or "
+                f"{ITEM_FEATURE_SET}, not both. Received: "
+                f"features={self.fixed['features']!r}, "
+                f"{ITEM_FEATURE_SET}={self.fixed[ITEM_FEATURE_SET]!r}"
+            )
+        requested = self.fixed["features"]
+        if isinstance(requested, str):
+            requested = decode_value("features", requested)
+        position, item = space.split(
+            tuple(requested), self.data.feature_names, space.by_default
+        )
+        self.fixed["features"] = position
+        self.fixed[ITEM_FEATURE_SET] = item
+
+    def _item_feature_values(self, custom: dict) -> list[str] | None:
+        """The values ``item_feature_set`` can take: the fixed one, the
+        custom ones, or ``ItemFeatureSpace.choices``; None without item
+        attributes."""
+        if self.item_feature_space is None:
+            return None
+        if ITEM_FEATURE_SET in self.fixed:
+            value = self.fixed[ITEM_FEATURE_SET]
+            return [encode_value(ITEM_FEATURE_SET, value)]
+        if ITEM_FEATURE_SET in custom:
+            return [str(v) for v in listed_values(custom[ITEM_FEATURE_SET])]
+        return self.item_feature_space.choices()
+
+    def _first_data(self, custom: dict) -> Any:
+        """The first trial's data: joined with the item attributes it
+        fuses (fixed, the custom default, or what ``train`` fuses)."""
+        space = self.item_feature_space
+        if space is None:
+            return self.data
+        value = self.fixed.get(ITEM_FEATURE_SET)
+        if value is None and ITEM_FEATURE_SET in custom:
+            value = custom[ITEM_FEATURE_SET].default
+        if value is None:
+            value = space.default_choice()
+        value = encode_value(ITEM_FEATURE_SET, value)
+        return self.joined_data(decode_value(ITEM_FEATURE_SET, value))
+
+    def joined_data(self, names: tuple) -> Any:
+        """``data`` joined with the item attributes ``names`` (none:
+        ``data`` itself): a trial's data. Each join is made once.
+
+        Args:
+            names: tuple of str. Item features of ``item_feature_space``.
+
+        Returns:
+            An ``InMemoryDataset``.
+
+        Raises:
+            ValueError: a name the attributes do not have.
+        """
+        if not names:
+            return self.data
+        if names not in self._joined:
+            self._joined[names] = self.item_feature_space.join(self.data, names)
+        return self._joined[names]
 
     def _first_head(self, data: Any) -> str:
         """The head ``train`` trains on ``data`` with the fixed settings:
@@ -354,9 +462,17 @@ sizes below N only (CPR) |
         Returns:
             A ``ModelConfig``.
         """
+        return self._trial(hp)[0]
+
+    def _trial(self, hp: Any) -> tuple[ModelConfig, Any]:
+        """The ``ModelConfig`` of ``hp`` and the data it trains on (joined
+        with the item attributes it fuses)."""
         values = self.declare(hp.copy())
         values.pop(BATCH_SIZE, None)
         values.pop(SSE, None)
+        data = self.joined_data(
+            decode_value(ITEM_FEATURE_SET, values.pop(ITEM_FEATURE_SET, NONE))
+        )
         settings = {**self._settings}
         settings.update({k: decode_value(k, v) for k, v in values.items()})
         for name in (
@@ -372,9 +488,12 @@ sizes below N only (CPR) |
             settings["learning_rate"] = float(
                 f"{float(settings['learning_rate']):.3g}"
             )
-        return ModelConfig(
-            num_items=self.data.num_items, max_len=self.data.max_len, **settings
+        if data.item_features is not None:
+            settings["item_features"] = tuple(data.item_features.spec_dicts())
+        config = ModelConfig(
+            num_items=data.num_items, max_len=data.max_len, **settings
         )
+        return config, data
 
     def batch_size(self, hp: Any) -> int:
         """The trial's training batch size (``batch_size``)."""
@@ -398,7 +517,7 @@ sizes below N only (CPR) |
         """
         self.declare(hp)
         try:
-            config = self.model_config(hp)
+            config, data = self._trial(hp)
         except ValueError as error:
             raise keras_tuner.errors.FailedTrialError(str(error)) from error
         # Every trial starts from the search's seed: its initial weights
@@ -407,7 +526,7 @@ sizes below N only (CPR) |
         # trial after fewer of them, and would score it otherwise).
         tf.keras.utils.set_random_seed(self.seed)
         model = SequentialRetrievalModel.from_data(
-            config, self.data, item_graph=self.item_graph
+            config, data, item_graph=self.item_graph
         )
         model.compile(
             optimizer=make_optimizer(self.optimizer, config.learning_rate),
@@ -415,7 +534,7 @@ sizes below N only (CPR) |
         )
         # Weights exist now, so checkpoints restore at once (Hyperband,
         # get_best_models) rather than deferred.
-        sample = {k: v[:2] for k, v in self.data.train.as_dict().items()}
+        sample = {k: v[:2] for k, v in data.train.as_dict().items()}
         model(sample)
         # The optimizer's slots too, so that restoring a checkpoint leaves
         # nothing unmatched.
