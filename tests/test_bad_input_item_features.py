@@ -2,12 +2,14 @@
 counted.
 
 ``tfrec-tricks train --item-features X.item`` (RecBole's atomic ``.item``
-file) and ``--features``. A refusal (an item listed twice, a header
-without ``item_id:token``, a number that does not parse or is not finite,
-a feature the data does not have, ``--prepared`` beside
-``--item-features``, a missing file) exits 1 naming ``file:line``, the
-column and the value, with no traceback and nothing written: the output
-folder does not exist and every file of the workspace is as it was. What
+file) and ``--features``, and ``tfrec-tricks prepare`` with them. A
+refusal (an item listed twice, a header without ``item_id:token``, a
+number that does not parse or is not finite, a feature the data does not
+have, ``train --prepared`` with another ``--item-features`` than the
+dataset was prepared with, or ``--features`` naming some of its item
+features only, a missing file) exits 1 naming ``file:line``, the column
+and the value, with no traceback and nothing written: the output folder
+does not exist and every file of the workspace is as it was. What
 is not an error is counted and the run trains: an item without a value
 (coverage), an item of the interactions without an attribute row, and
 attributes of items that never occur in the interactions (cold items,
@@ -257,21 +259,82 @@ def test_features_the_data_does_not_have_are_refused_with_what_it_has(
 # --- where the file is read from --------------------------------------------
 
 
-def test_item_features_beside_a_prepared_dataset_are_refused(workspace, capsys):
+PREPARE = ["prepare", "--data", "file", "--data-path", "u.data"]
+
+
+def test_a_bad_item_file_is_refused_by_prepare(workspace, capsys):
+    (workspace / "x.item").write_text(HEADER + _row("i0") + _row("i0"))
+    args = [*PREPARE, "--item-features", "x.item", "--output", "prepared"]
+    error = _refused(args, capsys, workspace)
+    assert "x.item:3: item_id 'i0' is listed twice, first at x.item:2" in error
+    assert not (workspace / "prepared").exists()
+
+
+def test_features_the_data_does_not_have_are_refused_by_prepare(
+    workspace, capsys
+):
     (workspace / "x.item").write_text(GOOD)
-    prepare = ["prepare", "--data", "file", "--data-path", "u.data"]
-    assert cli.main([*prepare, "--output", "prepared"]) == 0
+    args = [*PREPARE, "--item-features", "x.item", "--features", "colour"]
+    error = _refused([*args, "--output", "prepared"], capsys, workspace)
+    assert "--features names 'colour', which the data does not have" in error
+    assert "per interaction: rating, time_gap; per item: genre, year" in error
+    assert not (workspace / "prepared").exists()
+
+
+@pytest.mark.parametrize(
+    "prepare_flags, train_flags, messages",
+    [
+        (
+            # Prepared without item features: an .item file contradicts.
+            [],
+            ["--item-features", "x.item"],
+            [
+                "'prepared' was prepared with other data options than the "
+                "ones given: item_features='x.item' (prepared with None)"
+            ],
+        ),
+        (
+            ["--item-features", "x.item"],
+            ["--item-features", "y.item"],
+            ["item_features='y.item' (prepared with 'x.item')"],
+        ),
+        (
+            ["--item-features", "x.item"],
+            ["--features", "genre", "time_gap"],
+            [
+                "'prepared' was prepared with the item features ['genre', "
+                "'year']; --features names ['genre'] of them",
+                "Received: --features genre time_gap",
+            ],
+        ),
+        (
+            ["--item-features", "x.item"],
+            ["--features", "colour"],
+            [
+                "--features names 'colour', which the data does not have",
+                "per item: genre, year",
+            ],
+        ),
+    ],
+    ids=[
+        "item-file-beside-none",
+        "another-item-file",
+        "some-item-features",
+        "unknown-feature",
+    ],
+)
+def test_train_prepared_refuses_item_features_that_contradict_it(
+    prepare_flags, train_flags, messages, workspace, capsys
+):
+    (workspace / "x.item").write_text(GOOD)
+    (workspace / "y.item").write_text(GOOD)
+    args = [*PREPARE, *prepare_flags, "--output", "prepared"]
+    assert cli.main(args) == 0
     capsys.readouterr()
-    args = ["train", "--prepared", "prepared", "--item-features", "x.item"]
-    error = _refused(
-        [*args, "--epochs", "1", "--output-dir", "runs"], capsys, workspace
-    )
-    assert (
-        "--item-features reads the attributes beside an interaction "
-        "source; a prepared dataset (--prepared) does not carry them yet: "
-        "train from the source (--data) instead"
-    ) in error
-    assert "item_features='x.item', prepared='prepared'" in error
+    args = ["train", "--prepared", "prepared", *train_flags, "--epochs", "1"]
+    error = _refused([*args, "--output-dir", "runs"], capsys, workspace)
+    for message in messages:
+        assert message in error, error[-2000:]
 
 
 def test_a_missing_item_file_is_refused_naming_the_path(workspace, capsys):

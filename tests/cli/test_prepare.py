@@ -26,6 +26,13 @@ def test_prepare_takes_the_data_flags_only(capsys):
         assert f"unrecognized arguments: {flag[0]}" in capsys.readouterr().err
 
 
+def test_prepare_takes_the_item_features_and_their_selection():
+    args = _parsed("--item-features", "x.item", "--features", "genre", "year")
+    assert args.item_features == "x.item" and args.min_feature_count == 1
+    assert args.features == ["genre", "year"]
+    assert _parsed().features is None
+
+
 def test_beam_arguments_put_the_runner_before_beams_own_options():
     args = _parsed("--engine", "beam", "--beam-runner", "FlinkRunner", "--x=1")
     assert beam_arguments(args) == ["--runner=FlinkRunner", "--x=1"]
@@ -82,6 +89,61 @@ def test_cli_prepare_then_train(tmp_path):
 
 
 @pytest.mark.slow
+def test_cli_prepare_with_item_features_then_train(tmp_path):
+    lines = [
+        f"u{u}\ti{(u + k) % 12}\t{1 + k % 5}\t{1000 * u + k}"
+        for u in range(20)
+        for k in range(6)
+    ]
+    (tmp_path / "u.data").write_text("\n".join(lines) + "\n")
+    rows = [f"i{i}\tg{i % 3} g{i % 4}\t{1990 + i}" for i in range(12)]
+    (tmp_path / "x.item").write_text(
+        "item_id:token\tgenre:token_seq\tyear:float\n"
+        + "\n".join([*rows, "new\tg1\t2001"])
+        + "\n"
+    )
+    data = ["--data", "file", "--data-path", "u.data", "--max-len", "5"]
+    prepared = run_cli(
+        "prepare",
+        *data,
+        "--item-features",
+        "x.item",
+        "--features",
+        "genre",
+        "--output",
+        "data",
+        cwd=tmp_path,
+    )
+    assert prepared.returncode == 0, prepared.stderr[-2000:]
+    assert "item features: ['genre']" in prepared.stdout
+    trained = run_cli(
+        "train",
+        "--prepared",
+        "data",
+        "--features",
+        "genre",
+        "time_gap",
+        "--embedding-dim",
+        "8",
+        "--epochs",
+        "1",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    run = tmp_path / "runs" / "data"
+    recorded = json.loads((run / "config.json").read_text())
+    assert recorded["train"]["item_features"] == "x.item"
+    assert [f["name"] for f in recorded["model"]["item_features"]] == ["genre"]
+    assert recorded["model"]["features"] == ["time_gap"]
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["cold_items"] == 1
+    assert json.loads((run / "vocabulary.json").read_text())["items"][-1] == (
+        "new"
+    )
+
+
+@pytest.mark.slow
 def test_cli_prepare_with_beam_equals_local(tmp_path):
     lines = [
         f"u{u}\ti{(u * 7 + k * 3) % 13}\t{1 + k % 5}\t{100 * k + u}"
@@ -89,7 +151,20 @@ def test_cli_prepare_with_beam_equals_local(tmp_path):
         for k in range(3 + u % 4)
     ]
     (tmp_path / "ratings.tsv").write_text("\n".join(lines) + "\n")
-    common = ["--data", "file", "--data-path", "ratings.tsv", "--format"]
+    # Attributes of every other item, and of one no user clicked.
+    rows = [f"i{i}\tg{i % 3}" for i in range(0, 13, 2)] + ["new\tg4"]
+    (tmp_path / "x.item").write_text(
+        "item_id:token\tgenre:token\n" + "\n".join(rows) + "\n"
+    )
+    common = [
+        "--item-features",
+        "x.item",
+        "--data",
+        "file",
+        "--data-path",
+        "ratings.tsv",
+        "--format",
+    ]
     for engine, extra in (
         ("local", []),
         ("beam", ["--beam-runner", "DirectRunner"]),
@@ -107,8 +182,14 @@ def test_cli_prepare_with_beam_equals_local(tmp_path):
         )
         assert result.returncode == 0, result.stderr[-3000:]
         assert "WARNING" not in result.stderr, result.stderr[-3000:]
-    local, beam = (
-        (tmp_path / engine / "vocabulary.json").read_bytes()
-        for engine in ("local", "beam")
-    )
-    assert local == beam
+    for name in (
+        "vocabulary.json",
+        "item_features.json",
+        "item_features.npz",
+        "trained_items.npy",
+    ):
+        local, beam = (
+            (tmp_path / engine / name).read_bytes()
+            for engine in ("local", "beam")
+        )
+        assert local == beam, name

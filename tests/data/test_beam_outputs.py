@@ -1,12 +1,17 @@
 """The driver reads back what the workers wrote: shards and side files."""
 
+import json
+
+import apache_beam as beam
 import pytest
 import tensorflow as tf
 
 from tfrec_tricks.data.beam_outputs import (
+    TRAINED_ITEMS,
     check_shards,
     count_records,
     read_side_file,
+    write_trained_items,
 )
 
 
@@ -35,3 +40,13 @@ def test_check_shards_refuses_other_names(tmp_path):
 def test_read_side_file(tmp_path):
     (tmp_path / "summary.json").write_text('{"rows": 2}')
     assert read_side_file(str(tmp_path), "summary.json") == '{"rows": 2}'
+
+
+@pytest.mark.slow
+def test_the_trained_items_are_written_as_a_json_list(tmp_path):
+    with beam.Pipeline() as pipeline:
+        one = pipeline | "One" >> beam.Create([None])
+        trained = pipeline | "Trained" >> beam.Create([[1, 3, 4]])
+        write_trained_items(one, str(tmp_path), trained)
+    text = read_side_file(str(tmp_path), TRAINED_ITEMS)
+    assert json.loads(text) == [1, 3, 4]

@@ -14,7 +14,12 @@ from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.beam_preparation import prepare_with_beam
 from tfrec_tricks.data.encoded_interactions import read_encoded
+from tfrec_tricks.data.item_feature_file import ItemFeatureTable
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.prepared_item_features import (
+    ITEM_FEATURE_FILES,
+    ItemFeatureRequest,
+)
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
@@ -76,7 +81,7 @@ CASES = {
 }
 
 
-def _local_engine(files, file_format, options, output):
+def _local_engine(files, file_format, options, output, item_features=None):
     """The local engine on the files, read as load_source reads them
     (exact duplicates dropped unless options say otherwise)."""
     table = read_encoded(
@@ -93,7 +98,9 @@ def _local_engine(files, file_format, options, output):
         min_item_interactions=options.get("min_item_interactions", 0),
         split=options["split"],
     )
-    return write_prepared(sequences, output, options, num_shards=2)
+    return write_prepared(
+        sequences, output, options, num_shards=2, item_features=item_features
+    )
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -181,6 +188,77 @@ def test_same_metadata(both_engines):
         "statistics.json",
         "vocabulary.json",
     ]
+
+
+# --- item features ----------------------------------------------------------
+
+
+def _item_table(files, file_format):
+    """Attributes of four items in five (a token, a token list, a number)
+    and of two items no user clicked (cold items)."""
+    table = read_encoded(files, file_format).to_interactions()
+    rows = {
+        item: {
+            "kind": f"k{k % 4}",
+            "tags": tuple(f"t{(k + j) % 5}" for j in range(k % 3)),
+            "size": float(k % 7),
+        }
+        for k, item in enumerate(sorted(set(table.items.tolist())))
+        if k % 5
+    }
+    rows["cold-z"] = {"kind": "k9", "size": 1.5}
+    rows["cold-y"] = {"tags": ("t1",)}
+    kinds = {"kind": "token", "tags": "token_seq", "size": "float"}
+    return ItemFeatureTable(kinds, rows, "items.item")
+
+
+@pytest.fixture(scope="module", params=["sessions", "synthetic-filtered"])
+def both_engines_with_item_features(request, tmp_path_factory):
+    """(local folder, beam folder) prepared from the same files and item
+    attributes. Filtered: items the k-core filter drops that have
+    attributes join as cold items too."""
+    write, file_format, options = CASES[request.param]
+    folder = tmp_path_factory.mktemp(f"{request.param}-items")
+    pattern = write(folder)
+    files = sorted(str(p) for p in folder.glob(os.path.basename(pattern)))
+    table = _item_table(files, file_format)
+    # Tokens held by one training item only are out-of-vocabulary.
+    items = ItemFeatureRequest(table, lambda _: table.names(), min_count=2)
+    local = _local_engine(
+        files, file_format, options, str(folder / "local"), items
+    )
+    beam = prepare_with_beam(
+        [pattern],
+        str(folder / "beam"),
+        options,
+        file_format,
+        num_shards=3,
+        item_features=items,
+    )
+    return local, beam
+
+
+def test_item_features_are_byte_equal(both_engines_with_item_features):
+    # The feature vocabularies, the cold items (vocabulary.json), the
+    # values, the statistics and the trained items.
+    local, beam = both_engines_with_item_features
+    for name in ("vocabulary.json", *ITEM_FEATURE_FILES):
+        assert _read(beam, name, "rb") == _read(local, name, "rb"), name
+    expected, got = OnDiskDataset(local), OnDiskDataset(beam)
+    assert got.item_feature_names == ["kind", "tags", "size"]
+    assert got.metadata["item_feature_names"] == got.item_feature_names
+    assert got.vocabulary.items[-2:] == ["cold-z", "cold-y"]
+    assert not got.trained_items[-2:].any()
+    np.testing.assert_array_equal(
+        got.statistics.item_counts, expected.statistics.item_counts
+    )
+    assert got.num_items == expected.num_items == len(got.trained_items)
+    # The same files but for the shards (two local, three Beam).
+    assert _other_files(beam) == _other_files(local)
+
+
+def _other_files(folder):
+    return sorted(f for f in os.listdir(folder) if not f.endswith("record"))
 
 
 # --- bad input --------------------------------------------------------------

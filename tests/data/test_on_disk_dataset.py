@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 
 from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.loaders import load_file
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prefix_merging import merge_prefixes
 from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
@@ -188,6 +191,107 @@ def test_statistics_and_vocabulary_equal_in_memory(tmp_path):
         dataset.statistics.item_counts, data.statistics.item_counts
     )
     assert dataset.statistics.moments == data.statistics.moments
+
+
+# --- item features ----------------------------------------------------------
+
+
+def _genres(item_names):
+    rows = {name: {"genre": f"g{k % 3}"} for k, name in enumerate(item_names)}
+    rows["cold"] = {"genre": "g1"}
+    return ItemFeatureTable({"genre": "token"}, rows, "x.item")
+
+
+def test_item_features_as_in_memory(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    data = prepare(table, max_len=8)
+    attributes = _genres(data.vocabulary.items[1:])
+    memory = with_item_features(data, attributes)
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    path = write_prepared(
+        sequences,
+        str(tmp_path / "p"),
+        {"max_len": 8},
+        2,
+        item_features=ItemFeatureRequest(attributes, lambda _: ["genre"]),
+    )
+    dataset = OnDiskDataset(path)
+    assert dataset.item_feature_names == ["genre"]
+    assert dataset.vocabulary == memory.vocabulary
+    assert dataset.num_items == memory.num_items
+    np.testing.assert_array_equal(dataset.trained_items, memory.trained_items)
+    assert dataset.item_features.specs == memory.item_features.specs
+    np.testing.assert_array_equal(
+        dataset.item_features.values["genre"],
+        memory.item_features.values["genre"],
+    )
+    assert dataset.summary().endswith("; item features: ['genre']")
+    # The examples are the in-memory ones: cold items are in none.
+    assert_same_examples(memory.test.as_dict(), dataset.examples("test"))
+
+
+def test_a_dataset_without_item_features_has_none(prepared):
+    dataset = OnDiskDataset(prepared)
+    assert dataset.item_feature_names == []
+    assert dataset.item_features is None and dataset.trained_items is None
+    assert "item features" not in dataset.summary()
+
+
+def test_a_dataset_prepared_before_item_features_has_none(prepared):
+    _edit(
+        os.path.join(prepared, "metadata.json"),
+        lambda metadata: metadata.pop("item_feature_names"),
+    )
+    assert OnDiskDataset(prepared).item_features is None
+
+
+@pytest.fixture
+def with_features(tmp_path):
+    table = TABLES["synthetic"](tmp_path)
+    sequences = user_sequences(table.users, table.items, table.timestamps)
+    attributes = _genres(sequences.item_names[1:])
+    return write_prepared(
+        sequences,
+        str(tmp_path / "p"),
+        {"max_len": 8},
+        2,
+        item_features=ItemFeatureRequest(attributes, lambda _: ["genre"]),
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["item_features.json", "item_features.npz", "trained_items.npy"]
+)
+def test_a_missing_or_changed_item_feature_file_is_refused(with_features, name):
+    file = os.path.join(with_features, name)
+    data = bytearray(open(file, "rb").read())
+    data[-2] ^= 1
+    open(file, "wb").write(bytes(data))
+    with pytest.raises(DataError, match=f"SHA-256 differs.*{name}"):
+        OnDiskDataset(with_features)
+    os.remove(file)
+    with pytest.raises(DataError, match=f"{name} listed in metadata.json"):
+        OnDiskDataset(with_features)
+
+
+def test_item_features_named_but_not_listed_are_refused(with_features):
+    # metadata.json edited to list the files no more: named, still missing.
+    def unlist(metadata):
+        metadata["files"] = [
+            entry
+            for entry in metadata["files"]
+            if not entry["file"].startswith(("item_features", "trained"))
+        ]
+
+    _edit(os.path.join(with_features, "metadata.json"), unlist)
+    for name in (
+        "item_features.json",
+        "item_features.npz",
+        "trained_items.npy",
+    ):
+        os.remove(os.path.join(with_features, name))
+    with pytest.raises(DataError, match="item_features.json is missing"):
+        OnDiskDataset(with_features)
 
 
 # --- bad input --------------------------------------------------------------

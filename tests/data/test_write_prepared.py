@@ -1,17 +1,24 @@
 """write_prepared: shard counts and the split histograms, against loops."""
 
 import collections
+import json
+import os
 
 import numpy as np
 import pytest
 
+from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
+from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import (
     INTERACTIONS_PER_SHARD,
     MIN_SHARDS,
     default_num_shards,
     merge_split_counts,
     split_counts,
+    write_prepared,
 )
+from tfrec_tricks.ownership import RECORD_FILE
 
 
 @pytest.mark.parametrize(
@@ -57,3 +64,59 @@ def test_merged_counts_of_disjoint_users_equal_the_counts_of_all():
     for histogram in merged.values():  # keys in numeric, not string, order
         assert [int(k) for k in histogram] == sorted(int(k) for k in histogram)
     assert merge_split_counts([]) == {}
+
+
+def _sequences():
+    users = np.repeat([f"u{u}" for u in range(6)], 5)
+    items = np.array([f"i{(u + k) % 7}" for u in range(6) for k in range(5)])
+    return user_sequences(users, items)
+
+
+def test_item_features_are_written_listed_and_recorded(tmp_path):
+    table = ItemFeatureTable(
+        {"color": "token"}, {"i1": {"color": "red"}, "new": {"color": "red"}}
+    )
+    request = ItemFeatureRequest(table, lambda _: ["color"])
+    path = write_prepared(
+        _sequences(),
+        str(tmp_path / "p"),
+        {"max_len": 3},
+        2,
+        item_features=request,
+    )
+    with open(os.path.join(path, "metadata.json")) as handle:
+        metadata = json.load(handle)
+    assert metadata["item_feature_names"] == ["color"]
+    new = ["item_features.json", "item_features.npz", "trained_items.npy"]
+    listed = [entry["file"] for entry in metadata["files"]]
+    assert set(new) <= set(listed)
+    # The tool's record of what it wrote holds them (ownership).
+    with open(os.path.join(path, RECORD_FILE)) as handle:
+        assert set(new) <= set(json.load(handle)["entries"])
+    # The cold item joins the catalogue.
+    with open(os.path.join(path, "vocabulary.json")) as handle:
+        assert json.load(handle)["items"][-1] == "new"
+    assert metadata["num_items"] == 9
+
+
+def test_without_item_features_none_are_named(tmp_path):
+    path = write_prepared(_sequences(), str(tmp_path / "p"), {"max_len": 3}, 2)
+    with open(os.path.join(path, "metadata.json")) as handle:
+        metadata = json.load(handle)
+    assert metadata["item_feature_names"] == []
+    assert not any(e["file"].startswith("item") for e in metadata["files"])
+
+
+def test_refused_features_write_nothing(tmp_path):
+    def refuse(names):
+        raise ValueError(f"--features names 'colour'. It has {names}")
+
+    request = ItemFeatureRequest(None, refuse)
+    with pytest.raises(ValueError, match="names 'colour'"):
+        write_prepared(
+            _sequences(),
+            str(tmp_path / "p"),
+            {"max_len": 3},
+            item_features=request,
+        )
+    assert os.listdir(tmp_path) == []

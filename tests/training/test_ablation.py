@@ -28,7 +28,7 @@ def test_dropout_is_selected_on_validation(
         )
         validation[dropout] = metrics["validation"]["ndcg@10"]
     assert row.dropout == max(validation, key=validation.get)
-    assert set(row.test_by_target) == {"repeat", "new"}
+    assert set(row.test_by_target) == {"repeat", "new", "cold"}
     table = ablation.format_table([row])
     assert "NDCG@10 repeat / new targets" in table
     repeat, new = (row.test_by_target[k]["ndcg@10"] for k in ("repeat", "new"))

@@ -9,9 +9,12 @@ import pytest
 
 from tests.run_helpers import tiny_config
 from tfrec_tricks.config_fields import field_default
+from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.training.prepare_dataset import (
+    check_item_features,
     is_prepared_dataset,
+    item_feature_request,
     preparation_options,
     prepare_dataset,
     prepared_train_config,
@@ -117,3 +120,158 @@ def test_a_dataset_prepared_before_an_option_existed_gets_its_old_value(
 def test_a_run_without_a_prepared_dataset_keeps_its_config(tmp_path):
     config = tiny_config(tmp_path)
     assert resolved_config(config) is config
+
+
+# --- item features ----------------------------------------------------------
+
+# 12 users over 8 items; the .item file lists 6 of them and a cold item.
+RATINGS = "".join(
+    f"u{u}\ti{(u + k) % 8}\t{1 + k % 5}\t{100 * u + k}\n"
+    for u in range(12)
+    for k in range(5)
+)
+ITEMS = "item_id:token\tgenre:token_seq\tyear:float\n" + "".join(
+    f"{item}\tg{k % 3} g{k % 2}\t{1990 + k}\n"
+    for k, item in enumerate([*(f"i{i}" for i in range(6)), "cold"])
+)
+
+
+def _file_config(folder, **overrides):
+    (folder / "u.data").write_text(RATINGS)
+    (folder / "x.item").write_text(ITEMS)
+    values = dict(
+        data="file",
+        data_path=str(folder / "u.data"),
+        file_format="udata",
+        item_features=str(folder / "x.item"),
+        max_len=5,
+    )
+    return tiny_config(folder, **{**values, **overrides})
+
+
+@pytest.fixture(scope="module")
+def with_items(tmp_path_factory):
+    root = tmp_path_factory.mktemp("items")
+    config = _file_config(root, model={"features": ["year", "genre"]})
+    path = prepare_dataset(config, str(root / "data"), verbose=False)
+    return config, path
+
+
+def test_prepare_encodes_the_item_features(with_items):
+    config, path = with_items
+    dataset = OnDiskDataset(path)
+    # Kept in the file's order, whatever the order of --features.
+    assert dataset.item_feature_names == ["genre", "year"]
+    assert dataset.vocabulary.items[-1] == "cold"
+    assert not dataset.trained_items[-1]
+    assert dataset.item_features.values["year"].shape == (10, 1)
+    options = dataset.metadata["options"]
+    assert options["source"]["item_features"] == config.item_features
+    assert options["min_feature_count"] == 1
+    (recorded,) = options["item_feature_files"]
+    assert recorded["file"] == "x.item"
+    assert recorded["bytes"] == len(ITEMS.encode())
+    assert len(recorded["sha256"]) == 64
+
+
+def test_the_request_reads_the_attributes_and_checks_features(tmp_path):
+    assert item_feature_request(tiny_config(tmp_path)) is None
+    request = item_feature_request(_file_config(tmp_path))
+    assert request.table.names() == ["genre", "year"]
+    # Every column by default; per-interaction names are checked too.
+    assert request.select(["rating", "time_gap"]) == ("genre", "year")
+    config = _file_config(tmp_path, model={"features": ["year", "rating"]})
+    assert item_feature_request(config).select(["rating"]) == ("year",)
+    config = _file_config(tmp_path, model={"features": ["colour"]})
+    with pytest.raises(ValueError, match="--features names 'colour'"):
+        item_feature_request(config).select(["rating"])
+    # Without attributes: a request to check --features only.
+    config = tiny_config(tmp_path, model={"features": ["genre"]})
+    request = item_feature_request(config)
+    assert request.table is None
+    with pytest.raises(ValueError, match="per item: none"):
+        request.select(["time_gap"])
+
+
+def test_train_prepared_takes_the_item_features(with_items, tmp_path):
+    config, path = with_items
+    run = tiny_config(tmp_path, prepared=path, max_len=5)
+    resolved = resolved_config(run)
+    assert resolved.item_features == config.item_features
+    assert resolved.min_feature_count == 1
+    # The same file as prepared is no conflict; another one is.
+    same = dataclasses.replace(run, item_features=config.item_features)
+    assert resolved_config(same) == resolved
+    other = dataclasses.replace(run, item_features="y.item")
+    with pytest.raises(ValueError, match=r"item_features='y.item' \(prepared"):
+        resolved_config(other)
+    with pytest.raises(ValueError, match=r"min_feature_count=2 \(prepared "):
+        resolved_config(dataclasses.replace(run, min_feature_count=2))
+
+
+@pytest.mark.parametrize(
+    "features",
+    [[], ["genre", "year"], ["year", "genre", "rating"], ["rating"], ["all"]],
+)
+def test_features_naming_all_or_none_of_the_item_features_apply(
+    with_items, tmp_path, features
+):
+    _, path = with_items
+    config = tiny_config(
+        tmp_path, prepared=path, max_len=5, model={"features": features}
+    )
+    assert list(resolved_config(config).model.value("features")) == features
+
+
+def test_features_naming_some_of_the_item_features_are_refused(
+    with_items, tmp_path
+):
+    _, path = with_items
+    config = tiny_config(
+        tmp_path,
+        prepared=path,
+        max_len=5,
+        model={"features": ["year", "rating"]},
+    )
+    with pytest.raises(ValueError) as raised:
+        resolved_config(config)
+    message = str(raised.value)
+    assert "prepared with the item features ['genre', 'year']" in message
+    assert "--features names ['year'] of them" in message
+    assert "Received: --features year rating" in message
+
+
+def test_a_dataset_without_item_features_refuses_item_features(
+    prepared, tmp_path
+):
+    _, path = prepared
+    config = tiny_config(
+        tmp_path,
+        prepared=path,
+        max_len=7,
+        synthetic_users=50,
+        item_features="x.item",
+    )
+    with pytest.raises(ValueError, match=r"item_features='x.item' \(prepared"):
+        resolved_config(config)
+
+
+def test_a_dataset_prepared_before_item_features_has_none(prepared, tmp_path):
+    _, path = prepared
+    with open(f"{path}/metadata.json") as handle:
+        metadata = json.load(handle)
+    for key in ("min_feature_count", "item_feature_files"):
+        del metadata["options"][key]
+    del metadata["options"]["source"]["item_features"]
+    del metadata["item_feature_names"]
+    config = tiny_config(tmp_path, prepared=path, max_len=7, synthetic_users=50)
+    resolved = prepared_train_config(config, metadata)
+    assert resolved.item_features is None and resolved.min_feature_count == 1
+    other = dataclasses.replace(config, item_features="x.item")
+    with pytest.raises(ValueError, match="item_features='x.item'"):
+        prepared_train_config(other, metadata)
+
+
+def test_check_item_features_without_any_is_silent(tmp_path):
+    config = tiny_config(tmp_path, model={"features": ["genre"]})
+    check_item_features(config, [])  # unknown names: select_features'

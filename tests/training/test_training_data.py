@@ -1,6 +1,7 @@
 """A run's data (``tfrec_tricks.training.training_data``): in memory or
 from a prepared dataset on disk, with the same results."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -11,11 +12,16 @@ from tests.run_helpers import tiny_config
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import SequentialRetrievalModel
-from tfrec_tricks.training.prepare_dataset import prepare_dataset
+from tfrec_tricks.training.prepare_dataset import (
+    prepare_dataset,
+    resolved_config,
+)
+from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.training import train
 from tfrec_tricks.training.training_data import (
     data_files,
     input_paths,
+    item_feature_files,
     load_training_data,
     prepare_in_memory,
 )
@@ -131,3 +137,147 @@ def test_a_prepared_datasets_files_identify_its_data(tmp_path):
     # Nothing a run writes may be, contain or lie inside what it reads.
     assert input_paths(config) == [*data_files(config), "prep", "tfds"]
     assert input_paths(tiny_config(tmp_path)) == []  # synthetic: no file
+
+
+# --- item features ----------------------------------------------------------
+
+# 80 users over 30 items; the .item file lists 24 of them (genres, a
+# year) and 3 items no user clicked.
+RATINGS = "".join(
+    f"u{u}\ti{(u * 7 + k * (1 + u % 3)) % 30}\t{1 + k % 5}\t{100 * u + k}\n"
+    for u in range(80)
+    for k in range(4 + u % 5)
+)
+ITEM_NAMES = [f"i{i}" for i in range(24)] + ["cold-b", "cold-a", "cold-c"]
+
+
+def _item_file(year_offset=1990):
+    return "item_id:token\tgenres:token_seq\tyear:float\n" + "".join(
+        f"{item}\tg{k % 4} g{k % 3 + 4}\t{year_offset + k % 9}\n"
+        for k, item in enumerate(ITEM_NAMES)
+    )
+
+
+def _feature_config(folder, name="memory", item_file=None, **overrides):
+    (folder / "u.data").write_text(RATINGS)
+    (folder / "x.item").write_text(item_file or _item_file())
+    values = dict(
+        data="file",
+        data_path=str(folder / "u.data"),
+        file_format="udata",
+        item_features=str(folder / "x.item"),
+        max_len=6,
+        name=name,
+    )
+    return tiny_config(folder, **{**values, **overrides})
+
+
+@pytest.fixture(scope="module")
+def with_items(tmp_path_factory):
+    """(in-memory config, prepared config) of the same data and .item."""
+    root = tmp_path_factory.mktemp("items")
+    memory = _feature_config(root, model={"embedding_dim": 8})
+    path = prepare_dataset(memory, str(root / "data"), verbose=False)
+    disk = tiny_config(root, name="disk", prepared=path, max_len=6)
+    return memory, resolved_config(disk)
+
+
+def test_prepared_item_features_equal_the_in_memory_ones(with_items):
+    memory_config, disk_config = with_items
+    _, memory = prepare_in_memory(memory_config)
+    data = load_training_data(disk_config)
+    disk = data.prepared
+    assert data.on_disk
+    assert disk.vocabulary == memory.vocabulary
+    assert disk.vocabulary.items[-3:] == ["cold-b", "cold-a", "cold-c"]
+    np.testing.assert_array_equal(disk.trained_items, memory.trained_items)
+    assert disk.item_features.specs == memory.item_features.specs
+    for name, values in memory.item_features.values.items():
+        np.testing.assert_array_equal(disk.item_features.values[name], values)
+    np.testing.assert_array_equal(
+        disk.statistics.item_counts, memory.statistics.item_counts
+    )
+    # The run says the same of them.
+    assert data.description[1:] == [
+        line
+        for line in load_training_data(memory_config).description
+        if line.startswith("Item")
+    ]
+
+
+@pytest.mark.slow
+def test_a_model_of_either_path_is_the_same(with_items):
+    memory_config, disk_config = with_items
+    _, memory = prepare_in_memory(memory_config)
+    disk = OnDiskDataset(disk_config.prepared)
+    models, metrics = [], []
+    for config, data, test in (
+        (memory_config, memory, make_dataset(memory.test, 16)),
+        (disk_config, disk, disk.batches("test", 16)),
+    ):
+        model_config = config.model_config(data.num_items, data)
+        tf.keras.utils.set_random_seed(0)
+        model = SequentialRetrievalModel.from_data(model_config, data)
+        model.compile()
+        metrics.append(model.evaluate(test, return_dict=True, verbose=0))
+        models.append(model)
+    assert models[0].config == models[1].config
+    assert models[0].config.item_features  # the features are read
+    for a, b in zip(models[0].get_weights(), models[1].get_weights()):
+        np.testing.assert_array_equal(a, b)
+    for name in ("ndcg@10", "hr@10", "mrr@10"):
+        assert metrics[1][name] == pytest.approx(metrics[0][name], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_training_with_item_features_reaches_the_same_metrics(with_items):
+    # As id-only runs (test_training_reaches_the_same_metrics): only the
+    # order of the shuffled batches differs.
+    memory_config, disk_config = with_items
+    base = dict(epochs=8, patience=8)
+    runs = [
+        train(dataclasses.replace(config, **base), verbose=0)
+        for config in (memory_config, disk_config)
+    ]
+    memory, disk = (run.metrics for run in runs)
+    for split in ("validation", "test"):
+        a, b = memory[split]["ndcg@10"], disk[split]["ndcg@10"]
+        assert abs(a - b) <= NDCG_TOLERANCE, (split, a, b)
+    for key in ("item_features", "cold_items", "items_without_attributes"):
+        assert disk[key] == memory[key], key
+    assert disk["cold_items"] == 3
+    # The run directories keep the same vocabularies.
+    for name in ("item_features.json", "vocabulary.json"):
+        a, b = (open(os.path.join(r.run_dir, name), "rb").read() for r in runs)
+        assert a == b, name
+
+
+def test_the_item_file_is_in_a_prepared_runs_fingerprint(tmp_path):
+    identities = []
+    for year in (1990, 1991):
+        folder = tmp_path / str(year)
+        folder.mkdir()
+        config = _feature_config(folder, item_file=_item_file(year))
+        assert item_feature_files(config) == [config.item_features]
+        path = prepare_dataset(config, str(folder / "data"), verbose=False)
+        run = tiny_config(folder, prepared=path, max_len=6)
+        identities.append(data_identity(data_files(resolved_config(run))))
+    # metadata.json lists the item features' files with their SHA-256s,
+    # and the .item file's: it differs, so the run's data does.
+    first, second = ({d["file"]: d for d in i} for i in identities)
+    assert first["metadata.json"]["sha256"] != second["metadata.json"]["sha256"]
+    assert first["vocabulary.json"] == second["vocabulary.json"]
+
+
+def test_the_built_in_metadata_files_are_recorded(tmp_path):
+    config = tiny_config(tmp_path, data="ml-100k", data_path="d")
+    assert item_feature_files(config) == []
+    config = dataclasses.replace(config, model={"features": ["genres"]})
+    assert item_feature_files(config) == [
+        os.path.join("d", "ml-100k", "u.item"),
+        os.path.join("d", "ml-100k", "u.genre"),
+    ]
+    config = dataclasses.replace(config, data="ml-1m-timed")
+    assert item_feature_files(config) == [
+        os.path.join("d", "ml-1m", "movies.dat")
+    ]

@@ -14,6 +14,11 @@ split, the training statistics and metadata.json. `tfrec-tricks train
 the in-memory path on the fly, without loading the dataset into memory.
 DIR is written under a temporary name and renamed when complete.
 
+Item attributes (--item-features FILE.item, or --features genres year for
+ml-1m, ml-1m-timed and ml-100k's metadata) are encoded into DIR as train
+encodes them in memory, the items with attributes and no interaction
+joining the catalogue as cold-start items; train --prepared DIR reads them.
+
 engines:
   local   streams the files into compact columns (int32 codes, each raw id
           kept once: about 40 bytes per interaction plus the raw ids) and
@@ -34,6 +39,10 @@ examples:
   tfrec-tricks prepare --data yoochoose-100k --output prepared/yoochoose
   tfrec-tricks prepare --engine beam --data file \\
       --data-path 'clicks-*.tsv' --format sessions --output prepared/clicks
+  tfrec-tricks prepare --data file --data-path shop.inter \\
+      --item-features shop.item --output prepared/shop
+  tfrec-tricks prepare --data ml-100k --features genres year \\
+      --output prepared/ml-100k
   tfrec-tricks train --prepared prepared/yoochoose --epochs 30
 """
 # Flags that belong to training, not preparation.
@@ -51,6 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         groups,
         only_groups=("data",),
         skip=NOT_PREPARATION,
+    )
+    groups["data"].add_argument(
+        "--features",
+        nargs="*",
+        metavar="NAME",
+        help="the item features to encode into DIR: columns of "
+        "--item-features, or genres and year of ml-1m, ml-1m-timed and "
+        "ml-100k's metadata, or all (as train --features; per-interaction "
+        "names are checked and every per-interaction feature is prepared "
+        "anyway: train --features picks them). Default: every column of "
+        "--item-features, none without it",
     )
     groups["data"].add_argument(
         "--seed",
@@ -121,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.ERROR)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(
-        **{name: value for name, value in vars(args).items() if name in names}
+        **{name: value for name, value in vars(args).items() if name in names},
+        model={} if args.features is None else {"features": args.features},
     )
     # A full disk or a folder that is not writable names --output (the
     # staging folder is removed, nothing is published).

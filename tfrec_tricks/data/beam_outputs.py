@@ -1,9 +1,10 @@
 """What a Beam preparation writes, and how the driver reads it back.
 
-The workers write the TFRecord shards into the staging folder, and two
-small files into its side folder (``SIDE_FOLDER``): the vocabulary and
-the summary, which this process reads back, then removes, before it
-writes the prepared folder's JSON files (``write_dataset_files``).
+The workers write the TFRecord shards into the staging folder, and small
+files into its side folder (``SIDE_FOLDER``): the vocabulary, the summary
+and, for item features, the trained items, which this process reads back,
+then removes, before it writes the prepared folder's other files
+(``write_dataset_files``).
 
 Example:
 
@@ -32,6 +33,7 @@ from tfrec_tricks.data.user_sequences import PADDING
 SIDE_FOLDER = "_beam"
 VOCABULARY = "vocabulary.json"
 SUMMARY = "summary.json"
+TRAINED_ITEMS = "trained_items.json"
 _SHARD_TEMPLATE = "-SSSSS-of-NNNNN"  # what ``fmt.shard_name`` gives
 
 
@@ -116,6 +118,26 @@ def write_summary(
         ),
         os.path.join(side, SUMMARY),
         "Summary",
+    )
+
+
+def write_trained_items(one: beam.PCollection, side: str, trained) -> None:
+    """Writes the trained items' ids as a JSON list into ``side``.
+
+    Args:
+        one: a PCollection of one element, to hang the write on.
+        side: str. The side folder.
+        trained: singleton PCollection of the sorted ids
+            (``beam_trained_items.trained_items``).
+    """
+    _write_single(
+        one
+        | "TrainedItemsJson"
+        >> beam.Map(
+            lambda _, ids: json.dumps(ids), beam.pvalue.AsSingleton(trained)
+        ),
+        os.path.join(side, TRAINED_ITEMS),
+        "TrainedItems",
     )
 
 

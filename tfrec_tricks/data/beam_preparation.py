@@ -26,7 +26,10 @@ floating-point sums are added) and the same split histograms in
    first ``(user index, position)`` and numbered from 1;
 5. each user becomes one ``tf.train.Example`` (``user_example``), written
    to ``num_shards`` TFRecord shards; training statistics and split counts
-   are computed per batch of users and merged.
+   are computed per batch of users and merged;
+6. with item features, the ids of the trained items are gathered; this
+   process then reads the ``.item`` table and joins it as the local engine
+   does (``beam_trained_items`` says why there).
 
 The two rankings collect ``(id, first place)`` pairs on one worker, as
 tf.Transform computes its vocabularies; every worker then holds the item
@@ -39,8 +42,8 @@ Modules:
     ``beam_duplicates`` (step 1's exact duplicates), ``beam_k_core``
     (step 2), ``beam_ranking`` (steps 3 and 4), ``beam_summary`` and
     ``beam_outputs`` (step 5: the summary, the shards and the side files
-    read back here) and ``beam_runner`` (running the pipeline, a
-    worker's DataError raised again here).
+    read back here), ``beam_trained_items`` (step 6) and ``beam_runner``
+    (running the pipeline, a worker's DataError raised again here).
 
 Runners:
     The default runner is Beam's ``DirectRunner`` (this machine). Pass
@@ -105,18 +108,26 @@ from tfrec_tricks.data.beam_k_core import k_core
 from tfrec_tricks.data.beam_outputs import (
     SIDE_FOLDER,
     SUMMARY,
+    TRAINED_ITEMS,
     VOCABULARY,
     check_shards,
     count_records,
     read_side_file,
     write_shards,
     write_summary,
+    write_trained_items,
     write_vocabulary,
 )
 from tfrec_tricks.data.beam_ranking import encoded_users, ranked_users
 from tfrec_tricks.data.beam_runner import pipeline_options, run_pipeline
 from tfrec_tricks.data.beam_summary import check_summary, summarize
+from tfrec_tricks.data.beam_trained_items import trained_items
 from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.prepared_item_features import (
+    ItemFeatureRequest,
+    item_mask,
+    join_item_features,
+)
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.data.write_prepared import write_dataset_files
 
@@ -131,6 +142,7 @@ def prepare_with_beam(
     pipeline_args: list[str] | None = None,
     filter_rounds: int = FILTER_ROUNDS,
     report: Callable[[str], None] | None = None,
+    item_features: ItemFeatureRequest | None = None,
 ) -> str:
     """Prepares interaction files into a dataset folder with Apache Beam.
 
@@ -160,6 +172,10 @@ def prepare_with_beam(
         report: called with each line the user should read (the exact
             duplicate rows found, ``DuplicateRows.message``). Defaults to
             None (nothing reported).
+        item_features: ``ItemFeatureRequest`` or None. The item
+            attributes to join, in this process, once the pipeline has
+            gathered the trained items (``join_item_features``, as the
+            local engine). Defaults to None.
 
     Returns:
         ``output``.
@@ -171,7 +187,8 @@ def prepare_with_beam(
             message names the file and the line), nothing is left after
             filtering, there are no validation or test examples, or the
             filter did not settle in ``filter_rounds`` rounds.
-        ValueError: an option is out of range.
+        ValueError: an option is out of range, or
+            ``item_features.select`` refuses the features asked for.
     """
     if isinstance(inputs, str):
         raise ValueError(
@@ -190,10 +207,21 @@ def prepare_with_beam(
         staging = os.path.abspath(staging)
         side = os.path.join(staging, SIDE_FOLDER)
         pipeline = beam.Pipeline(options=pipeline_options(pipeline_args))
-        _build(pipeline, paths, file_format, config, staging, side)
+        with_trained = item_features is not None and (
+            item_features.table is not None
+        )
+        _build(
+            pipeline, paths, file_format, config, staging, side, with_trained
+        )
         run_pipeline(pipeline)
         vocabulary = Vocabulary(**json.loads(read_side_file(side, VOCABULARY)))
         summary = json.loads(read_side_file(side, SUMMARY))
+        trained = None
+        if with_trained:
+            trained = item_mask(
+                json.loads(read_side_file(side, TRAINED_ITEMS)),
+                vocabulary.num_items,
+            )
         shutil.rmtree(side, ignore_errors=True)
         check_summary(summary, config, source, filter_rounds)
         duplicates = duplicate_rows(summary["duplicates"], paths, config)
@@ -207,16 +235,24 @@ def prepare_with_beam(
         counts = np.zeros(vocabulary.num_items, np.int64)
         counts[: len(statistics.item_counts)] = statistics.item_counts
         statistics.item_counts = counts
-        write_dataset_files(
-            staging,
+        joined = join_item_features(
+            item_features,
+            summary["feature_names"],
             vocabulary,
             statistics,
+            trained,
+        )
+        write_dataset_files(
+            staging,
+            joined.vocabulary,
+            joined.statistics,
             summary["split_counts"],
             options,
             summary["feature_names"],
             summary["interactions"],
             "beam",
             shard_users=shard_users,
+            item_features=joined,
         )
 
     return publish_directory(
@@ -231,6 +267,7 @@ def _build(
     config: BeamConfig,
     staging: str,
     side: str,
+    with_trained: bool = False,
 ) -> None:
     """Adds the preparation's transforms to ``pipeline``.
 
@@ -238,7 +275,7 @@ def _build(
     (and drop) exact duplicates, apply the k-core filter, rank the users
     and sort each user's rows, rank the items and encode each user, write
     the shards, summarize the users, then write the vocabulary and the
-    summary to ``side``.
+    summary to ``side``; with ``with_trained``, the trained items too.
     """
     rows, schema, rows_read = read_files(pipeline, paths, file_format)
     rows, duplicates = drop_duplicate_rows(rows, schema, config)
@@ -250,3 +287,5 @@ def _build(
     one = pipeline | "One" >> beam.Create([None])
     write_vocabulary(one, side, user_ranking, item_ranking)
     write_summary(one, side, summary, rows_read, unsettled_items, duplicates)
+    if with_trained:
+        write_trained_items(one, side, trained_items(encoded))

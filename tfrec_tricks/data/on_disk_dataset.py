@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.item_features import ItemFeatures
 from tfrec_tricks.data.pipeline import (
     length_boundaries,
     rows_per_batch,
@@ -23,6 +24,10 @@ from tfrec_tricks.data.pipeline import (
 )
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.prepared_item_features import (
+    ITEM_FEATURE_FILES,
+    load_item_features,
+)
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.data.train_windows import (
     check_stride,
@@ -46,6 +51,12 @@ BAND = "_band"
 class OnDiskDataset:
     """A prepared dataset folder: metadata, vocabulary, statistics, shards.
 
+    Prepared with item attributes (``prepare --item-features``), it holds
+    them as an ``InMemoryDataset`` does after ``with_item_features``:
+    ``item_features`` (the encoded ``ItemFeatures``, cold items included)
+    and ``trained_items`` (the bool [N] mask of the items of the training
+    examples); both None without.
+
     Args:
         path: str. The folder ``tfrec-tricks prepare --output`` wrote.
         verify_hashes: bool. Compare each file's SHA-256 with
@@ -55,8 +66,8 @@ class OnDiskDataset:
     Raises:
         DataError: the folder is missing, half-written, from another
             format version, or its files (shards, vocabulary, statistics,
-            item graph) differ from ``metadata.json``'s list: one missing,
-            changed or not listed.
+            item graph, item features) differ from ``metadata.json``'s
+            list: one missing, changed or not listed.
 
     Example:
 
@@ -80,7 +91,14 @@ class OnDiskDataset:
         self.path = path
         self.metadata = fmt.read_metadata(path)
         fmt.check_files(path, self.metadata, verify_hashes)
-        for name in (fmt.VOCABULARY_FILE, fmt.STATISTICS_FILE):
+        # Datasets prepared before item features name none.
+        self.item_feature_names = list(
+            self.metadata.get("item_feature_names", [])
+        )
+        needed = [fmt.VOCABULARY_FILE, fmt.STATISTICS_FILE]
+        if self.item_feature_names:
+            needed += ITEM_FEATURE_FILES
+        for name in needed:
             if not os.path.isfile(os.path.join(path, name)):
                 raise DataError(
                     f"{path!r}: {name} is missing. Prepare the dataset again."
@@ -89,6 +107,7 @@ class OnDiskDataset:
         self.feature_names = list(self.metadata["feature_names"])
         self._vocabulary = None
         self._statistics = None
+        self._item_features = None
 
     # -------------------------------------------------------------- content
 
@@ -122,6 +141,26 @@ class OnDiskDataset:
                 )
         return self._statistics
 
+    @property
+    def item_features(self) -> ItemFeatures | None:
+        """The encoded item attributes (``ItemFeatures``), or None."""
+        return self._load_item_features()[0]
+
+    @property
+    def trained_items(self) -> np.ndarray | None:
+        """bool [N]: the items of the training examples (the others are
+        cold items), or None without item features."""
+        return self._load_item_features()[1]
+
+    def _load_item_features(self) -> tuple:
+        if not self.item_feature_names:
+            return None, None
+        if self._item_features is None:
+            self._item_features = load_item_features(
+                self.path, self.num_items, self.item_feature_names
+            )
+        return self._item_features
+
     def item_graph(self) -> np.ndarray | None:
         """The source's item graph ([E, 2] raw item ids), if it had one."""
         path = os.path.join(self.path, fmt.ITEM_GRAPH_FILE)
@@ -145,6 +184,11 @@ class OnDiskDataset:
             + ", ".join(f"{s} {self.num_examples(s):,}" for s in SPLIT_NAMES)
             + f"; max_len {self.max_len}; features: "
             f"{self.feature_names or 'none'}"
+            + (
+                f"; item features: {self.item_feature_names}"
+                if self.item_feature_names
+                else ""
+            )
         )
 
     # ------------------------------------------------------------ datasets

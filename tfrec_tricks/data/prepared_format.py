@@ -26,10 +26,17 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
   (``TrainingStatistics``).
 - ``item_graph.json``: the source's item graph (raw item id pairs), when
   it has one (synthetic data, ml-100k).
-- ``metadata.json``: the format version, the preparation options, the
-  counts the input pipeline needs to size its batches, every shard's user
-  count, and the manifest: every other file of the folder (shards,
-  vocabulary, statistics, item graph) with its byte size and SHA-256.
+- ``item_features.json``, ``item_features.npz`` and ``trained_items.npy``,
+  when it was prepared with item attributes (``prepare --item-features``):
+  the encoded ``ItemFeatures`` of every item, cold items included, and the
+  bool mask of the items of the training examples
+  (``prepared_item_features``).
+- ``metadata.json``: the format version, the preparation options (the
+  SHA-256s of the interaction and ``.item`` files among them), the item
+  features' names (``item_feature_names``), the counts the input pipeline
+  needs to size its batches, every shard's user count, and the manifest:
+  every other file of the folder (shards, vocabulary, statistics, item
+  graph, item features) with its byte size and SHA-256.
   Written last: a folder without it is not a prepared dataset. A reader
   refuses a folder with a listed file missing or changed, or a file the
   manifest does not list (``check_files``): an edited vocabulary would
@@ -241,9 +248,10 @@ def _listed_files(path: str, metadata: dict) -> list[dict]:
 def check_files(path: str, metadata: dict, verify_hashes: bool = True) -> None:
     """Refuses a folder whose files differ from ``metadata.json``'s list.
 
-    Every listed file (shards, vocabulary, statistics, item graph) must be
-    there with its size and, with ``verify_hashes``, its SHA-256 (a second
-    of reading per GB); a file the list does not name is refused too.
+    Every listed file (shards, vocabulary, statistics, item graph, item
+    features) must be there with its size and, with ``verify_hashes``, its
+    SHA-256 (a second of reading per GB); a file the list does not name is
+    refused too.
 
     Raises:
         DataError: naming the file and what differs.

@@ -11,6 +11,14 @@ import tfrec_tricks
 from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.prepared_item_features import (
+    ItemFeatureRequest,
+    JoinedItemFeatures,
+    item_mask,
+    join_item_features,
+    trained_item_ids,
+    write_item_features,
+)
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import UserSequences
 
@@ -72,13 +80,19 @@ def write_dataset_files(
     engine: str,
     item_graph: np.ndarray | None = None,
     shard_users: dict[str, int] | None = None,
+    item_features: JoinedItemFeatures | None = None,
 ) -> dict:
     """Writes the vocabulary, statistics and, last, ``metadata.json``.
 
     The shards must already be in ``folder``. ``metadata.json`` lists every
-    file of ``folder`` (shards, vocabulary, statistics, item graph, and
-    anything else there) with its size and SHA-256, and each shard's user
-    count (``shard_users``) when known. Both engines end here.
+    file of ``folder`` (shards, vocabulary, statistics, item graph, item
+    features, and anything else there) with its size and SHA-256, and each
+    shard's user count (``shard_users``) when known. Both engines end here.
+
+    With ``item_features`` (``join_item_features``' result, which
+    ``vocabulary`` and ``statistics`` must be of), their files are written
+    too (``write_item_features``) and ``metadata.json`` names the item
+    features (``item_feature_names``).
 
     Returns:
         The metadata written.
@@ -90,6 +104,8 @@ def write_dataset_files(
     if item_graph is not None:
         with open(os.path.join(folder, fmt.ITEM_GRAPH_FILE), "w") as handle:
             json.dump([[str(a), str(b)] for a, b in item_graph], handle)
+    if item_features is not None:
+        write_item_features(folder, item_features)
     shards = sorted(f for f in os.listdir(folder) if f.endswith(".tfrecord"))
     shard_users = shard_users or {}
     # Everything the folder holds now, shards included: a reader refuses
@@ -106,6 +122,9 @@ def write_dataset_files(
         "num_users": len(vocabulary.users),
         "num_interactions": int(num_interactions),
         "feature_names": sorted(feature_names),
+        "item_feature_names": (
+            item_features.names if item_features is not None else []
+        ),
         **counts,
         "shards": [
             {
@@ -130,6 +149,7 @@ def write_prepared(
     num_shards: int | None = None,
     overwrite: bool = False,
     item_graph: np.ndarray | None = None,
+    item_features: ItemFeatureRequest | None = None,
 ) -> str:
     """Writes ``sequences`` as a prepared dataset folder ``output``.
 
@@ -144,9 +164,16 @@ def write_prepared(
         overwrite: bool. Replace an existing ``output``.
         item_graph: array [E, 2] of raw item ids (``Source.item_graph``),
             or None.
+        item_features: ``ItemFeatureRequest`` or None. The item
+            attributes to join (``join_item_features``): cold items join
+            the vocabulary, the features are written beside it.
 
     Returns:
         ``output``.
+
+    Raises:
+        ValueError: ``item_features.select`` refuses the features asked
+            for (before any shard is written).
     """
     num_shards = num_shards or default_num_shards(len(sequences.items))
     if num_shards <= 0:
@@ -157,6 +184,22 @@ def write_prepared(
         )
 
     def write(folder: str) -> None:
+        # Joined first: a refused --features writes no shard.
+        vocabulary = Vocabulary(
+            items=sequences.item_names, users=sequences.user_names
+        )
+        trained = None
+        if item_features is not None and item_features.table is not None:
+            trained = item_mask(
+                trained_item_ids(sequences), vocabulary.num_items
+            )
+        joined = join_item_features(
+            item_features,
+            sorted(sequences.features),
+            vocabulary,
+            training_statistics(sequences, options["max_len"]),
+            trained,
+        )
         shard_users = {}
         ends = np.cumsum(sequences.lengths)
         # Shard boundaries at users, about equal interactions each.
@@ -176,8 +219,8 @@ def write_prepared(
         )
         write_dataset_files(
             folder,
-            Vocabulary(items=sequences.item_names, users=sequences.user_names),
-            training_statistics(sequences, options["max_len"]),
+            joined.vocabulary,
+            joined.statistics,
             counts,
             options,
             list(sequences.features),
@@ -185,6 +228,7 @@ def write_prepared(
             "local",
             item_graph,
             shard_users,
+            joined,
         )
 
     return publish_directory(

@@ -272,11 +272,12 @@ def _ranking_metrics(
 
 def cold_items(data: TrainingData) -> np.ndarray | None:
     """bool [N]: the items of no training example (cold-start items), for
-    the test metrics of their targets; None for data on disk."""
-    if data.on_disk:
-        return None
+    the test metrics of their targets; None for data on disk prepared
+    without item features (its training items are not recorded)."""
     trained = data.prepared.trained_items
     if trained is None:
+        if data.on_disk:
+            return None
         trained = trained_items(data.prepared)
     cold = ~np.asarray(trained, bool)
     cold[0] = False

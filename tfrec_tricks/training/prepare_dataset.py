@@ -10,6 +10,14 @@ Three engines end in the same prepared dataset (``data.prepared_format``):
   logs no single machine holds. Needs ``pip install "tfrec_tricks[beam]"``.
 - Synthetic and TFDS data are made in memory; the ``local`` engine writes
   them as they are.
+
+With ``--item-features FILE.item`` (or a built-in dataset's metadata that
+``--features`` names, as ``train`` reads them) the dataset carries the
+encoded item features, cold items joining its catalogue
+(``data.prepared_item_features``): ``metadata.json`` records the
+``.item`` file's SHA-256 and the features' names, and ``train --prepared``
+trains with them (``prepared_train_config`` refuses ``--item-features``,
+``--min-feature-count`` or ``--features`` that contradict them).
 """
 
 import contextlib
@@ -24,6 +32,7 @@ from tfrec_tricks.data.datasets import (
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.prepared_format import PREPARED_KIND, read_metadata
+from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
@@ -33,9 +42,14 @@ from tfrec_tricks.output_targets import (
     read_lock,
     target_lock,
 )
+from tfrec_tricks.training.feature_selection import select_features
 from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training_data import input_paths
+from tfrec_tricks.training.training_data import (
+    input_paths,
+    item_feature_files,
+    item_feature_table,
+)
 
 ENGINES = ("local", "beam")
 
@@ -71,6 +85,7 @@ SOURCE_FIELDS = (
     "tfds_manual_dir",
     "synthetic_users",
     "synthetic_items",
+    "item_features",
 )
 PREPARATION_FIELDS = (
     "min_user_interactions",
@@ -78,18 +93,21 @@ PREPARATION_FIELDS = (
     "split",
     "max_len",
     "drop_duplicates",
+    "min_feature_count",
 )
-# What a dataset prepared before an option of PREPARATION_FIELDS existed
-# was prepared with.
-EARLIER_PREPARATION = {"drop_duplicates": False}
+# What a dataset prepared before an option of PREPARATION_FIELDS (or of
+# SOURCE_FIELDS) existed was prepared with.
+EARLIER_PREPARATION = {"drop_duplicates": False, "min_feature_count": 1}
+EARLIER_SOURCE = {"item_features": None}
 
 
 def preparation_options(config: TrainConfig) -> dict:
     """What ``metadata.json`` records about how a dataset was prepared.
 
     The source (its name, paths and the data files' sizes and SHA-256s;
-    the seed too for synthetic data, which it generates) and the
-    preparation options.
+    the seed too for synthetic data, which it generates), the item
+    attributes' files (``.item``, built-in metadata) with their sizes and
+    SHA-256s, and the preparation options.
     """
     source = {name: getattr(config, name) for name in SOURCE_FIELDS}
     if config.data == "synthetic":
@@ -100,7 +118,37 @@ def preparation_options(config: TrainConfig) -> dict:
         "numeric_features": True,
         "source": source,
         "data_files": data_identity(files),
+        "item_feature_files": data_identity(item_feature_files(config)),
     }
+
+
+def item_feature_request(config: TrainConfig) -> ItemFeatureRequest | None:
+    """The item attributes ``prepare`` joins, read here (a bad ``.item``
+    file is refused before the interactions are read).
+
+    They are picked as ``train`` picks them in memory
+    (``select_features``): ``--features`` names item features or
+    per-interaction ones (every per-interaction feature is prepared; the
+    names are checked once the data is read), or ``all``; without it, every
+    column of ``--item-features``.
+
+    Returns:
+        An ``ItemFeatureRequest``, or None: no attributes and no
+        ``--features`` to check.
+    """
+    requested = config.model.value("features")
+    table = item_feature_table(config)
+    if table is None and not requested:
+        return None
+    items = table.names() if table is not None else []
+    by_default = config.item_features is not None
+
+    def select(position_names: list[str]) -> tuple[str, ...]:
+        return select_features(
+            requested, position_names, items, items_by_default=by_default
+        ).item
+
+    return ItemFeatureRequest(table, select, config.min_feature_count)
 
 
 def prepare_dataset(
@@ -167,6 +215,7 @@ def _prepare(
     # Lines the user should read (the duplicate rows found).
     report = _print_line if verbose else None
     options = preparation_options(config)
+    item_features = item_feature_request(config)
     if engine == "beam":
         from tfrec_tricks.data.beam_preparation import prepare_with_beam
 
@@ -180,6 +229,7 @@ def _prepare(
             overwrite=overwrite,
             pipeline_args=pipeline_args,
             report=report,
+            item_features=item_features,
         )
     else:
         sequences, graph = _local_sequences(config, report)
@@ -190,6 +240,7 @@ def _prepare(
             num_shards=num_shards,
             overwrite=overwrite,
             item_graph=graph,
+            item_features=item_features,
         )
     return written
 
@@ -269,10 +320,17 @@ def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
     preparation options are recorded in the run's config, not the
     defaults of the flags that were not given.
 
+    The item features are the dataset's too: ``--item-features`` and
+    ``--min-feature-count`` are data options as the others (the same value
+    as prepared, the ``.item`` path as it was given to ``prepare``, is no
+    conflict), and ``--features`` may name per-interaction features freely
+    but the prepared item features all or none (``check_item_features``).
+
     Raises:
         ValueError: ``config`` sets a data option (away from its default)
             to another value than the dataset was prepared with, naming
-            both.
+            both, or ``--features`` names some of the prepared item
+            features only.
     """
     options = metadata["options"]
     source = options.get("source", {})
@@ -281,7 +339,11 @@ def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
         for name in PREPARATION_FIELDS
     }
     values.update(
-        {name: source[name] for name in SOURCE_FIELDS if name in source}
+        {
+            name: source[name] if name in source else EARLIER_SOURCE[name]
+            for name in SOURCE_FIELDS
+            if name in source or name in EARLIER_SOURCE
+        }
     )
     conflicts = [
         f"{name}={getattr(config, name)!r} (prepared with {value!r})"
@@ -295,7 +357,34 @@ def prepared_train_config(config: TrainConfig, metadata: dict) -> TrainConfig:
             f"the ones given: {', '.join(conflicts)}. Leave them out (the "
             "prepared dataset's apply) or prepare the data again."
         )
+    check_item_features(config, metadata.get("item_feature_names", []))
     return dataclasses.replace(config, **values)
+
+
+def check_item_features(config: TrainConfig, prepared: list[str]) -> None:
+    """Refuses ``--features`` that names some, not all, of the item
+    features a dataset was prepared with (``prepared``).
+
+    They were encoded, and the cold items joined the catalogue, at
+    ``prepare``: a run of the dataset reads them all. ``--features``
+    naming all of them, none of them (per-interaction features only) or
+    ``all`` keeps them; a name the dataset does not have at all is refused
+    when the data is loaded (``select_features`` lists what it has).
+
+    Raises:
+        ValueError: naming the prepared features and those named.
+    """
+    requested = config.model.value("features")
+    named = [name for name in requested if name in prepared]
+    if named and set(named) != set(prepared):
+        raise ValueError(
+            f"{config.prepared!r} was prepared with the item features "
+            f"{list(prepared)}; --features names {named} of them. A "
+            "prepared dataset's item features are chosen at `prepare "
+            "--features` and a run reads them all: name all of them or "
+            "none (they apply either way), or prepare the data again. "
+            f"Received: --features {' '.join(requested)}"
+        )
 
 
 def resolved_config(config: TrainConfig) -> TrainConfig:

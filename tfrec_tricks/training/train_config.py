@@ -106,7 +106,9 @@ class TrainConfig:
         "name:type fields (item_id:token, then any of token, token_seq, "
         "float, float_seq), a tab-separated row per item. Items with a "
         "row but no interaction join the catalogue as cold-start items. "
-        "The features it holds are taken unless --features names some.",
+        "The features it holds are taken unless --features names some. "
+        "`prepare` encodes them into the prepared dataset; `train "
+        "--prepared` reads them from it.",
         group="data",
         metavar="FILE",
     )
@@ -328,14 +330,6 @@ class TrainConfig:
             raise ValueError(
                 f"lr_schedule must be one of {LR_SCHEDULES}. Received: "
                 f"lr_schedule={self.lr_schedule!r}"
-            )
-        if self.prepared and self.item_features is not None:
-            raise ValueError(
-                "--item-features reads the attributes beside an interaction "
-                "source; a prepared dataset (--prepared) does not carry them "
-                "yet: train from the source (--data) instead. Received: "
-                f"item_features={self.item_features!r}, "
-                f"prepared={self.prepared!r}"
             )
         if self.warmup_epochs >= self.epochs:
             raise ValueError(

@@ -22,6 +22,7 @@ from tfrec_tricks.data.item_feature_file import (
 )
 from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.movielens_item_features import (
+    GENRES_100K,
     MOVIELENS_METADATA,
     movielens_item_features,
 )
@@ -119,12 +120,18 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     """Loads ``config``'s data: prepared on disk, or prepared here."""
     if config.prepared:
         dataset = OnDiskDataset(config.prepared)
-        # Refuses a name the dataset does not have.
+        # Refuses a name the dataset does not have; its item features
+        # apply whichever of them are named (``check_item_features``).
         select_features(
-            config.model.value("features"), dataset.feature_names, []
+            config.model.value("features"),
+            dataset.feature_names,
+            dataset.item_feature_names,
         )
+        description = [f"Prepared: {dataset.summary()}"]
         return TrainingData(
-            dataset, dataset.item_graph(), [f"Prepared: {dataset.summary()}"]
+            dataset,
+            dataset.item_graph(),
+            description + item_feature_lines(dataset),
         )
     source, data = prepare_in_memory(config)
     description = [f"Data: {source.interactions.summary()}"]
@@ -135,7 +142,7 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     return TrainingData(data, source.item_graph, description)
 
 
-def item_feature_lines(data: InMemoryDataset) -> list[str]:
+def item_feature_lines(data: InMemoryDataset | OnDiskDataset) -> list[str]:
     """What the run says of its item features: one line per feature (kind,
     vocabulary, coverage), the cold items and the items without a row."""
     if data.item_features is None:
@@ -221,11 +228,27 @@ def item_feature_table(config: TrainConfig) -> ItemFeatureTable | None:
     return None
 
 
+def item_feature_files(config: TrainConfig) -> list[str]:
+    """The files ``item_feature_table`` reads for ``config`` (none when it
+    reads none): what ``prepare`` records the SHA-256s of."""
+    if config.item_features is not None:
+        return [config.item_features]
+    if config.data in MOVIELENS_METADATA and config.model.value("features"):
+        folder = config.data_path or default_data_path()
+        files = [os.path.join(folder, MOVIELENS_METADATA[config.data])]
+        if config.data == "ml-100k":
+            files.append(os.path.join(folder, GENRES_100K))
+        return files
+    return []
+
+
 def data_files(config: TrainConfig) -> list[str]:
     """The files that identify ``config``'s data in a run's fingerprint.
 
-    A prepared dataset's ``metadata.json`` holds its shards' SHA-256s, so
-    it, the vocabulary and the statistics identify all of it.
+    A prepared dataset's ``metadata.json`` holds the SHA-256s of its
+    shards, of its item features and of the ``.item`` file they were
+    encoded from, so it, the vocabulary and the statistics identify all of
+    it.
     """
     if config.prepared:
         return [
