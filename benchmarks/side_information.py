@@ -156,7 +156,8 @@ def draw_chart(numbers: dict, path: str) -> None:
     plt.close(figure)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's options."""
     parser = common.build_parser(__doc__)
     parser.add_argument("--data", default="ml-100k", help="dataset name")
     common.add_data_path_option(parser)
@@ -183,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-windows", action="store_true")
     common.add_training_options(parser, epochs=100, patience=5)
     common.add_report_dir_option(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.variants[0] != "id-only":
         args.variants.insert(0, "id-only")
     base = base_config(args)

@@ -107,6 +107,22 @@ DEFAULTS = {
     }),
     "repeat_headroom": ([], {**TRAINING_RUNS, "seed": 0, "folds": 2}),
     "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
+    "side_information": ([], {
+        "data": "ml-100k", "data_path": None, "recipe": None,
+        "encoder": None, "features": ["genres", "year"],
+        "variants": ["id-only", "concat", "sum"], "seeds": [0, 1, 2],
+        "train_windows": False, "epochs": 100, "patience": 5,
+        "output_dir": "runs/benchmarks", "report_dir": common.RESULTS,
+    }),
+    "cold_items": ([], {
+        "data": "ml-1m", "data_path": None, "file_format": "auto",
+        "item_features": None, "features": ["genres", "year"],
+        "attribute": "genres", "cold_share": 0.1, "seed": 0,
+        "seeds": [0, 1, 2], "encoder": "gru4rec", "train_windows": True,
+        "model": {}, "epochs": 100, "patience": 5,
+        "work_dir": "runs/benchmarks/cold-items",
+        "report_dir": common.RESULTS + "/cold-items",
+    }),
     "scale_out": ([], {
         "sizes": [1_000_000, 10_000_000, 50_000_000],
         "engines": ["memory", "local", "beam"],

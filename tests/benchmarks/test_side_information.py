@@ -1,0 +1,75 @@
+"""benchmarks.side_information: variants, summaries and the report."""
+
+from benchmarks import side_information
+from tfrec_tricks.training.train_config import TrainConfig
+
+
+def _metrics(val, test, seconds=2.0, epochs=5):
+    return {
+        "validation_seen_excluded": {"ndcg@10": val, "hr@10": 2 * val},
+        "test_seen_excluded": {"ndcg@10": test, "hr@10": 2 * test},
+        "seconds_per_epoch_median": seconds,
+        "epochs_run": epochs,
+    }
+
+
+def test_variants_differ_only_in_features_and_fusion():
+    base = TrainConfig(data="ml-100k", model={"encoder": "gru4rec"})
+    plain = side_information.variant_config(base, "id-only", ["genres"], 1)
+    fused = side_information.variant_config(base, "concat", ["genres"], 1)
+    assert dict(plain.model) == {"encoder": "gru4rec"}
+    assert dict(fused.model) == {
+        "encoder": "gru4rec",
+        "feature_fusion": "concat",
+        "features": ["genres"],
+    }
+    assert (plain.name, fused.name) == (
+        "ml-100k-id-only-seed1",
+        "ml-100k-concat-seed1",
+    )
+    assert plain.seed == fused.seed == 1
+
+
+def test_base_config_ranks_seen_items_last_and_takes_a_recipe():
+    args = side_information.build_parser().parse_args(
+        ["--data", "ml-1m", "--recipe", "long-histories-1h"]
+    )
+    config = side_information.base_config(args)
+    assert config.eval_seen_excluded
+    assert config.epochs == 25  # the recipe's, not the script's default
+    assert config.model.value("encoder") == "sasrec"
+
+
+def test_the_report_gives_means_ranges_and_changes():
+    rows = {
+        "id-only": [_metrics(0.10, 0.08), _metrics(0.12, 0.10)],
+        "sum": [_metrics(0.11, 0.09, 3.0), _metrics(0.13, 0.11, 3.0)],
+    }
+    numbers = {"data": "ml-100k", "encoder": "gru4rec", "variants": {}}
+    for name, results in rows.items():
+        numbers["variants"][name] = side_information.variant_results(results)
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    summary = numbers["variants"]["sum"]["test ndcg@10"]
+    assert round(summary["mean"], 6) == 0.1
+    assert (summary["min"], summary["max"]) == (0.09, 0.11)
+    args = side_information.build_parser().parse_args([])
+    text = side_information.report_text(args, numbers, "python -m x")
+    assert "| sum | 0.1200 [0.1100, 0.1300] | 0.1000 [0.0900, 0.1100] |" in text
+    assert "+11.1%" in text  # 0.10 / 0.09 - 1
+    assert "3.0 (1.50x)" in text
+    assert text.endswith("```\npython -m x\n```")
+
+
+def test_the_chart_is_written(tmp_path):
+    results = [_metrics(0.1, 0.08)]
+    numbers = {
+        "data": "d",
+        "encoder": "e",
+        "variants": {
+            "id-only": side_information.variant_results(results),
+            "sum": side_information.variant_results(results),
+        },
+    }
+    path = tmp_path / "chart.png"
+    side_information.draw_chart(numbers, str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG"
