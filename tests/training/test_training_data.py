@@ -281,3 +281,27 @@ def test_the_built_in_metadata_files_are_recorded(tmp_path):
     assert item_feature_files(config) == [
         os.path.join("d", "ml-1m", "movies.dat")
     ]
+
+
+def test_a_per_interaction_feature_never_reads_the_metadata(tmp_path):
+    # ml-100k's ratings without its u.item: --features time_gap trains as
+    # before; naming an item feature then says which file is missing.
+    folder = tmp_path / "data" / "ml-100k"
+    folder.mkdir(parents=True)
+    lines = [
+        f"{user}\t{item}\t4\t{100 * user + item}"
+        for user in range(1, 6)
+        for item in range(1, 8)
+    ]
+    (folder / "u.data").write_text("\n".join(lines) + "\n")
+    config = tiny_config(
+        tmp_path,
+        data="ml-100k",
+        data_path=str(tmp_path / "data"),
+        model={"features": ["time_gap"]},
+    )
+    _, data = prepare_in_memory(config)
+    assert data.item_features is None
+    config = dataclasses.replace(config, model={"features": ["genres"]})
+    with pytest.raises(Exception, match="Item metadata of .ml-100k. not found"):
+        prepare_in_memory(config)

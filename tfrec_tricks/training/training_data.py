@@ -9,6 +9,7 @@ shards a ``tfrec-tricks prepare`` wrote (``OnDiskDataset``).
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,10 @@ from tfrec_tricks.data.prepared_format import (
     VOCABULARY_FILE,
 )
 from tfrec_tricks.data.tfds_item_features import load_tfds_item_features
-from tfrec_tricks.training.feature_selection import select_features
+from tfrec_tricks.training.feature_selection import (
+    ALL_FEATURES,
+    select_features,
+)
 from tfrec_tricks.training.train_config import TrainConfig
 
 
@@ -194,7 +198,7 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
         min_item_interactions=config.min_item_interactions,
         split=config.split,
     )
-    table = item_feature_table(config)
+    table = item_feature_table(config, data.feature_names)
     selection = select_features(
         config.model.value("features"),
         data.feature_names,
@@ -208,14 +212,24 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
     return source, data
 
 
-def item_feature_table(config: TrainConfig) -> ItemFeatureTable | None:
+def item_feature_table(
+    config: TrainConfig, position_names: Sequence[str] | None = None
+) -> ItemFeatureTable | None:
     """The item attributes ``config``'s run can read: ``--item-features``,
-    else a built-in dataset's metadata when ``--features`` names any
-    feature (``movielens_item_features``; TFDS MovieLens: its genres,
-    ``load_tfds_item_features``), else None."""
+    else a built-in dataset's metadata when ``--features`` names a feature
+    (``movielens_item_features``; TFDS MovieLens: its genres,
+    ``load_tfds_item_features``), else None.
+
+    ``position_names``, the data's per-interaction features when known:
+    the metadata is read only for a name that is none of them (or
+    ``all``), so ``--features time_gap`` never needs the metadata file.
+    """
     if config.item_features is not None:
         return read_item_features(config.item_features)
-    if not config.model.value("features"):
+    requested = config.model.value("features")
+    if position_names is not None and ALL_FEATURES not in requested:
+        requested = [n for n in requested if n not in position_names]
+    if not requested:
         return None
     if config.data in MOVIELENS_METADATA:
         return movielens_item_features(
