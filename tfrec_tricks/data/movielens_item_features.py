@@ -90,16 +90,28 @@ def movielens_item_features(
             f"metadata are {', '.join(MOVIELENS_METADATA)}; give the item "
             f"features of another source as a RecBole .item file"
         )
-    folder = data_dir or default_data_path()
-    path = os.path.join(folder, MOVIELENS_METADATA[name])
+    path, *others = metadata_files(name, data_dir)
     if name == "ml-1m":
         rows = _item_map_rows(path, name)
     elif name == "ml-1m-timed":
         rows = _movies_dat_rows(path, name)
     else:
-        genres = _genre_names(os.path.join(folder, GENRES_100K), name)
-        rows = _u_item_rows(path, name, genres)
+        rows = _u_item_rows(path, name, _genre_names(others[0], name))
     return ItemFeatureTable(kinds=dict(KINDS), rows=rows, source=path)
+
+
+def metadata_files(name: str, data_dir: str | None = None) -> list[str]:
+    """The files ``movielens_item_features`` reads for dataset ``name``:
+    its metadata file first (ml-100k: then ``u.genre``).
+
+    >>> metadata_files("ml-100k", "d")
+    ['d/ml-100k/u.item', 'd/ml-100k/u.genre']
+    """
+    folder = data_dir or default_data_path()
+    files = [os.path.join(folder, MOVIELENS_METADATA[name])]
+    if name == "ml-100k":
+        files.append(os.path.join(folder, GENRES_100K))
+    return files
 
 
 def _lines(path: str, name: str, encoding: str) -> Iterator[tuple[int, str]]:

@@ -32,7 +32,10 @@ from tfrec_tricks.training.run_directory import (
     start_run,
 )
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training_data import TrainingData
+from tfrec_tricks.training.training_data import (
+    TrainingData,
+    item_feature_facts,
+)
 
 
 @dataclasses.dataclass
@@ -128,23 +131,7 @@ def run_facts(
         "num_parameters": count_trainable_parameters(model),
         "num_train_examples": data.num_examples("train"),
         "num_replicas": strategy.num_replicas_in_sync if strategy else 1,
-        **item_feature_facts(data),
-    }
-
-
-def item_feature_facts(data: TrainingData) -> dict:
-    """The run's item features, for ``metrics.json``: each one's kind,
-    vocabulary size, width and coverage; the cold items (in the catalogue,
-    in no training example) and the items without an attribute row.
-    Empty without item features."""
-    features = getattr(data.prepared, "item_features", None)
-    if features is None:
-        return {}
-    trained = data.prepared.trained_items
-    return {
-        "item_features": features.summary_rows(),
-        "cold_items": int((~trained[1:]).sum()),
-        "items_without_attributes": int((~features.has_row[1:]).sum()),
+        **item_feature_facts(data.prepared),
     }
 
 

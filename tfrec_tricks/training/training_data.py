@@ -16,15 +16,15 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
-from tfrec_tricks.data.datasets import default_data_path, source_files
+from tfrec_tricks.data.datasets import source_files
 from tfrec_tricks.data.item_feature_file import (
     ItemFeatureTable,
     read_item_features,
 )
 from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.movielens_item_features import (
-    GENRES_100K,
     MOVIELENS_METADATA,
+    metadata_files,
     movielens_item_features,
 )
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
@@ -149,10 +149,11 @@ def load_training_data(config: TrainConfig) -> TrainingData:
 def item_feature_lines(data: InMemoryDataset | OnDiskDataset) -> list[str]:
     """What the run says of its item features: one line per feature (kind,
     vocabulary, coverage), the cold items and the items without a row."""
-    if data.item_features is None:
+    facts = item_feature_facts(data)
+    if not facts:
         return []
     lines = []
-    for row in data.item_features.summary_rows():
+    for row in facts["item_features"]:
         vocabulary = (
             f", {row['vocabulary_size']:,} ids (padding and OOV included)"
             if row["vocabulary_size"]
@@ -162,13 +163,28 @@ def item_feature_lines(data: InMemoryDataset | OnDiskDataset) -> list[str]:
             f"Item feature {row['name']}: {row['kind']}{vocabulary}, "
             f"{row['coverage']:.1%} of items have a value"
         )
-    cold = int((~data.trained_items[1:]).sum())
-    missing = int((~data.item_features.has_row[1:]).sum())
     lines.append(
-        f"Items: {cold:,} in no training example (cold: ranked by their "
-        f"attributes), {missing:,} without an attribute row"
+        f"Items: {facts['cold_items']:,} in no training example (cold: "
+        "ranked by their attributes), "
+        f"{facts['items_without_attributes']:,} without an attribute row"
     )
     return lines
+
+
+def item_feature_facts(data: InMemoryDataset | OnDiskDataset) -> dict:
+    """The data's item features, for the run's summary and
+    ``metrics.json``: each one's kind, vocabulary size, width and coverage
+    (``item_features``); the cold items, in the catalogue but in no
+    training example (``cold_items``); the items without an attribute row
+    (``items_without_attributes``). Empty without item features."""
+    features = data.item_features
+    if features is None:
+        return {}
+    return {
+        "item_features": features.summary_rows(),
+        "cold_items": int((~data.trained_items[1:]).sum()),
+        "items_without_attributes": int((~features.has_row[1:]).sum()),
+    }
 
 
 def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
@@ -232,9 +248,7 @@ def item_feature_table(
     if not requested:
         return None
     if config.data in MOVIELENS_METADATA:
-        return movielens_item_features(
-            config.data, config.data_path or default_data_path()
-        )
+        return movielens_item_features(config.data, config.data_path)
     if config.data.startswith("tfds:"):
         return load_tfds_item_features(
             config.data[len("tfds:") :], config.tfds_data_dir
@@ -248,11 +262,7 @@ def item_feature_files(config: TrainConfig) -> list[str]:
     if config.item_features is not None:
         return [config.item_features]
     if config.data in MOVIELENS_METADATA and config.model.value("features"):
-        folder = config.data_path or default_data_path()
-        files = [os.path.join(folder, MOVIELENS_METADATA[config.data])]
-        if config.data == "ml-100k":
-            files.append(os.path.join(folder, GENRES_100K))
-        return files
+        return metadata_files(config.data, config.data_path)
     return []
 
 

@@ -28,15 +28,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from tfrec_tricks.data.datasets import default_data_path
 from tfrec_tricks.data.item_feature_file import (
     ItemFeatureTable,
     read_item_features,
 )
 from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.movielens_item_features import (
-    GENRES_100K,
     MOVIELENS_METADATA,
+    metadata_files,
     movielens_item_features,
 )
 from tfrec_tricks.training.feature_selection import (
@@ -205,14 +204,10 @@ def search_item_features(config: TrainConfig) -> ItemFeatureSpace | None:
         table = read_item_features(config.item_features)
         space = ItemFeatureSpace(table, config.min_feature_count, True)
     elif config.data in MOVIELENS_METADATA:
-        folder = config.data_path or default_data_path()
-        path = os.path.join(folder, MOVIELENS_METADATA[config.data])
-        if not os.path.isfile(path):
+        files = metadata_files(config.data, config.data_path)
+        if not os.path.isfile(files[0]):
             return None
-        files = [path]
-        if config.data == "ml-100k":
-            files.append(os.path.join(folder, GENRES_100K))
-        table = movielens_item_features(config.data, folder)
+        table = movielens_item_features(config.data, config.data_path)
         space = ItemFeatureSpace(
             table, config.min_feature_count, False, tuple(files)
         )
