@@ -72,7 +72,10 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     if args.train_windows:
         train_options["train_windows"] = True
     train_options["eval_seen_excluded"] = True
+    # Runs of another recipe or encoder on the same data keep apart.
+    setting = args.recipe or model.get("encoder") or "gru4rec"
     return TrainConfig(
+        name=f"{args.data.replace(':', '-').replace('/', '-')}-{setting}",
         data=args.data,
         data_path=args.data_path,
         output_dir=args.output_dir,

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
 from tfrec_tricks.training.evaluate import format_results
+from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training import train
 
 pytestmark = pytest.mark.slow
@@ -139,3 +140,31 @@ def test_rerun_after_completion_reuses_the_run(tmp_path, monkeypatch):
     train(config, verbose=0, overwrite=True)
     with open(tmp_path / "run" / "history.csv") as handle:
         assert [row["epoch"] for row in csv.DictReader(handle)] == ["0"]
+
+
+def test_a_later_option_recorded_at_its_default_is_the_same_run():
+    # A run that recorded `feature_fusion: "sum"` explicitly (before sum
+    # was the default) is the run that leaves it out: both fingerprints
+    # compare equal once as trained.
+    from tfrec_tricks.training.resumption import (
+        as_trained_fingerprint,
+        fingerprint,
+    )
+
+    config = TrainConfig(epochs=1, model={"encoder": "gru4rec"})
+    current = fingerprint(config, num_items=10, data=[])
+    recorded = {
+        **current,
+        "model": {**current["model"], "feature_fusion": "sum"},
+        "train": {
+            **current["train"],
+            "model": {**current["train"]["model"], "feature_fusion": "sum"},
+        },
+    }
+    assert recorded != current
+    assert as_trained_fingerprint(recorded) == as_trained_fingerprint(current)
+    concat = {
+        **current,
+        "model": {**current["model"], "feature_fusion": "concat"},
+    }
+    assert as_trained_fingerprint(concat) != as_trained_fingerprint(current)

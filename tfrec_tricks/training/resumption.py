@@ -101,15 +101,25 @@ def fingerprint(
         # Runs from before the option existed keep their fingerprint.
         if train[name] == default:
             del train[name]
-    model = config.model_config(num_items).to_dict()
-    overrides = dict(train["model"])
+    model, train["model"] = _without_later_options(
+        config.model_config(num_items).to_dict(), train["model"]
+    )
+    return make_fingerprint(train, model, data)
+
+
+def _without_later_options(model: dict, overrides: dict) -> tuple:
+    """``(model, overrides)`` without the ``MODEL_LATER_OPTIONS`` that
+    hold their earlier value (or, in ``model``, do not apply): a run that
+    recorded such a value explicitly is the run that left it out."""
+    model, overrides = dict(model), dict(overrides)
     for name, (before, condition) in MODEL_LATER_OPTIONS.items():
-        if model[name] == before or not _applies(model, condition):
+        if name in model and (
+            model[name] == before or not _applies(model, condition)
+        ):
             del model[name]
         if name in overrides and overrides[name] == before:
             del overrides[name]
-    train["model"] = overrides
-    return make_fingerprint(train, model, data)
+    return model, overrides
 
 
 def _applies(model: dict, condition: tuple | None) -> bool:
@@ -119,7 +129,7 @@ def _applies(model: dict, condition: tuple | None) -> bool:
     field, applies = condition
     if not isinstance(applies, tuple):
         applies = (applies,)
-    return model[field] in applies
+    return model.get(field) in applies
 
 
 def as_trained_fingerprint(run_fingerprint: dict) -> dict:
@@ -142,7 +152,15 @@ def as_trained_fingerprint(run_fingerprint: dict) -> dict:
     model = run_fingerprint.get("model")
     if not isinstance(model, dict):
         return run_fingerprint
-    return {**run_fingerprint, "model": as_trained(model)}
+    model = as_trained(model)
+    train = run_fingerprint.get("train")
+    if isinstance(train, dict) and isinstance(train.get("model"), dict):
+        model, overrides = _without_later_options(model, train["model"])
+        run_fingerprint = {
+            **run_fingerprint,
+            "train": {**train, "model": overrides},
+        }
+    return {**run_fingerprint, "model": model}
 
 
 def run_directory(config: TrainConfig) -> str:
