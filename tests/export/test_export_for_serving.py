@@ -13,6 +13,7 @@ from tests.export.conftest import reference_top_k
 from tfrec_tricks.export import export_for_serving
 from tfrec_tricks.export.export_for_serving import next_version
 from tfrec_tricks.export.models_config import update_models_config
+from tfrec_tricks.export.serving_module import ServingModule
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.ownership import RECORD_FILE
 from tfrec_tricks.testing.test_case import BLOCK_PACKAGE_PREAMBLE
@@ -109,9 +110,11 @@ def test_versions_models_config_and_request_example(tmp_path):
     assert 'base_path: "/models/other"' in config
     assert sorted(os.listdir(root)) == [
         "demo",
+        "demo.filtered_request.json",
         "demo.request.json",
         "models.config",
         "other",
+        "other.filtered_request.json",
         "other.request.json",
     ]
     request = json.loads((root / "demo.request.json").read_text())
@@ -180,7 +183,11 @@ def test_served_tables_are_never_read_sparsely(tmp_path, options, scoring):
         model, str(tmp_path / "m"), ITEMS, k=3, scoring=scoring, warmup=False
     )
     reads = sparse_float_reads(path)
-    assert set(reads) == {"serving_default", "score_candidates"}
+    assert set(reads) == {
+        "serving_default",
+        "recommend_filtered",
+        "score_candidates",
+    }
     assert reads == {name: [] for name in reads}
 
 
@@ -229,6 +236,7 @@ def test_export_takes_the_name_as_given(tmp_path):
     assert os.path.basename(path) == "1"
     assert sorted(os.listdir(tmp_path / "served")) == [
         "demo",
+        "demo.filtered_request.json",
         "demo.request.json",
         "models.config",
     ]
@@ -304,14 +312,39 @@ def test_contract_in_a_process_without_tfrec_tricks(
     assert {w["model"] for w in served["warmup"]} == {run}
     assert [(w["signature"], w["batch"]) for w in served["warmup"]] == [
         ("serving_default", 1),
+        ("recommend_filtered", 1),
         ("score_candidates", 1),
         ("serving_default", 3),
+        ("recommend_filtered", 3),
         ("score_candidates", 3),
     ]
-    assert served["warmup"][2]["outputs"] == {
+    assert served["warmup"][3]["outputs"] == {
         "item_ids": [3, 5],
         "scores": [3, 5],
     }
+
+    # The filtered request example, in the same kind of process: what
+    # the in-process module answers.
+    filtered_path = tmp_path / "saved_models" / f"{run}.filtered_request.json"
+    result = subprocess.run(
+        [sys.executable, "-c", CLIENT, path, filtered_path, output_path],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    served = json.loads(output_path.read_text())
+    instances = json.loads(filtered_path.read_text())["instances"]
+    assert [instance["k"] for instance in instances] == [5, 2]
+    feed = {
+        key: tf.constant([instance[key] for instance in instances])
+        for key in instances[0]
+    }
+    expected = ServingModule(model, items, k=5).recommend_filtered(**feed)
+    ids = expected["item_ids"].numpy().astype(str).tolist()
+    assert served["item_ids"] == ids
+    assert ids[1][2:] == ["", "", ""]  # row 1 asked for 2 items
+    assert not set(ids[0]) & set(instances[0]["exclude_item_ids"])
 
     shown = subprocess.run(
         [
@@ -329,6 +362,10 @@ def test_contract_in_a_process_without_tfrec_tricks(
     for name in (
         "signature_def['serving_default']",
         "signature_def['score_candidates']",
+        "signature_def['recommend_filtered']",
+        "inputs['exclude_item_ids']",
+        "inputs['k']",
+        "inputs['history_last']",
         "inputs['history']",
         "inputs['candidate_ids']",
         "outputs['item_ids']",

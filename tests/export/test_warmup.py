@@ -14,7 +14,15 @@ def test_records_hold_each_request_in_order(tmp_path):
         "demo",
         [
             ("serving_default", {"history": [["a", "b"]]}),
-            ("score", {"history": [["c"]], "weights": [[1, 2]]}),
+            (
+                "score",
+                {
+                    "history": [["c"]],
+                    "weights": [[1, 2]],
+                    "k": np.array([3], np.int32),
+                    "history_last": np.array([True]),
+                },
+            ),
         ],
     )
     assert path == str(tmp_path / WARMUP_FILE)
@@ -32,6 +40,10 @@ def test_records_hold_each_request_in_order(tmp_path):
     weights = tf.make_ndarray(logs[1].inputs["weights"])
     assert weights.dtype == np.float32  # numbers are sent as float32
     np.testing.assert_array_equal(weights, [[1.0, 2.0]])
+    k = tf.make_ndarray(logs[1].inputs["k"])
+    assert k.dtype == np.int32 and k.tolist() == [3]
+    flag = tf.make_ndarray(logs[1].inputs["history_last"])
+    assert flag.dtype == np.bool_ and flag.tolist() == [True]
 
 
 def test_no_requests_is_refused(tmp_path):

@@ -12,9 +12,11 @@ DESCRIPTION = """\
 Export a trained run as a SavedModel for TF Serving: BASE_PATH/NAME/VERSION/
 (written to a temporary folder and renamed, so a running server never sees
 half a version), with signatures `serving_default` (raw item ids of the
-history -> top-K raw item ids and scores) and `score_candidates`, TF Serving
-warmup requests, the model's entry in BASE_PATH/models.config and a REST
-request example BASE_PATH/NAME.request.json.
+history -> top-K raw item ids and scores), `recommend_filtered` (the same
+with a request's own filters: items to rank last, its k, the history ranked
+last or not) and `score_candidates`, TF Serving warmup requests, the model's
+entry in BASE_PATH/models.config and REST request examples
+BASE_PATH/NAME.request.json and BASE_PATH/NAME.filtered_request.json.
 
 --add-items FILE exports the run's catalogue plus the items of FILE (a RecBole
 .item file) that are not in it, ranked by their attributes, without

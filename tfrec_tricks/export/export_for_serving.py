@@ -84,6 +84,32 @@ def example_instances(
     return instances
 
 
+def filtered_instances(
+    items: list,
+    features: tuple,
+    max_len: int,
+    k: int,
+    history_last: bool,
+) -> list:
+    """``example_instances`` with ``recommend_filtered``'s options.
+
+    Row ``i`` excludes the ``i + 1`` items after its history (padded with
+    ``""`` to one width) and asks for ``k`` items, then half as many; both
+    rank the history as ``history_last`` says.
+    """
+    instances = example_instances(items, features, max_len)
+    real = items[1:]
+    for i, instance in enumerate(instances):
+        start = sum(1 for item in instance["history"] if item)
+        excluded = [real[(start + j) % len(real)] for j in range(i + 1)]
+        instance["exclude_item_ids"] = excluded + [""] * (
+            len(instances) - 1 - i
+        )
+        instance["k"] = max(1, k // (i + 1))
+        instance["history_last"] = history_last
+    return instances
+
+
 def _warmup_requests(module: ServingModule, items: list) -> list:
     """Both signatures at batch 1 and 3: an unknown id, an empty row."""
     features = module.feature_names
@@ -102,6 +128,12 @@ def _warmup_requests(module: ServingModule, items: list) -> list:
             key: np.asarray([row[key] for row in batch]) for key in batch[0]
         }
         requests.append(("serving_default", inputs))
+        filters = {
+            "exclude_item_ids": np.asarray([[items[1], ""]] * len(batch)),
+            "k": np.full([len(batch)], module.k, np.int32),
+            "history_last": np.ones([len(batch)], bool),
+        }
+        requests.append(("recommend_filtered", {**inputs, **filters}))
         candidates = np.asarray([items[1:3] + [""]] * len(batch))
         requests.append(
             ("score_candidates", {**inputs, "candidate_ids": candidates})
@@ -130,12 +162,16 @@ def export_for_serving(
     ignores: it loads numbered folders only) and renamed
     when complete, so a running server never sees half a version.
 
-    The SavedModel has two signatures (see ``ServingModule``):
+    The SavedModel has three signatures (see ``ServingModule``):
 
     - ``serving_default``: inputs ``history`` (string ``[B, L]`` raw item
       ids, padded with ``""``) and one float ``[B, L]`` input per feature
       of the model (e.g. ``time_gap``); outputs ``item_ids`` (string
       ``[B, k]``) and ``scores`` (float32 ``[B, k]``).
+    - ``recommend_filtered``: the same, with a request's own filters:
+      ``exclude_item_ids`` (string ``[B, E]``, ranked last), ``k`` (int32
+      ``[B]``, at most the exported ``k``) and ``history_last`` (bool
+      ``[B]``); outputs ``[B, max(k)]``.
     - ``score_candidates``: the same inputs plus ``candidate_ids`` (string
       ``[B, M]``); output ``scores`` (float32 ``[B, M]``, ``-1e9`` for
       ids not in the vocabulary).
@@ -146,8 +182,9 @@ def export_for_serving(
 
     Also written: ``<version>/assets.extra/tf_serving_warmup_requests``;
     next to ``base_path``, the model's entry in ``models.config`` (added
-    or updated) and ``<name>.request.json``, a REST request
-    (``instances`` format) for ``serving_default``.
+    or updated), ``<name>.request.json`` and
+    ``<name>.filtered_request.json``, REST requests (``instances``
+    format) for ``serving_default`` and ``recommend_filtered``.
 
     Args:
         model: a trained ``tfrec_tricks.models.SequentialRetrievalModel``
@@ -189,8 +226,13 @@ def export_for_serving(
     >>> path = tfrec_tricks.export.export_for_serving(
     ...     model, os.path.join(root, "demo"),
     ...     ["[PAD]", "a", "b", "c", "d", "e"], k=3)
-    >>> os.path.basename(path), sorted(os.listdir(root))
-    ('1', ['demo', 'demo.request.json', 'models.config'])
+    >>> os.path.basename(path)
+    '1'
+    >>> print(*sorted(os.listdir(root)), sep="\n")
+    demo
+    demo.filtered_request.json
+    demo.request.json
+    models.config
     """
     # The last component as given (trailing separators aside), not that
     # of a normalised path: "models/demo/.." must not export as "models".
@@ -283,16 +325,7 @@ def _export(
                 name,
                 server_base_path or f"/models/{name}",
             )
-            request = {
-                "signature_name": "serving_default",
-                "instances": example_instances(
-                    items, module.feature_names, module.max_len
-                ),
-            }
-            write_text_atomic(
-                os.path.join(root, f"{name}.request.json"),
-                json.dumps(request, indent=2),
-            )
+            _write_request_examples(root, name, module, items)
         except BaseException:
             # Without its models.config entry the version is half an
             # export: withdrawn, the same command publishes it again.
@@ -306,3 +339,29 @@ def _export(
         remove_empty_folders(created)
         raise
     return target
+
+
+def _write_request_examples(
+    root: str, name: str, module: ServingModule, items: list
+) -> None:
+    """``<name>.request.json`` (``serving_default``) and
+    ``<name>.filtered_request.json`` (``recommend_filtered``), REST
+    requests in the ``instances`` format."""
+    examples = {
+        "request": ("serving_default", example_instances(
+            items, module.feature_names, module.max_len
+        )),
+        "filtered_request": ("recommend_filtered", filtered_instances(
+            items,
+            module.feature_names,
+            module.max_len,
+            module.k,
+            bool(module.model.head.excludes_history(False)),
+        )),
+    }  # fmt: skip
+    for suffix, (signature, instances) in examples.items():
+        request = {"signature_name": signature, "instances": instances}
+        write_text_atomic(
+            os.path.join(root, f"{name}.{suffix}.json"),
+            json.dumps(request, indent=2),
+        )

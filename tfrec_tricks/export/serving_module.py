@@ -232,13 +232,29 @@ class ServingModule(tf.Module):
             )
         return specs
 
+    def filter_signature(self) -> dict:
+        """Named ``tf.TensorSpec`` s of ``recommend_filtered``'s inputs."""
+        return {
+            **self.input_signature(),
+            "exclude_item_ids": tf.TensorSpec(
+                [None, None], tf.string, "exclude_item_ids"
+            ),
+            "k": tf.TensorSpec([None], tf.int32, "k"),
+            "history_last": tf.TensorSpec([None], tf.bool, "history_last"),
+        }
+
     def signatures(self) -> dict:
-        """``{"serving_default": ..., "score_candidates": ...}`` functions."""
+        """``serving_default``, ``recommend_filtered`` and
+        ``score_candidates`` functions."""
         recommend = tf.function(lambda **kw: self.recommend(**kw))
+        filtered = tf.function(lambda **kw: self.recommend_filtered(**kw))
         score = tf.function(lambda **kw: self.score_candidates(**kw))
         return {
             "serving_default": recommend.get_concrete_function(
                 **self.input_signature()
+            ),
+            "recommend_filtered": filtered.get_concrete_function(
+                **self.filter_signature()
             ),
             "score_candidates": score.get_concrete_function(
                 **self.input_signature(candidates=True)
@@ -274,6 +290,138 @@ class ServingModule(tf.Module):
             "item_ids": tf.gather(self.raw_item_ids, top),
             "scores": scores,
         }
+
+    def recommend_filtered(
+        self,
+        history: Any,
+        exclude_item_ids: Any,
+        k: Any,
+        history_last: Any,
+        **features: Any,
+    ) -> dict:
+        """Top-``k`` recommendations with a request's own filters.
+
+        ``recommend`` with three options per row: items to rank last, the
+        list's length, and whether the history's items are ranked last.
+        Items ranked last come after every other item, scored ``-1e9``,
+        in the order of their logits: never dropped, so a row always
+        gets ``k`` real items.
+
+        Args:
+            history: string ``[B, L]`` raw item ids in time order, padded
+                with ``""``.
+            exclude_item_ids: string ``[B, E]`` raw ids to rank last
+                (already bought, out of stock), padded with ``""``; ids
+                not in the vocabulary are ignored. ``E`` may be 0.
+            k: int32 ``[B]``. Each row's list length, from 1 to the
+                exported ``k``.
+            history_last: bool ``[B]``. Rank the items of the row's
+                ``history`` (all of it, not only the last ``max_len``)
+                last; False ranks them as any other item, whatever the
+                head (a ``softmax_no_dup`` model's ``recommend`` ranks
+                them last).
+            **features: float ``[B, L]`` per feature of the model.
+
+        Returns:
+            dict with ``item_ids`` (string ``[B, K]``, ``K = max(k)``) and
+            ``scores`` (float32 ``[B, K]``). Row ``i`` holds its ``k[i]``
+            items, best first, then ``""`` with the score ``-1e9``.
+
+        Raises:
+            tf.errors.InvalidArgumentError: a shape does not fit (see
+                ``check_request``; ``exclude_item_ids`` must be ``[B, E]``,
+                ``k`` and ``history_last`` ``[B]``) or a ``k`` is not in
+                ``[1, self.k]``.
+        """
+        history, features, _ = self.check_request(history, features)
+        exclude, k, history_last = self.check_filters(
+            history, exclude_item_ids, k, history_last
+        )
+        ids, states = self._encode(history, features)
+        ranked_last = tf.concat(
+            [tf.where(history_last[:, None], history, ""), exclude], axis=1
+        )
+        top, scores = self.model.top_k(
+            ids,
+            states,
+            self.k,
+            use_index=self.scoring == "index",
+            exclude_ids=tf.cast(self.item_lookup.lookup(ranked_last), tf.int32),
+            history_last=False,
+        )
+        # A prefix of the top-K is the top-k: one ranking for any k.
+        listed = tf.range(self.k)[None, :] < k[:, None]
+        width = tf.reduce_max(tf.concat([k, [0]], axis=0))
+        item_ids = tf.where(listed, tf.gather(self.raw_item_ids, top), "")
+        scores = tf.where(listed, scores, PADDING_LOGIT)
+        return {"item_ids": item_ids[:, :width], "scores": scores[:, :width]}
+
+    def check_filters(
+        self, history: tf.Tensor, exclude_item_ids: Any, k: Any, last: Any
+    ) -> tuple:
+        """``recommend_filtered``'s options, checked against ``history``.
+
+        Returns:
+            ``(exclude_item_ids, k, history_last)`` as string, int32 and
+            bool tensors that depend on the checks.
+
+        Raises:
+            tf.errors.InvalidArgumentError: (when the checks run) a shape
+                does not fit ``history``'s batch size or a ``k`` is not
+                in ``[1, self.k]``; the message names the input.
+        """
+        exclude = tf.convert_to_tensor(exclude_item_ids, tf.string)
+        k = tf.cast(k, tf.int32)
+        last = tf.convert_to_tensor(last, tf.bool)
+        batch = tf.shape(history)[0]
+        ranks = [
+            _check(
+                tf.equal(_runtime_rank(exclude), 2),
+                "input `exclude_item_ids` must have rank 2 ([B, E]). "
+                "Received: exclude_item_ids.shape={}",
+                tf.shape(exclude),
+            ),
+            *(
+                _check(
+                    tf.equal(_runtime_rank(value), 1),
+                    f"input `{name}` must have rank 1 ([B]). "
+                    f"Received: {name}.shape={{}}",
+                    tf.shape(value),
+                )
+                for name, value in (("k", k), ("history_last", last))
+            ),
+        ]
+        with tf.control_dependencies(ranks):
+            checks = [
+                _check(
+                    tf.equal(tf.shape(value)[0], batch),
+                    f"input `{name}` must have the batch size B of "
+                    f"`history` [B, L]. Received: {name}.shape={{}}, "
+                    "history.shape={}",
+                    tf.shape(value),
+                    tf.shape(history),
+                )
+                for name, value in (
+                    ("exclude_item_ids", exclude),
+                    ("k", k),
+                    ("history_last", last),
+                )
+            ]
+            checks.append(
+                tf.debugging.Assert(
+                    tf.reduce_all((k >= 1) & (k <= self.k)),
+                    [
+                        tf.strings.format(
+                            "input `k` must be from 1 to the exported "
+                            f"k={self.k}. Received: k={{}}",
+                            [k],
+                            summarize=-1,
+                        )
+                    ],
+                )
+            )
+        with tf.control_dependencies(ranks + checks):
+            return tf.identity(exclude), tf.identity(k), tf.identity(last)
 
     def score_candidates(
         self, history: Any, candidate_ids: Any, **features: Any

@@ -27,7 +27,9 @@ def write_warmup_requests(
         model_dir: str. The SavedModel version folder.
         model_name: str. The model's name in TF Serving (``model_spec``).
         requests: sequence of ``(signature_name, inputs)``, ``inputs`` a
-            dict of arrays (strings as ``str`` / ``bytes``).
+            dict of arrays (strings as ``str`` / ``bytes``). bool and
+            int32 arrays keep their type; other numbers are sent as
+            float32.
 
     Returns:
         The path of the written file.
@@ -64,6 +66,8 @@ def write_warmup_requests(
                 if array.dtype.kind in "USO":
                     array = array.astype(object)
                     proto = tf.make_tensor_proto(array, dtype=tf.string)
+                elif array.dtype in (np.bool_, np.int32):  # flags, k
+                    proto = tf.make_tensor_proto(array)
                 else:
                     proto = tf.make_tensor_proto(array.astype(np.float32))
                 request.inputs[key].CopyFrom(proto)

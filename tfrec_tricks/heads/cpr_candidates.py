@@ -23,6 +23,7 @@ import tensorflow as tf
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
     candidate_ids_tensor,
+    distinct_ids,
     first_occurrences,
     history_positions,
     is_training,
@@ -54,13 +55,14 @@ def top_k_candidates(
     k: int,
     item_bias: Any = None,
     extra_ids: Any = None,
+    exclude_ids: Any = None,
 ) -> tuple:
     """`SoftmaxCPR.top_k_candidates` of ``head``: see there.
 
     Args:
         head: the ``SoftmaxCPR`` layer.
-        inputs, item_embeddings, k, item_bias, extra_ids: as the
-            method's.
+        inputs, item_embeddings, k, item_bias, extra_ids, exclude_ids: as
+            the method's.
 
     Returns:
         ``(candidate_ids, base_logits)``, as the method's.
@@ -89,20 +91,22 @@ def top_k_candidates(
         if bias is not None:
             base += tf.gather(bias, extra)
         return extra, base
-    # The history (and padding, when masked) is left out of the index.
+    # The history and `exclude_ids` (and padding, when masked) are left
+    # out of the index; the cascade's picks among `exclude_ids` stay in
+    # the set, since they are appended.
+    left_out = ids
+    if exclude_ids is not None:
+        left_out = tf.concat([ids, tf.cast(exclude_ids, tf.int32)], axis=1)
     if head.mask_padding:
-        exclude = tf.concat([tf.zeros_like(ids[:, :1]), ids], axis=1)
+        exclude = tf.concat([tf.zeros_like(ids[:, :1]), left_out], axis=1)
     else:
-        exclude = tf.where(tf.not_equal(ids, 0), ids, -1)
+        exclude = tf.where(left_out > 0, left_out, -1)
     top, top_logits, product = brute_force_top_k(
         f_base, table, count, bias, exclude_ids=exclude
     )
     # Fewer items outside the history than `count`: 0 fills the rest.
     top = tf.where(top_logits > float("-inf"), top, 0)
-    is_first = tf.equal(
-        first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
-    )
-    parts = [top, tf.where(is_first, ids, 0)]
+    parts = [top, distinct_ids(left_out)]
     if extra is not None:
         parts.append(extra)
     candidates = tf.concat(parts, axis=1)

@@ -285,6 +285,7 @@ class MixtureOfSoftmax(OutputHead):
         k: int,
         item_bias: Any = None,
         extra_ids: Any = None,
+        exclude_ids: Any = None,
     ) -> tuple:
         """The heads' index method; a mixture has no index (``has_index``).
 

@@ -152,6 +152,7 @@ class OutputHead(tf.keras.layers.Layer, abc.ABC):
         k: int,
         item_bias: Any = None,
         extra_ids: Any = None,
+        exclude_ids: Any = None,
     ) -> tuple:
         """A candidate set that holds ``call``'s top-``k``, from an index.
 
@@ -167,6 +168,9 @@ class OutputHead(tf.keras.layers.Layer, abc.ABC):
             item_bias: float ``[N]`` or None. Defaults to ``None``.
             extra_ids: int ``[B, E]`` or None. Ids to append to the set.
                 Defaults to ``None``.
+            exclude_ids: int ``[B, X]`` or None. Ids to leave out of the
+                index and append (a request's filter: they are ranked
+                last, never dropped). Defaults to ``None``.
 
         Returns:
             ``(candidate_ids, base_logits)``: int32 and float32 ``[B, C]``,

@@ -593,6 +593,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         k: int,
         item_bias: Any = None,
         extra_ids: Any = None,
+        exclude_ids: Any = None,
     ) -> tuple:
         """A candidate set that holds ``call``'s top-``k``, from an index.
 
@@ -629,11 +630,15 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
             extra_ids: int ``[B, E]`` or None. Ids to append to the set
                 (repeats allowed), with their base logits from the same
                 product. Defaults to ``None``.
+            exclude_ids: int ``[B, X]`` or None. A request's filter,
+                treated as the history is (0 and negatives: fillers).
+                Defaults to ``None``.
 
         Returns:
             ``(candidate_ids, base_logits)``: int32 ``[B, C]``, the
-            retrieved ids (best first), the history (first occurrences;
-            0 for padding and repeats), then ``extra_ids``; no id twice
+            retrieved ids (best first), the history and ``exclude_ids``
+            (first occurrences; 0 for padding and repeats), then
+            ``extra_ids``; no id twice
             before ``extra_ids`` except 0, which also fills the retrieved
             part when fewer items are left (so, with ``mask_padding`` and
             without ``extra_ids``, `score_candidates` may take
@@ -670,6 +675,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
             k,
             item_bias=item_bias,
             extra_ids=extra_ids,
+            exclude_ids=exclude_ids,
         )
 
     def score_candidates(

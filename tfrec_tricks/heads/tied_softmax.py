@@ -11,7 +11,7 @@ from tfrec_tricks.layers.common import (
     batch_indices,
     candidate_ids_tensor,
     check_ids_in_range,
-    first_occurrences,
+    distinct_ids,
     history_positions,
     is_training,
     item_logits,
@@ -241,6 +241,7 @@ class TiedSoftmax(OutputHead):
         k: int,
         item_bias: Any = None,
         extra_ids: Any = None,
+        exclude_ids: Any = None,
     ) -> tuple:
         """Candidates holding the top-``k`` of ``call``'s logits (inference).
 
@@ -250,9 +251,11 @@ class TiedSoftmax(OutputHead):
         history is left out of the index and appended after it (first
         occurrences; 0 for padding and repeats), so that a ``k`` above
         the items outside the history is filled by the history's items,
-        ranked last (``tfrec_tricks.layers.top_k.served_top_k``). Rows
-        with fewer items left hold id 0 (a filler). ``extra_ids``
-        (per-row ids, e.g. to score) are appended.
+        ranked last (``tfrec_tricks.layers.top_k.served_top_k``). So are
+        ``exclude_ids`` (a request's filter): left out of the index and
+        appended, so the set holds the top-``k`` outside them. Rows with
+        fewer items left hold id 0 (a filler). ``extra_ids`` (per-row
+        ids, e.g. to score) are appended last.
 
         Args:
             inputs: dict, as for ``call``.
@@ -260,6 +263,9 @@ class TiedSoftmax(OutputHead):
             k: int >= 0.
             item_bias: float ``[N]`` or None. Defaults to ``None``.
             extra_ids: int ``[B, E]`` or None. Defaults to ``None``.
+            exclude_ids: int ``[B, X]`` or None. Ids left out of the index
+                and appended once each (0 and negative entries are
+                fillers). Defaults to ``None``.
 
         Returns:
             ``(candidate_ids, base_logits)``, int32 and float32 ``[B, C]``:
@@ -292,23 +298,21 @@ class TiedSoftmax(OutputHead):
                 query, item_embeddings, item_bias, extra_ids, False
             )
             return extra_ids, base
-        exclude = tf.zeros_like(ids[:, :1])  # padding
-        excludes = self._excludes(False, None)
-        if excludes:
-            exclude = tf.concat([exclude, ids], axis=1)
+        # Left out of the index, then appended: ranked last, not dropped.
+        left_out = []
+        if self._excludes(False, None):
+            left_out.append(ids)
+        if exclude_ids is not None:
+            left_out.append(tf.cast(exclude_ids, tf.int32))
+        exclude = tf.concat([tf.zeros_like(ids[:, :1]), *left_out], axis=1)
         top, top_logits, product = brute_force_top_k(
             query, table, count, bias, exclude_ids=exclude
         )
         # Fewer items left than `count`: 0 fills the rest.
         candidates = tf.where(top_logits > float("-inf"), top, 0)
-        if excludes:
-            # The history, ranked last rather than dropped.
-            is_first = tf.equal(
-                first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
-            )
-            candidates = tf.concat(
-                [candidates, tf.where(is_first, ids, 0)], axis=1
-            )
+        if left_out:
+            appended = distinct_ids(tf.concat(left_out, axis=1))
+            candidates = tf.concat([candidates, appended], axis=1)
         if extra_ids is not None:
             extra_ids = tf.cast(extra_ids, tf.int32)
             candidates = tf.concat([candidates, extra_ids], axis=1)

@@ -297,6 +297,27 @@ def first_occurrences(ids: tf.Tensor) -> tf.Tensor:
     return tf.gather(order, first, batch_dims=1)
 
 
+def distinct_ids(ids: tf.Tensor) -> tf.Tensor:
+    """``ids`` ``[B, M]`` with 0 in place of repeats and of ids ``<= 0``.
+
+    Each id keeps its first occurrence in the row (``first_occurrences``);
+    padding (0) and fillers (negative) become 0, so that a candidate set
+    built from it holds no id twice but 0.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfrec_tricks.layers.common import distinct_ids
+    >>> distinct_ids(tf.constant([[3, 0, 3, -1, 2]])).numpy().tolist()
+    [[3, 0, 0, 0, 2]]
+    """
+    ids = tf.cast(ids, tf.int32)
+    is_first = tf.equal(
+        first_occurrences(ids), tf.range(tf.shape(ids)[1])[None, :]
+    )
+    return tf.where(is_first & (ids > 0), ids, 0)
+
+
 def history_positions(item_ids: tf.Tensor, history_ids: tf.Tensor) -> tuple:
     """Which items ``[B, M]`` are in their row's history, and where.
 

@@ -380,18 +380,20 @@ def served_top_k(
     k: int,
     item_bias: tf.Tensor | None = None,
     use_index: bool = False,
+    exclude_ids: tf.Tensor | None = None,
+    history_last: bool | None = None,
 ) -> tuple:
     """The top-``k`` items an output head serves, and their logits.
 
     Every head (`TiedSoftmax`, `SoftmaxCPR`, `MixtureOfSoftmax`), either
     path: the head's full-catalogue logits (``use_index=False``) or its
     index (``top_k_candidates``, then ``score_candidates``). Padding
-    (id 0) is never served. A head that ranks the history last
-    (``head.excludes_history(False)``) serves the history's items after
-    every other item, in the order of their logits without the exclusion,
-    with the score ``-1e9`` they have in ``call``: when ``k`` exceeds
-    the items outside the history, the history fills the remaining
-    places, so the list always holds ``k`` real items.
+    (id 0) is never served. Items "ranked last" come after every other
+    item, in the order of their logits without any exclusion, with the
+    score ``-1e9``: when ``k`` exceeds the other items, they fill the
+    remaining places, so the list always holds ``k`` real items. Ranked
+    last are ``exclude_ids`` (a request's filter) and, with
+    ``history_last``, the history's items.
 
     Args:
         head: an output head of this package.
@@ -402,10 +404,16 @@ def served_top_k(
         use_index: bool. Rank the index's candidate set instead of the
             catalogue (``head.has_index`` must be True). Defaults to
             ``False``.
+        exclude_ids: int ``[B, X]`` or None. Ids each row ranks last; 0
+            (padding, an unknown id) is a filler. Defaults to ``None``.
+        history_last: bool or None. Rank the history's items last; None
+            takes the head's setting (``head.excludes_history(False)``,
+            ``--head softmax_no_dup``). Defaults to ``None``.
 
     Returns:
         ``(ids, scores)``: int32 ``[B, k]`` item ids, best first, and
-        float32 ``[B, k]`` their logits in ``call``.
+        float32 ``[B, k]`` their logits in ``call`` (``-1e9`` for the
+        items ranked last).
 
     Raises:
         ValueError: ``k`` is not in ``[1, N - 1]`` (``N`` static).
@@ -416,10 +424,27 @@ def served_top_k(
     check_served_k(k, catalogue)
     history = tf.cast(inputs["history_ids"], tf.int32)
     excludes = bool(head.excludes_history(False))
+    if history_last is None:
+        history_last = excludes
+    # The head's logits without its own exclusion: the ranking below puts
+    # the items ranked last after the others.
     keep = {"exclude_history": False} if excludes else {}
+    last = [history] if history_last else []
+    if exclude_ids is not None:
+        last.append(tf.maximum(tf.cast(exclude_ids, tf.int32), 0))
+    last_ids = tf.concat(last, axis=1) if last else None
     if use_index:
+        # The head's index leaves out the history by itself when it
+        # excludes it; anything else ranked last is left out as a filter.
+        index_exclusions = None
+        if exclude_ids is not None or history_last != excludes:
+            index_exclusions = last_ids
         candidates, base = head.top_k_candidates(
-            inputs, item_embeddings, k, item_bias=item_bias
+            inputs,
+            item_embeddings,
+            k,
+            item_bias=item_bias,
+            exclude_ids=index_exclusions,
         )
         logits = head.score_candidates(
             inputs,
@@ -430,11 +455,11 @@ def served_top_k(
             assume_unique=True,
             **keep,
         )
-        in_history = None
-        if excludes:
-            in_history, _ = history_positions(candidates, history)
-        positions, from_history, available = top_k_positions_history_last(
-            logits, candidates, k, in_history
+        in_last = None
+        if last_ids is not None:
+            in_last, _ = history_positions(candidates, last_ids)
+        positions, from_last, available = top_k_positions_history_last(
+            logits, candidates, k, in_last
         )
         size = "" if catalogue is None else f" ({catalogue - 1})"
         # A set from `top_k_candidates` always holds k real items when k
@@ -460,10 +485,8 @@ def served_top_k(
             )
             with tf.control_dependencies([check]):
                 logits = tf.identity(logits)
-        ids, from_history = top_k_ids_history_last(
-            logits, k, history if excludes else None
-        )
+        ids, from_last = top_k_ids_history_last(logits, k, last_ids)
         scores = tf.gather(logits, ids, batch_dims=1)
-    if excludes:
-        scores = tf.where(from_history, tf.constant(PADDING_LOGIT), scores)
+    if last_ids is not None:
+        scores = tf.where(from_last, tf.constant(PADDING_LOGIT), scores)
     return ids, tf.cast(scores, tf.float32)

@@ -215,6 +215,8 @@ class CandidateScoringMixin:
         states: list,
         k: int,
         use_index: bool = False,
+        exclude_ids: Any = None,
+        history_last: bool | None = None,
     ) -> tuple:
         """The top-``k`` the model serves, at inference.
 
@@ -224,13 +226,19 @@ class CandidateScoringMixin:
         padding never; with ``--head softmax_no_dup``, the history's items
         after every other item (in the order of their logits before the
         exclusion, scored ``-1e9``), so a ``k`` above the items outside the
-        history is filled by the history's.
+        history is filled by the history's. ``exclude_ids`` (a request's
+        filter) are ranked last the same way, and ``history_last``
+        overrides the head's setting.
 
         Args:
             history: int32 ``[B, L]`` ids, as returned by ``encode``.
             states: the per-layer states ``encode`` returned.
             k: int, at most the catalogue's ``num_items - 1`` real items.
             use_index: bool. Defaults to ``False``.
+            exclude_ids: int ``[B, X]`` or None. Ids to rank last (0 is a
+                filler). Defaults to ``None``.
+            history_last: bool or None. Rank the history's items last;
+                None: the head's setting. Defaults to ``None``.
 
         Returns:
             ``(ids, scores)``: int32 and float32 ``[B, k]``, best first.
@@ -238,6 +246,15 @@ class CandidateScoringMixin:
         Raises:
             ValueError: ``k`` is not in ``[1, num_items - 1]``.
         """
+        if history_last and not self.head.excludes_history(False):
+            # This head reads the last position only: the history joins
+            # the filter instead.
+            exclude_ids = (
+                history
+                if exclude_ids is None
+                else tf.concat([history, tf.cast(exclude_ids, tf.int32)], 1)
+            )
+            history_last = None
         tables = self.item_tables(False)
         return served_top_k(
             self.head,
@@ -246,4 +263,6 @@ class CandidateScoringMixin:
             k,
             item_bias=tables.output_bias,
             use_index=use_index,
+            exclude_ids=exclude_ids,
+            history_last=history_last,
         )
