@@ -2,7 +2,7 @@
 
 import argparse
 
-from tfrec_tricks.cli import ablation, export, prepare, train, tune
+from tfrec_tricks.cli import ablation, export, prepare, recommend, train, tune
 from tfrec_tricks.cli.config_file import load_config_file
 from tfrec_tricks.cli.options import add_field_arguments
 
@@ -28,6 +28,7 @@ COMMANDS = {
     "train": train,
     "ablation": ablation,
     "export": export,
+    "recommend": recommend,
     "tune": tune,
 }
 

@@ -232,7 +232,7 @@ def _prepare(
             item_features=item_features,
         )
     else:
-        sequences, graph = _local_sequences(config, report)
+        sequences, graph = local_sequences(config, report)
         written = write_prepared(
             sequences,
             output,
@@ -249,7 +249,11 @@ def _print_line(line: str) -> None:
     print(line, flush=True)
 
 
-def _local_sequences(config: TrainConfig, report=None):
+def local_sequences(config: TrainConfig, report=None) -> tuple:
+    """``config``'s data as ``prepare`` reads it in memory: the source
+    loaded and filtered into ``UserSequences`` (every kept user's whole
+    sequence, raw names included), and the item graph or None. Also what
+    ``tfrec-tricks recommend`` ranks from."""
     common = {
         "min_user_interactions": config.min_user_interactions,
         "min_item_interactions": config.min_item_interactions,

@@ -1,0 +1,190 @@
+"""New users' histories: a table of interactions, from a file or a frame.
+
+``tfrec-tricks recommend --histories FILE`` reads any interaction file
+``train`` reads (``read_histories``: ``loaders`` through ``load_source``,
+exact duplicate rows dropped); ``recommend_frame(histories=...)`` takes a
+``pandas.DataFrame``. Both are one table, ``HISTORY_COLUMNS`` plus an
+optional ``timestamp`` and numeric columns, grouped into user sequences
+by ``frame_sequences`` with the rules of the run's data
+(``tfrec_tricks.data.user_sequences``): users in order of first
+appearance, each user's rows sorted by time (rows of equal time, or
+without timestamps, in table order), ``time_gap`` the seconds since the
+user's previous interaction (NaN at the first).
+"""
+
+import numpy as np
+import pandas as pd
+
+from tfrec_tricks.data.datasets import load_source
+from tfrec_tricks.data.user_sequences import (
+    PADDING,
+    TIME_GAP,
+    UserSequences,
+    first_appearance_codes,
+)
+from tfrec_tricks.errors import DataError
+
+HISTORY_COLUMNS = ("user_id", "item_id")
+TIMESTAMP = "timestamp"
+
+
+def read_histories(path: str, file_format: str = "auto") -> pd.DataFrame:
+    """An interaction file as a histories table.
+
+    Args:
+        path: str. A file (or glob of shards) ``tfrec-tricks train --data
+            file`` reads.
+        file_format: str. ``"auto"`` or a format of
+            ``tfrec_tricks.data.loaders.FORMATS``.
+
+    Returns:
+        ``pandas.DataFrame`` with ``user_id``, ``item_id`` (str), then
+        ``timestamp`` (float64 seconds) when the file has times, then its
+        numeric columns (float32, e.g. ``rating``).
+
+    Raises:
+        DataError: the file cannot be read (named ``file:line`` where a
+            line is at fault).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "new.tsv")
+    >>> _ = open(path, "w").write("7\\t31\\t4\\t100\\n7\\t12\\t5\\t160\\n")
+    >>> read_histories(path, "udata").columns.tolist()
+    ['user_id', 'item_id', 'timestamp', 'rating']
+    """
+    table = load_source("file", data_path=path, file_format=file_format)
+    interactions = table.interactions
+    columns = {
+        "user_id": np.asarray(interactions.users).astype(str),
+        "item_id": np.asarray(interactions.items).astype(str),
+    }
+    if interactions.timestamps is not None:
+        columns[TIMESTAMP] = np.asarray(interactions.timestamps, np.float64)
+    for name, values in sorted(interactions.numeric.items()):
+        columns[name] = np.asarray(values, np.float32)
+    return pd.DataFrame(columns)
+
+
+def frame_sequences(
+    frame: pd.DataFrame, source: str = "histories"
+) -> UserSequences:
+    """Groups a histories table into user sequences.
+
+    Args:
+        frame: ``pandas.DataFrame`` with ``user_id`` and ``item_id``
+            (raw ids; other types are taken as their ``str``), and
+            optionally ``timestamp`` (finite numbers) and numeric
+            feature columns (NaN allowed). ``time_gap`` is computed from
+            ``timestamp`` unless the table has a ``time_gap`` column.
+        source: str. What the table is, for messages.
+
+    Returns:
+        A ``UserSequences`` (no split: its positions are -1).
+
+    Raises:
+        DataError: a missing id column, an empty table, a missing id, a
+            timestamp that is not a finite number, or a feature column
+            that is not numeric; each names what was received.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"user_id": ["u", "u", "v"],
+    ...                       "item_id": ["b", "a", "a"],
+    ...                       "timestamp": [20.0, 5.0, 1.0]})
+    >>> sequences = frame_sequences(frame)
+    >>> sequences.user_names, sequences.item_names
+    (['u', 'v'], ['[PAD]', 'a', 'b'])
+    >>> sequences.items.tolist(), sequences.features["time_gap"].tolist()
+    ([1, 2, 1], [nan, 15.0, nan])
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(
+            "`histories` must be a pandas.DataFrame with columns user_id, "
+            f"item_id. Received: {type(frame).__name__}"
+        )
+    missing = [c for c in HISTORY_COLUMNS if c not in frame.columns]
+    if missing or not len(frame):
+        raise DataError(
+            f"{source} must be a table with the columns "
+            f"{list(HISTORY_COLUMNS)} and at least one row. Received: "
+            f"columns {[str(c) for c in frame.columns]}, {len(frame)} rows"
+        )
+    users = _ids(frame, "user_id", source)
+    items = _ids(frame, "item_id", source)
+    timestamps = None
+    if TIMESTAMP in frame.columns:
+        timestamps = _numbers(frame, TIMESTAMP, source, finite=True)
+    codes, user_names = first_appearance_codes(users)
+    if timestamps is None:
+        order = np.argsort(codes, kind="stable")
+    else:
+        order = np.lexsort((timestamps, codes))
+    lengths = np.bincount(codes, minlength=len(user_names))
+    starts = np.cumsum(lengths) - lengths
+    item_codes, item_names = first_appearance_codes(items[order])
+    features = {
+        str(name): _numbers(frame, name, source)[order]
+        for name in frame.columns
+        if name not in (*HISTORY_COLUMNS, TIMESTAMP)
+    }
+    if timestamps is not None and TIME_GAP not in features:
+        ordered = timestamps[order]
+        gaps = np.empty(len(order), np.float32)
+        gaps[1:] = np.diff(ordered)
+        gaps[starts] = np.nan
+        features[TIME_GAP] = gaps
+    none = np.full(len(user_names), -1, np.int64)
+    return UserSequences(
+        item_names=[PADDING] + [str(name) for name in item_names],
+        user_names=[str(name) for name in user_names],
+        items=(item_codes + 1).astype(np.int32),
+        starts=starts.astype(np.int64),
+        lengths=lengths.astype(np.int64),
+        features=features,
+        validation_positions=none,
+        test_positions=none.copy(),
+    )
+
+
+def _ids(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    """A column of raw ids as str; refuses a missing or empty id."""
+    values = frame[column]
+    absent = values.isna().to_numpy().copy()
+    text = values.astype(str).to_numpy().astype(str)
+    absent |= np.char.str_len(np.char.strip(text)) == 0
+    if absent.any():
+        row = int(np.argmax(absent))
+        raise DataError(
+            f"{source}: row {row} has no {column}: every row needs a user "
+            f"and an item id. Received: {column}={values.iloc[row]!r}"
+        )
+    return text
+
+
+def _numbers(
+    frame: pd.DataFrame, column: str, source: str, finite: bool = False
+) -> np.ndarray:
+    """A numeric column as float32 (float64 timestamps); refuses text,
+    and with ``finite`` a NaN or infinite value."""
+    values = frame[column]
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(
+        values
+    ):
+        raise DataError(
+            f"{source}: column {str(column)!r} must hold numbers (a "
+            "per-interaction feature, or the timestamp). Received: dtype "
+            f"{values.dtype}"
+        )
+    numbers = values.to_numpy(
+        np.float64 if finite else np.float32, na_value=np.nan
+    )
+    if finite and not np.isfinite(numbers).all():
+        row = int(np.argmin(np.isfinite(numbers)))
+        raise DataError(
+            f"{source}: row {row}: {column} must be a finite number. "
+            f"Received: {column}={values.iloc[row]!r}"
+        )
+    return numbers

@@ -1,0 +1,259 @@
+"""An offline recommendation job: top-k lists for many users of a run.
+
+``RecommendationJob`` is what ``tfrec-tricks recommend`` and
+``recommend_frame`` share: it checks everything first (the run, ``k``,
+the id lists, the users), loads the users' whole histories and the model,
+then streams the lists as ``pandas.DataFrame`` s, a batch of users at a
+time. The command line writes each batch to its file
+(``writers.staged_output``); ``recommend_frame`` concatenates them.
+"""
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.export.serving_module import check_k
+from tfrec_tricks.recommendation.history_frames import frame_sequences
+from tfrec_tricks.recommendation.id_lists import check_known
+from tfrec_tricks.recommendation.local_engine import (
+    ListFilters,
+    LocalEngine,
+    empty_frame,
+)
+from tfrec_tricks.recommendation.run_data import run_histories
+from tfrec_tricks.recommendation.user_histories import SequenceHistories
+from tfrec_tricks.training.persistence import load_model
+from tfrec_tricks.training.run_directory import check_finished_run
+
+
+def _positive_int(name: str, value: Any) -> int:
+    """``value`` if it is a positive int, else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(
+            f"`{name}` must be a positive int. Received: {name}={value!r}"
+        )
+    if value < 1:
+        raise ValueError(
+            f"`{name}` must be a positive int. Received: {name}={value}"
+        )
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecommendationOptions:
+    """What a ``RecommendationJob`` ranks, and for whom.
+
+    Attributes:
+        k: int. Items per user, at most the catalogue. Defaults to 10.
+        users: raw user ids to rank for, or None for every user of the
+            histories. Defaults to None.
+        histories: ``pandas.DataFrame`` of new users' interactions
+            (``history_frames.frame_sequences``), ranked instead of the
+            run's data; None ranks the run's users with their whole
+            history in its data. Defaults to None.
+        items: raw item ids: the only items recommended (allow-list), or
+            None for all. Defaults to None.
+        exclude_items: raw item ids never recommended (deny-list), or
+            None. Defaults to None.
+        keep_seen: bool. Let a user's own history's items be recommended.
+            Defaults to False.
+        batch_size: int. Users ranked per batch. Defaults to 256.
+        histories_name: str. What ``histories`` is, for messages.
+            Defaults to "histories".
+    """
+
+    k: int = 10
+    users: Sequence[str] | None = None
+    histories: pd.DataFrame | None = None
+    items: Sequence[str] | None = None
+    exclude_items: Sequence[str] | None = None
+    keep_seen: bool = False
+    batch_size: int = 256
+    histories_name: str = "histories"
+
+
+class RecommendationJob:
+    """Top-k lists of a finished run for many users, checked and loaded.
+
+    Everything is checked before the data or the model is loaded, and
+    nothing is written: a finished run (``check_finished_run``), ``k``
+    within the catalogue, every listed item and user known. Then the
+    users' histories are loaded (the run's data, or ``histories``) and
+    the model (``load_model``), wrapped in the ``ServingModule`` a TF
+    Serving export holds (``LocalEngine``).
+
+    Args:
+        run_dir: str. A finished run directory.
+        options: a ``RecommendationOptions``.
+
+    Attributes:
+        num_users: int. The users the job ranks.
+        histories: the ``UserHistories`` ranked.
+        engine: the ``LocalEngine``.
+
+    Raises:
+        ValueError: (``DataError``, ``RunDirectoryError``) naming what
+            is wrong, before anything is written.
+    """
+
+    def __init__(self, run_dir: str, options: RecommendationOptions) -> None:
+        self.k = _positive_int("k", options.k)
+        self.batch_size = _positive_int("batch_size", options.batch_size)
+        run = check_finished_run(run_dir)
+        vocabulary = Vocabulary.load(os.path.join(run_dir, "vocabulary.json"))
+        catalogue = [str(item) for item in vocabulary.items]
+        check_k(self.k, len(catalogue))
+        index = {raw: i for i, raw in enumerate(catalogue) if i}
+        among = f"the run's catalogue ({len(catalogue) - 1:,} items)"
+        items = options.items
+        self.filters = ListFilters(
+            keep_seen=bool(options.keep_seen),
+            denied=self._item_ids(
+                options.exclude_items, index, "exclude_items", among
+            ),
+            allowed=None
+            if items is None
+            else self._item_ids(items, index, "items", among),
+        )
+        name = options.histories_name
+        if options.histories is None:
+            self.users = self._known_users(
+                options.users,
+                set(map(str, vocabulary.users)),
+                f"the run's data ({len(vocabulary.users):,} users after its "
+                "filters)",
+            )
+            self.histories = run_histories(run_dir, run, catalogue)
+            hint = ""
+        else:
+            sequences = frame_sequences(options.histories, name)
+            self.histories = SequenceHistories(sequences, catalogue, name)
+            self.users = self._known_users(
+                options.users,
+                set(self.histories.user_names),
+                f"{name} ({len(sequences.user_names):,} users)",
+            )
+            hint = " (time_gap needs a timestamp column)"
+        self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
+        self.histories.check_features(self.engine.feature_names, hint)
+
+    @staticmethod
+    def _item_ids(
+        ids: Sequence[str] | None, index: dict, name: str, among: str
+    ) -> np.ndarray:
+        """Known item ids as contiguous ids (``check_known``)."""
+        known = check_known(ids or [], index, name, "item", among)
+        return np.asarray([index[raw] for raw in known], np.int64)
+
+    @staticmethod
+    def _known_users(
+        users: Sequence[str] | None, known: set, among: str
+    ) -> list[str] | None:
+        if users is None:
+            return None
+        return check_known(users, known, "users", "user", among)
+
+    @property
+    def num_users(self) -> int:
+        if self.users is None:
+            return len(self.histories.user_names)
+        return len(self.users)
+
+    def describe(self) -> str:
+        """The job's list length and filters in words
+        (``ListFilters.describe``)."""
+        return self.filters.describe(self.k)
+
+    def batches(
+        self, progress: Callable[[int], Any] | None = None
+    ) -> Iterator[pd.DataFrame]:
+        """The lists, a ``pandas.DataFrame`` per batch of users.
+
+        Args:
+            progress: called with the number of users of each batch once
+                it is ranked (e.g. a progress bar's ``update``), or None.
+
+        Yields:
+            ``pandas.DataFrame`` with columns ``user_id``, ``rank``,
+            ``item_id``, ``score`` (see ``LocalEngine.rank``).
+        """
+        for batch in self.histories.batches(
+            self.batch_size, self.users, self.engine.feature_names
+        ):
+            frame = self.engine.rank(batch, self.filters)
+            if progress is not None:
+                progress(len(batch))
+            yield frame
+
+
+def recommend_frame(
+    run_dir: str,
+    *,
+    k: int = 10,
+    users: Sequence[str] | None = None,
+    histories: pd.DataFrame | None = None,
+    items: Sequence[str] | None = None,
+    exclude_items: Sequence[str] | None = None,
+    keep_seen: bool = False,
+    batch_size: int = 256,
+) -> pd.DataFrame:
+    """Top-k recommendations of a finished run, as one table.
+
+    What ``tfrec-tricks recommend`` writes, in memory: a row per (user,
+    rank), raw ids. Each user is ranked with their whole known history
+    (the run's data: training, validation and test interactions, after
+    the run's filters; or ``histories``), by the served model's code
+    (``ServingModule``: the same lists an export of the run serves).
+
+    Args:
+        run_dir: str. A finished run directory (``tfrec-tricks train``).
+        k: int. Items per user, at most the catalogue. Defaults to 10.
+        users: raw user ids, or None for every user. Defaults to None.
+        histories: ``pandas.DataFrame`` with columns ``user_id``,
+            ``item_id`` and optionally ``timestamp`` and numeric
+            per-interaction features: new users' histories, ranked
+            instead of the run's data. Defaults to None.
+        items: raw item ids, the only ones recommended, or None.
+            Defaults to None.
+        exclude_items: raw item ids never recommended, or None. Defaults
+            to None.
+        keep_seen: bool. Let a user's own items be recommended (else they
+            never are). Defaults to False.
+        batch_size: int. Users ranked at a time. Defaults to 256.
+
+    Returns:
+        ``pandas.DataFrame`` with columns ``user_id`` (str), ``rank``
+        (int32, from 1), ``item_id`` (str) and ``score`` (float32, the
+        model's logit): at most ``k`` rows a user, fewer when fewer items
+        are eligible; users in the order of the data.
+
+    Raises:
+        ValueError: an unfinished or failed run, ``k`` out of range, an
+            unknown user or item (named), or histories that cannot be
+            used.
+
+    Example:
+
+    >>> import tempfile
+    >>> from tfrec_tricks.training.train_config import TrainConfig
+    >>> from tfrec_tricks.training.training import train
+    >>> run = train(TrainConfig(
+    ...     synthetic_users=30, synthetic_items=40, max_len=5, epochs=1,
+    ...     output_dir=tempfile.mkdtemp(), model={"embedding_dim": 4},
+    ... ), verbose=0).run_dir
+    >>> lists = recommend_frame(run, k=3, users=["u1", "u2"])
+    >>> lists.columns.tolist(), lists["rank"].tolist()
+    (['user_id', 'rank', 'item_id', 'score'], [1, 2, 3, 1, 2, 3])
+    """
+    # The fields in the order of this signature (tests/recommendation/
+    # test_job.py holds them to it).
+    options = RecommendationOptions(
+        k, users, histories, items, exclude_items, keep_seen, batch_size
+    )
+    frames = list(RecommendationJob(run_dir, options).batches())
+    return pd.concat(frames, ignore_index=True) if frames else empty_frame()
