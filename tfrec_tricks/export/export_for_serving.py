@@ -228,7 +228,8 @@ def export_for_serving(
     ...     ["[PAD]", "a", "b", "c", "d", "e"], k=3)
     >>> os.path.basename(path)
     '1'
-    >>> print(*sorted(os.listdir(root)), sep="\n")
+    >>> for entry in sorted(os.listdir(root)):
+    ...     print(entry)
     demo
     demo.filtered_request.json
     demo.request.json
