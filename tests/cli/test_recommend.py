@@ -1,9 +1,11 @@
 """``tfrec-tricks recommend`` (``tfrec_tricks.cli.recommend``): its
 options and help, the files it writes (the lists ``recommend_frame``
-gives), and nothing left by Ctrl-C or an error midway. Bad input:
+gives), and nothing left by Ctrl-C or an error midway; ``--engine beam``'s
+folder of shards (the same lists). Bad input:
 tests/test_bad_input_recommend.py."""
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ import pytest
 from tests.recommendation.recommend_helpers import train_tiny_run
 from tests.run_helpers import snapshot
 from tfrec_tricks import cli
+from tfrec_tricks.cli import recommend
 from tfrec_tricks.cli.parser import build_parser, parse
 from tfrec_tricks.recommendation import recommend_frame, writers
 
@@ -232,3 +235,144 @@ def test_jsonl_reads_back_with_json(tmp_path):
         "item_id": "02",
         "score": 0.1,
     }
+
+
+# --- --engine beam --------------------------------------------------------
+
+
+def test_engine_options_and_defaults():
+    argv = ["recommend", "runs/x", "--output", "r.csv"]
+    args = parse(build_parser(), argv)
+    assert args.engine == "local"
+    assert args.saved_model is args.shards is args.beam_runner is None
+    assert recommend._beam_arguments(args) == []
+    args = parse(
+        build_parser(),
+        [*argv, "--engine", "beam", "--saved-model", "m/1", "--shards", "3"],
+    )
+    assert (args.engine, args.saved_model, args.shards) == ("beam", "m/1", 3)
+    assert recommend._beam_arguments(args) == []
+
+
+def test_beam_runner_and_pipeline_options_go_to_beam():
+    argv = ["recommend", "runs/x", "--output", "r.csv", "--engine", "beam"]
+    args = parse(build_parser(), [*argv, "--beam-runner", "FlinkRunner"])
+    args.pipeline_args = ["--flink_master=host:8081"]
+    assert recommend._beam_arguments(args) == [
+        "--runner=FlinkRunner",
+        "--flink_master=host:8081",
+    ]
+
+
+def test_the_parser_passes_unknown_flags_on_to_beam():
+    argv = ["recommend", "runs/x", "--output", "r.csv", "--engine", "beam"]
+    args = parse(build_parser(), [*argv, "--project", "P"])
+    assert args.pipeline_args == ["--project", "P"]
+
+
+def test_help_describes_the_engines(capsys):
+    with pytest.raises(SystemExit):
+        parse(build_parser(), ["recommend", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for fragment in (
+        "--engine {local,beam}",
+        "local ranks in this process, a batch of users at a time, into one "
+        "file",
+        "ranks in an Apache Beam pipeline with RunInference, each worker "
+        "loading the SavedModel TF Serving serves",
+        "--output is then a folder of shards, OUTPUT/part-00000-of-00004.csv",
+        '(pip install "tfrec_tricks[beam]")',
+        "--saved-model DIR",
+    ):
+        assert fragment in text, fragment
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--shards", "2"], "--shards applies to --engine beam only"),
+        (
+            ["--saved-model", "m/1", "--beam-runner", "DirectRunner"],
+            "--saved-model --beam-runner apply to --engine beam only. "
+            "Received: --engine local",
+        ),
+        (
+            ["--engine", "beam", "--output", "recs"],
+            "Cannot tell the output format from 'recs'",
+        ),
+    ],
+)
+def test_beam_refusals_exit_1(tmp_path, monkeypatch, capsys, flags, message):
+    monkeypatch.chdir(tmp_path)
+    argv = ["recommend", "runs/x", "--output", "r.csv", *flags]
+    assert cli.main(argv) == 1
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def read_folder(path, file_format):
+    names = sorted(
+        name for name in os.listdir(path) if name.startswith("part-")
+    )
+    frames = [read(path / name, file_format) for name in names]
+    frames = [frame for frame in frames if len(frame)]
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.sort_values(["user_id", "rank"], ignore_index=True)
+
+
+@pytest.mark.slow
+def test_engine_beam_writes_the_lists_in_shards(
+    run, expected, tmp_path, capsys
+):
+    path = tmp_path / "out" / "recs.jsonl"
+    argv = ["recommend", run, "--k", "5", "--engine", "beam", "--shards", "2"]
+    argv += ["--beam-runner", "DirectRunner", "--batch-size", "7"]
+    assert cli.main([*argv, "--output", str(path)]) == 0
+    names = ["part-00000-of-00002.jsonl", "part-00001-of-00002.jsonl"]
+    assert (
+        f"Wrote 300 recommendations for 60 users to {path} (2 files: "
+        f"{names[0]}, {names[1]}; top 5, seen items excluded)."
+    ) in capsys.readouterr().out
+    assert sorted(os.listdir(path)) == [".tfrec-tricks-owned.json", *names]
+    assert os.listdir(path.parent) == ["recs.jsonl"]
+    assert_frames(
+        read_folder(path, "jsonl"),
+        expected.sort_values(["user_id", "rank"], ignore_index=True),
+    )
+    # An existing folder is refused, never replaced.
+    before = snapshot(tmp_path)
+    assert cli.main([*argv, "--output", str(path)]) == 1
+    assert "recs.jsonl' exists (a folder)" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_engine_beam_with_an_export_and_id_files(run, tmp_path, capsys):
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.chdir(tmp_path)
+    try:
+        export = ["export", run, "--name", "tiny", "--base-path", "served"]
+        assert cli.main([*export, "--k", "4"]) == 0
+        (tmp_path / "users.txt").write_text("u7\nu3\nu12\n")
+        (tmp_path / "allowed.txt").write_text(
+            "\n".join(f"i{i}" for i in range(1, 12))
+        )
+        argv = ["recommend", run, "--engine", "beam", "--k", "3", "--users"]
+        argv += ["users.txt", "--items", "allowed.txt", "--saved-model"]
+        argv += ["served/tiny/1", "--output", "recs.parquet"]
+        assert cli.main(argv) == 0
+    finally:
+        monkeypatch.undo()
+    assert "(1 files: part-00000-of-00001.parquet; top 3, seen items " in (
+        capsys.readouterr().out
+    )
+    expected = recommend_frame(
+        run,
+        k=3,
+        users=["u3", "u7", "u12"],
+        items=[f"i{i}" for i in range(1, 12)],
+    )
+    assert_frames(
+        read_folder(tmp_path / "recs.parquet", "parquet"),
+        expected.sort_values(["user_id", "rank"], ignore_index=True),
+    )

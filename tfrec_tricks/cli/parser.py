@@ -104,13 +104,14 @@ def parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
 
     Flags given on the command line beat those defaults.
 
-    ``prepare --engine beam`` passes the arguments it does not know on to
-    Beam as pipeline options (``args.pipeline_args``); every other command
-    refuses them.
+    ``prepare --engine beam`` and ``recommend --engine beam`` pass the
+    arguments they do not know on to Beam as pipeline options
+    (``args.pipeline_args``); every other command refuses them.
     """
     args, unknown = parser.parse_known_args(argv)
     if unknown and not (
-        args.command == "prepare" and getattr(args, "engine", "") == "beam"
+        args.command in ("prepare", "recommend")
+        and getattr(args, "engine", "") == "beam"
     ):
         parser.command_parsers.get(args.command, parser).error(
             f"unrecognized arguments: {' '.join(unknown)}"

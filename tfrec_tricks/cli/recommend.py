@@ -7,6 +7,9 @@ from tfrec_tricks.cli.options import positive_int
 from tfrec_tricks.data.loaders import FORMATS
 
 HELP = "write top-k recommendations for every user of a run to a file"
+ENGINES = ("local", "beam")
+# Flags of --engine beam only.
+BEAM_ONLY = ("saved_model", "shards", "beam_runner")
 USES_CONFIG = False
 DESCRIPTION = """\
 Write a file of top-k recommendations: a row per (user, rank), raw ids,
@@ -28,6 +31,24 @@ error or Ctrl-C leaves nothing. An existing file is never replaced.
 Id files (--users, --items, --exclude-items) hold one raw id a line; an id
 the run does not know is refused, named by file and line.
 
+engines (the same rows: users, ranks, items, and scores within float32
+rounding):
+  local   ranks in this process, a batch of users at a time, into one file.
+          One machine, up to millions of users.
+  beam    exports the run as a SavedModel (or reads --saved-model DIR, an
+          exported version) and ranks in an Apache Beam pipeline with
+          RunInference, each worker loading the SavedModel TF Serving
+          serves (pip install "tfrec_tricks[beam]"). --output is then a
+          folder of shards, OUTPUT/part-00000-of-00004.csv ... (each CSV
+          shard with its header; users in no particular order), published
+          whole when complete. The DirectRunner runs it here; --beam-runner
+          and Beam pipeline options after the flags choose another runner,
+          e.g. --beam-runner DataflowRunner --project P --region R
+          --temp_location gs://B/tmp (then give --saved-model on gs://, and
+          --output on a file system this machine and the workers mount).
+          For histories one machine does not hold (a run trained on a
+          prepared dataset: the workers read its shards) or a cluster.
+
 examples:
   tfrec-tricks recommend runs/ml-1m --k 10 --output recs.csv
   tfrec-tricks recommend runs/ml-1m --users vip.txt --output vip.jsonl
@@ -35,6 +56,10 @@ examples:
       --exclude-items recalled.txt --output recs.parquet
   tfrec-tricks recommend runs/ml-1m --histories new-users.tsv \\
       --histories-format udata --output new.csv
+  tfrec-tricks recommend runs/ml-1m --engine beam --shards 4 \\
+      --output recs.csv      # recs.csv/part-00000-of-00004.csv ...
+  tfrec-tricks recommend runs/ml-1m --engine beam \\
+      --saved-model saved_models/ml1m/3 --output recs.parquet
 """
 
 
@@ -46,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         required=True,
         metavar="FILE",
-        help="the file to write (.csv, .jsonl or .parquet); it must not exist",
+        help="the file to write (.csv, .jsonl or .parquet; with --engine "
+        "beam, a folder of shards); it must not exist",
     )
     parser.add_argument(
         "--format",
@@ -100,10 +126,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=256,
         metavar="N",
-        help="users ranked at a time (memory holds one batch of rows). "
-        "Default: 256",
+        help="users ranked at a time (memory holds one batch of rows; "
+        "--engine beam: users per RunInference batch). Default: 256",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    beam = parser.add_argument_group("engine")
+    beam.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local (this process, one file) or beam (an Apache Beam "
+        "pipeline, a folder of shards; see above). Default: local",
+    )
+    beam.add_argument(
+        "--saved-model",
+        metavar="DIR",
+        help="--engine beam: an exported version of the run (tfrec-tricks "
+        "export: saved_models/NAME/VERSION, with --k at least --k) that "
+        "the workers load. Default: the run exported into a temporary "
+        "folder",
+    )
+    beam.add_argument(
+        "--shards",
+        type=positive_int,
+        metavar="N",
+        help="--engine beam: files in the --output folder. Default: the "
+        "runner chooses",
+    )
+    beam.add_argument(
+        "--beam-runner",
+        metavar="RUNNER",
+        help="--engine beam: Beam runner, e.g. DataflowRunner, FlinkRunner, "
+        "SparkRunner (same as Beam's --runner). Default: DirectRunner",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,9 +171,13 @@ def run(args: argparse.Namespace) -> int:
     )
 
     # Refused before anything is loaded.
+    pipeline_args = _beam_arguments(args)
     named = [args.users, args.items, args.exclude_items, args.histories]
+    named.append(args.saved_model)
     check_output(args.output, [args.run_dir, *filter(None, named)])
     file_format = output_format(args.output, args.format)
+    if args.engine == "beam":
+        return _run_beam(args, file_format, pipeline_args)
     job = _job(args)
 
     from tqdm import tqdm
@@ -141,6 +200,66 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"Wrote {writer.rows:,} recommendations for {job.num_users:,} users "
         f"to {args.output} ({job.describe()})."
+    )
+    return 0
+
+
+def _beam_arguments(args: argparse.Namespace) -> list[str]:
+    """Beam's pipeline options (``--beam-runner`` and the flags Beam
+    reads); refuses the Beam engine's flags without ``--engine beam``."""
+    if args.engine != "beam":
+        given = [
+            "--" + name.replace("_", "-")
+            for name in BEAM_ONLY
+            if getattr(args, name) is not None
+        ]
+        given += list(getattr(args, "pipeline_args", []))
+        if given:
+            verb = "apply" if len(given) > 1 else "applies"
+            raise ValueError(
+                f"{' '.join(given)} {verb} to --engine beam only. Received: "
+                f"--engine {args.engine}"
+            )
+        return []
+    extra = list(getattr(args, "pipeline_args", []))
+    if args.beam_runner:
+        extra = [f"--runner={args.beam_runner}", *extra]
+    return extra
+
+
+def _run_beam(
+    args: argparse.Namespace, file_format: str, pipeline_args: list[str]
+) -> int:
+    """``--engine beam``: the job's lists by a Beam pipeline, into a
+    folder of shards."""
+    import logging
+
+    if not args.verbose:
+        # Beam logs notices of optional packages (GCP clients, faster
+        # CRCs) at WARNING; --verbose shows them.
+        logging.getLogger().setLevel(logging.ERROR)
+    # Imported first: a missing extra is named before anything loads.
+    from tfrec_tricks.recommendation.beam_engine import recommend_with_beam
+
+    job = _job(args)
+
+    from tfrec_tricks.errors import writes_named
+
+    with writes_named(args.output):
+        written = recommend_with_beam(
+            job,
+            args.output,
+            file_format,
+            saved_model=args.saved_model,
+            num_shards=args.shards,
+            pipeline_args=pipeline_args,
+        )
+    files = written.files
+    shown = ", ".join(files[:2]) + (", ..." if len(files) > 2 else "")
+    print(
+        f"Wrote {written.rows:,} recommendations for {job.num_users:,} "
+        f"users to {args.output} ({len(files)} files: {shown}; "
+        f"{job.describe()})."
     )
     return 0
 

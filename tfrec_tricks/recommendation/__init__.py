@@ -15,6 +15,9 @@ rank), raw ids. One module per part:
   filters (seen items, allow- and deny-lists);
 - ``writers``: CSV, JSON Lines and Parquet files, written a batch at a
   time and published whole;
+- ``beam_engine``, ``beam_model_handler``: ``--engine beam``, the
+  exported SavedModel in an Apache Beam pipeline (``RunInference``),
+  writing sharded output;
 - ``job``: ``RecommendationJob``, the checks and the stream of batches
   the command line and ``recommend_frame`` share.
 
