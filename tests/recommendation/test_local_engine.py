@@ -21,7 +21,7 @@ ITEMS = ["[PAD]"] + [f"i{i}" for i in range(1, 13)]
 MAX_LEN = 4
 
 
-def make_engine(k=5, seed=0):
+def make_engine(k=5, seed=0, head="softmax"):
     tf.keras.utils.set_random_seed(seed)
     model = SequentialRetrievalModel(
         ModelConfig(
@@ -29,6 +29,7 @@ def make_engine(k=5, seed=0):
             max_len=MAX_LEN,
             embedding_dim=8,
             features=("time_gap",),
+            head=head,
         )
     )
     return LocalEngine(model, ITEMS, k=k)
@@ -238,3 +239,24 @@ def test_the_lists_are_the_exported_savedmodels(tmp_path):
             if item and item not in dropped
         ]
     assert_lists(as_lists(frame), expected)
+
+
+def test_kept_seen_items_rank_as_the_model_serves_them():
+    # A softmax_no_dup model serves the history it reads last: with
+    # --keep-seen its lists end with them, scored -1e9, as the SavedModel's
+    # serving_default and score_candidates (the allow-list path) do.
+    engine = make_engine(k=len(ITEMS) - 1, head="softmax_no_dup")
+    assert engine.history_last
+    batch = batch_of({"ann": [1, 2, 3, 5, 7]})  # reads the last 4
+    kept = ListFilters(keep_seen=True)
+    lists = engine.rank(batch, kept)
+    ranked = lists["item_id"].tolist()
+    assert set(ranked[-4:]) == {"i2", "i3", "i5", "i7"}
+    assert (lists["score"].to_numpy()[-4:] == np.float32(-1e9)).all()
+    # score_candidates gives them all -1e9: among themselves they rank by
+    # lower id there, by their logits in recommend_filtered.
+    allowed = ListFilters(keep_seen=True, allowed=np.arange(1, len(ITEMS)))
+    among = engine.rank(batch, allowed)["item_id"].tolist()
+    assert among[:-4] == ranked[:-4]
+    assert among[-4:] == ["i2", "i3", "i5", "i7"]
+    assert not make_engine(head="softmax").history_last

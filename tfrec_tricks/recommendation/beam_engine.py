@@ -253,6 +253,7 @@ def _write_shards(
         max_len=job.engine.max_len,
         filters=job.filters,
         batch_size=job.batch_size,
+        history_last=job.engine.history_last,
     )
     lists = user_requests(pipeline, job) | "Rank" >> RunInference(handler)
     frames = (

@@ -219,9 +219,13 @@ class SavedModelLists(ServedLists):
         path: str. An exported version folder.
         k: int. The longest list, at most the exported ``k``.
         max_len: int. The history length the model reads.
+        history_last: bool. The model's own ``history_last``, as its
+            ``serving_default`` ranks. Defaults to False.
     """
 
-    def __init__(self, path: str, k: int, max_len: int) -> None:
+    def __init__(
+        self, path: str, k: int, max_len: int, history_last: bool = False
+    ) -> None:
         self.loaded, info = load_saved_model(path)
         self.path = path
         recommend = self.loaded.signatures["recommend_filtered"]
@@ -248,6 +252,7 @@ class SavedModelLists(ServedLists):
             info.feature_names,
             recommend_filtered,
             score_candidates,
+            history_last=history_last,
         )
 
 
@@ -269,6 +274,8 @@ class RecommendationModelHandler(
             SavedModel's catalogue must be the run's).
         batch_size: int. Users per ``run_inference`` call. Defaults to
             256.
+        history_last: bool. The model's own ``history_last``
+            (``SavedModelLists``). Defaults to False.
     """
 
     def __init__(
@@ -278,6 +285,7 @@ class RecommendationModelHandler(
         max_len: int,
         filters: ListFilters,
         batch_size: int = 256,
+        history_last: bool = False,
     ) -> None:
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size)
         self.saved_model = saved_model
@@ -285,10 +293,13 @@ class RecommendationModelHandler(
         self.max_len = max_len
         self.filters = filters
         self.batch_size = batch_size
+        self.history_last = history_last
 
     def load_model(self) -> SavedModelLists:
         """The SavedModel, loaded with ``tf.saved_model.load``."""
-        return SavedModelLists(self.saved_model, self.k, self.max_len)
+        return SavedModelLists(
+            self.saved_model, self.k, self.max_len, self.history_last
+        )
 
     def run_inference(
         self,

@@ -11,7 +11,9 @@ SavedModel answers for the same request:
 - without an allow-list, ``ServingModule.recommend_filtered`` with the
   user's last ``max_len`` known items as the history, the excluded items
   (the user's whole history unless seen items are kept, and the
-  deny-list) as ``exclude_item_ids`` and ``history_last`` False. It ranks
+  deny-list) as ``exclude_item_ids`` and ``history_last`` as the model
+  serves (on for ``--head softmax_no_dup``, which matters with
+  ``--keep-seen`` only). It ranks
   the excluded items after every other item, scored ``-1e9``; those that
   still reach the list (a user with fewer eligible items than ``k``) are
   dropped, so a list may be shorter than ``k``, never holds an excluded
@@ -126,6 +128,9 @@ class ServedLists:
             of them); returns ``recommend_filtered``'s dict.
         score: called as ``score(history, candidate_ids, features)``;
             returns ``score_candidates``' dict.
+        history_last: bool. The ``history_last`` of every request: the
+            served model's own (``head.excludes_history``). Defaults to
+            False.
 
     Example:
 
@@ -149,6 +154,7 @@ class ServedLists:
         feature_names: Sequence[str],
         recommend: Callable[..., dict],
         score: Callable[..., dict],
+        history_last: bool = False,
     ) -> None:
         self.k = k
         self.items = np.asarray(list(items), dtype=object)
@@ -157,6 +163,7 @@ class ServedLists:
         self.feature_names = tuple(feature_names)
         self._recommend = recommend
         self._score = score
+        self.history_last = bool(history_last)
 
     def rank(self, batch: HistoryBatch, filters: ListFilters) -> pd.DataFrame:
         """The lists of a batch of users.
@@ -232,7 +239,7 @@ class ServedLists:
             tf.constant(history.astype(str), tf.string),
             tf.constant(exclude, tf.string),
             tf.fill([rows], self.k),
-            tf.zeros([rows], tf.bool),
+            tf.fill([rows], self.history_last),
             {name: tf.constant(v) for name, v in features.items()},
         )
         raw = _decoded(out["item_ids"].numpy())
@@ -315,7 +322,15 @@ class LocalEngine(ServedLists):
             self._score_candidates, input_signature=[ids, ids, features]
         )
         super().__init__(
-            items, k, self.module.max_len, feature_names, recommend, score
+            items,
+            k,
+            self.module.max_len,
+            feature_names,
+            recommend,
+            score,
+            # As served: a softmax_no_dup model ranks the history last
+            # (what --keep-seen lets in), as score_candidates does.
+            history_last=model.head.excludes_history(False),
         )
 
     def _recommend_filtered(self, history, exclude, k, last, features):
