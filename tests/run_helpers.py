@@ -5,6 +5,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -171,3 +172,27 @@ def assert_refused(case: Case, workspace) -> subprocess.CompletedProcess:
         assert message in result.stderr, result.stderr[-2000:]
     assert snapshot(workspace) == before
     return result
+
+
+def write_token_interactions(path, users=12, length=8, empty=False) -> str:
+    """A RecBole ``.inter`` file with two ``token`` columns, ``device``
+    (``web``, ``app``, ``tv``; ``kiosk`` only at each user's last, test,
+    position) and ``channel``; with ``empty``, some devices are empty.
+    Returns ``path`` as a str."""
+    lines = ["user_id:token\titem_id:token\ttimestamp:float\tdevice:token"
+             "\tchannel:token"]  # fmt: skip
+    devices = ["web", "app", "web", "tv"]
+    for user in range(users):
+        for step in range(length):
+            device = devices[(user + step) % len(devices)]
+            if step == length - 1:
+                device = "kiosk"
+            elif empty and step == 2:
+                device = ""
+            item = (user * 3 + step * 5) % 20 + 1
+            channel = "ads" if step % 3 == 0 else "organic"
+            lines.append(
+                f"u{user}\ti{item}\t{1000 + 60 * step}\t{device}\t{channel}"
+            )
+    pathlib.Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)

@@ -411,3 +411,92 @@ def test_non_ascii_item_ids_are_served_as_they_were_given(tmp_path):
     )["scores"].numpy()[0]
     assert scores[0] > -1e8  # known
     assert scores[1] == pytest.approx(-1e9)  # the latin-1 garbling: unknown
+
+
+@pytest.mark.slow
+def test_token_features_in_a_process_without_tfrec_tricks(tmp_path):
+    from tests.run_helpers import tiny_config, write_token_interactions
+    from tfrec_tricks.data.interaction_tokens import encode_tokens
+    from tfrec_tricks.training.persistence import load_model
+    from tfrec_tricks.training.training import train
+
+    path = write_token_interactions(tmp_path / "shop.inter", empty=True)
+    config = tiny_config(
+        tmp_path,
+        data="file",
+        data_path=path,
+        max_len=4,
+        epochs=1,
+        model={"embedding_dim": 8, "features": ["all"], "head": "softmax"},
+    )
+    run_dir = train(config, verbose=0).run_dir
+    with open(os.path.join(run_dir, "vocabulary.json")) as handle:
+        items = json.load(handle)["items"]
+    model = load_model(run_dir)
+    tokens = {f["name"]: f for f in model.config.token_features}
+    assert sorted(tokens) == ["channel", "device"]
+    base = tmp_path / "saved_models" / "shop"
+    saved = export_for_serving(model, str(base), items, k=5)
+    # A request with an unknown value (OOV) and an empty one (no value).
+    request = {
+        "signature_name": "serving_default",
+        "instances": [
+            {
+                "history": [items[1], items[2], items[3], ""],
+                "time_gap": [float("nan"), 60.0, 120.0, 0.0],
+                "device": ["web", "kiosk", "", ""],
+                "channel": ["ads", "organic", "ads", ""],
+            },
+            {
+                "history": [items[4], "not-an-item", items[5], items[6]],
+                "time_gap": [5.0, 6.0, 7.0, 8.0],
+                "device": ["app", "web", "tv", "web"],
+                "channel": ["organic", "ads", "organic", "ads"],
+            },
+        ],
+    }
+    request_path = tmp_path / "request.json"
+    request_path.write_text(json.dumps(request))
+    output_path = tmp_path / "served.json"
+    result = subprocess.run(
+        [sys.executable, "-c", CLIENT, saved, request_path, output_path],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    served = json.loads(output_path.read_text())
+    assert len(served["warmup"]) == 6
+
+    # The in-process model on inputs encoded here: unknown items dropped
+    # with their values, the tokens through the run's vocabularies.
+    instances = request["instances"]
+    history = np.asarray([row["history"] for row in instances])
+    kept = [
+        [j for j, item in enumerate(row) if item in items[1:]]
+        for row in history
+    ]
+    inputs = {"history": np.zeros((2, 4), np.int32)}
+    names = ["time_gap", *tokens]
+    for name in names:
+        inputs[name] = np.zeros((2, 4), np.float32)
+    for row, positions in enumerate(kept):
+        inputs["history"][row, : len(positions)] = [
+            items.index(history[row][j]) for j in positions
+        ]
+        for name in names:
+            values = np.asarray(instances[row][name])[positions]
+            if name in tokens:
+                values = encode_tokens(
+                    values, tuple(tokens[name]["vocabulary"])
+                )
+            inputs[name][row, : len(positions)] = values
+    assert inputs["device"][0, 1] == 1 and inputs["device"][0, 2] == 0
+    logits = model(inputs).numpy()
+    top = np.argsort(-logits, axis=1, kind="stable")[:, :5]
+    np.testing.assert_array_equal(
+        served["item_ids"], np.asarray(items, dtype=object)[top].astype(str)
+    )
+    np.testing.assert_allclose(
+        served["scores"], np.take_along_axis(logits, top, axis=1), atol=1e-5
+    )

@@ -321,3 +321,37 @@ def test_scoring_follows_whether_the_model_has_an_index(
     from tfrec_tricks.export.serving_module import _resolved_scoring
 
     assert _resolved_scoring(scoring, has_index, "softmax") == resolved
+
+
+def test_token_features_are_raw_string_inputs_looked_up_in_the_graph():
+    tokens = (
+        {"name": "device", "vocabulary_size": 4, "vocabulary": ["web", "app"]},
+    )
+    model = make_model(features=("time_gap",), token_features=tokens)
+    module = ServingModule(model, ITEMS, k=3)
+    specs = module.input_signature()
+    assert specs["device"].dtype == tf.string
+    assert specs["time_gap"].dtype == tf.float32
+    history = tf.constant([["item-1", "nope", "item-2", ""], ["item-3"] * 4])
+    gaps = tf.constant([[5.0, 1.0, 7.0, 0.0], [1.0, 2.0, 3.0, 4.0]])
+    device = tf.constant([["app", "web", "tv", ""], ["web", "", "app", "x"]])
+    ids, values = module.prepare_history(
+        history, {"time_gap": gaps, "device": device}
+    )
+    # "nope" is dropped with its values; tv and x are OOV (1), "" no value.
+    np.testing.assert_array_equal(
+        values["device"].numpy()[:, :4], [[3, 1, 0, 0], [2, 0, 3, 1]]
+    )
+    served = module.score_candidates(
+        history, tf.constant([ITEMS[1:4]] * 2), time_gap=gaps, device=device
+    )["scores"].numpy()
+    logits = model({"history": ids, **values}).numpy()
+    np.testing.assert_allclose(served, logits[:, 1:4], rtol=1e-5, atol=1e-5)
+    # The value matters, and a request without it is refused.
+    other = module.recommend(
+        history, time_gap=gaps, device=tf.fill([2, 4], "web")
+    )
+    first = module.recommend(history, time_gap=gaps, device=device)
+    assert not np.allclose(other["scores"].numpy(), first["scores"].numpy())
+    with pytest.raises(ValueError, match="device"):
+        module.recommend(history, time_gap=gaps)

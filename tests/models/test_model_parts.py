@@ -76,3 +76,46 @@ def test_output_head_is_the_one_the_config_names(head, kind, projected):
         assert layer.exclude_history == (head == "softmax_no_dup")
         _, same_width, _ = output_head(config, hidden=8)
         assert same_width is None  # no projection when widths agree
+
+
+TOKENS = ({"name": "device", "vocabulary_size": 4, "vocabulary": ["a", "b"]},)
+
+
+def test_token_features_get_an_embedding_after_the_float_encoders():
+    config = ModelConfig(
+        num_items=10,
+        embedding_dim=8,
+        features=("time_gap",),
+        token_features=TOKENS,
+    )
+    encoders = feature_encoders(config, {})
+    assert list(encoders) == ["time_gap", "device"]
+    device = encoders["device"]
+    assert device.vocabulary_size == 4 and device.output_dim == 8
+    # Ids come as float32 [B, L, 1], as the model passes every feature;
+    # 0 (no value, padding) adds nothing.
+    vectors = device(np.array([[[2.0], [0.0]]], np.float32)).numpy()
+    np.testing.assert_allclose(vectors[0, 0], device.embeddings.numpy()[2])
+    assert not vectors[0, 1].any()
+    assert config.position_inputs == ("time_gap", "device")
+
+
+def test_a_config_without_token_features_builds_what_it_built_before():
+    config = ModelConfig(num_items=10, embedding_dim=8, features=("time_gap",))
+    assert list(feature_encoders(config, {})) == ["time_gap"]
+    assert config.position_inputs == ("time_gap",)
+
+
+@pytest.mark.parametrize(
+    "token_features",
+    [
+        ({"name": "time_gap", "vocabulary_size": 3},),
+        ({"name": "device", "vocabulary_size": 1},),
+        ({"name": "device", "vocabulary_size": 3},) * 2,
+    ],
+)
+def test_bad_token_features_are_refused(token_features):
+    with pytest.raises(ValueError, match="token_features"):
+        ModelConfig(
+            num_items=10, features=("time_gap",), token_features=token_features
+        )

@@ -57,3 +57,27 @@ def test_all_beside_names_is_refused_not_ignored():
         assert f"Received: --features {' '.join(requested)}" in message
     selection = select_features(["all", "all"], POSITION, ITEM)
     assert selection == FeatureSelection(tuple(POSITION), tuple(ITEM))
+
+
+def test_token_features_are_selected_by_name_or_all():
+    selection = select_features(
+        ["device"], ["time_gap"], [], token_available=["device", "page"]
+    )
+    assert selection == FeatureSelection((), (), ("device",))
+    every = select_features(
+        ["all"], ["time_gap"], ["genres"], token_available=["device"]
+    )
+    assert every.token == ("device",) and every.position == ("time_gap",)
+    assert (
+        select_features([], ["time_gap"], [], token_available=["device"]).token
+        == ()
+    )
+
+
+def test_an_unknown_name_lists_the_token_features():
+    with pytest.raises(
+        ValueError, match=r"time_gap, device \(token\); per item"
+    ):
+        select_features(
+            ["devize"], ["time_gap"], [], token_available=["device"]
+        )

@@ -2,13 +2,14 @@
 from a prepared dataset on disk, with the same results."""
 
 import dataclasses
+import json
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.run_helpers import tiny_config
+from tests.run_helpers import tiny_config, write_token_interactions
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import SequentialRetrievalModel
@@ -305,3 +306,61 @@ def test_a_per_interaction_feature_never_reads_the_metadata(tmp_path):
     config = dataclasses.replace(config, model={"features": ["genres"]})
     with pytest.raises(Exception, match="Item metadata of .ml-100k. not found"):
         prepare_in_memory(config)
+
+
+def _token_config(tmp_path, **model):
+    path = write_token_interactions(tmp_path / "shop.inter", empty=True)
+    return tiny_config(
+        tmp_path,
+        data="file",
+        data_path=path,
+        max_len=4,
+        epochs=1,
+        model={"embedding_dim": 8, "features": ["device"], **model},
+    )
+
+
+def test_token_features_are_selected_and_described(tmp_path):
+    data = load_training_data(_token_config(tmp_path))
+    assert data.prepared.token_feature_names == ["device"]  # not channel
+    assert "device" not in data.prepared.feature_names
+    lines = [line for line in data.description if "Interaction feature" in line]
+    assert len(lines) == 1 and lines[0].startswith(
+        "Interaction feature device: token, 5 ids (padding and OOV included)"
+    )
+    batch = next(iter(data.batches("train", 8)))
+    assert batch["device"].dtype == tf.int32 and "channel" not in batch
+    # Without --features the token columns are left out, as float ones are.
+    plain = load_training_data(_token_config(tmp_path, features=[]))
+    assert plain.prepared.token_features == ()
+    assert "device" not in next(iter(plain.batches("train", 8)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "encoder, options",
+    [
+        ("gru4rec", {}),
+        ("sasrec", {"train_windows": True}),
+        ("hstu", {}),
+    ],
+)
+def test_a_model_with_token_features_trains_with_each_encoder(
+    tmp_path, encoder, options
+):
+    config = dataclasses.replace(
+        _token_config(tmp_path, encoder=encoder, num_heads=2), **options
+    )
+    result = train(config, verbose=0)
+    assert result.model.config.token_features[0]["name"] == "device"
+    weights = [w.name for w in result.model.weights]
+    assert any("token_feature_device" in name for name in weights)
+    rows = result.metrics["interaction_features"]
+    assert [(r["name"], r["kind"], r["vocabulary_size"]) for r in rows] == [
+        ("device", "token", 5)
+    ]
+    assert 0 < rows[0]["coverage"] < 1  # empty values: no value
+    with open(os.path.join(result.run_dir, "interaction_features.json")) as f:
+        saved = json.load(f)
+    assert saved[0]["vocabulary"] == ["web", "app", "tv"]
+    assert np.isfinite(result.metrics["test"]["ndcg@10"])

@@ -97,6 +97,8 @@ class EncodedInteractions:
         time_origin: float. What int32 ``timestamps`` are offsets from
             (0 for float64 times).
         duplicates: ``DuplicateRows``, or None when there are none.
+        tokens: dict of name -> (int32 [n] codes, list of str values):
+            categorical per-interaction columns (``Columns.tokens``).
     """
 
     users: np.ndarray
@@ -108,6 +110,9 @@ class EncodedInteractions:
     source: str = ""
     time_origin: float = 0.0
     duplicates: DuplicateRows | None = None
+    tokens: dict[str, tuple[np.ndarray, list[str]]] = dataclasses.field(
+        default_factory=dict
+    )
 
     def __len__(self) -> int:
         return len(self.users)
@@ -123,6 +128,10 @@ class EncodedInteractions:
             timestamps=timestamps,
             numeric=dict(self.numeric),
             source=self.source,
+            tokens={
+                name: np.asarray(values, dtype=str)[codes]
+                for name, (codes, values) in self.tokens.items()
+            },
         )
 
 
@@ -135,9 +144,9 @@ def read_encoded(
     """Reads interaction files in order into compact columns.
 
     Several files are one table: timestamps are kept when every file has
-    them, numeric columns when every file has them. Exact duplicate rows
-    (see the module docstring) are counted, and dropped unless
-    ``drop_duplicates`` is False.
+    them, numeric and token columns when every file has them. Exact
+    duplicate rows (see the module docstring) are counted, and dropped
+    unless ``drop_duplicates`` is False.
 
     Args:
         paths: list of str. The files, in order.
@@ -166,6 +175,9 @@ def read_encoded(
     has_time = all(columns.has_time for columns, _ in readers)
     kept = set.intersection(*(set(columns.numeric) for columns, _ in readers))
     numeric_names = sorted(kept)
+    token_names = sorted(
+        set.intersection(*(set(columns.tokens) for columns, _ in readers))
+    )
     user_codes, item_codes, rest_codes = {}, {}, {}
     users, items = array.array("i"), array.array("i")
     times = array.array("d")
@@ -173,9 +185,12 @@ def read_encoded(
     # row, compared to find duplicates (only with timestamps).
     rests = array.array("i")
     numeric = {name: array.array("f") for name in numeric_names}
+    tokens = {name: (array.array("i"), {}) for name in token_names}
     for columns, records in readers:
         slots = [columns.numeric.index(name) for name in numeric_names]
         targets = [numeric[name] for name in numeric_names]
+        token_slots = [columns.tokens.index(name) for name in token_names]
+        token_targets = [tokens[name] for name in token_names]
         for record in records:
             users.append(user_codes.setdefault(record.user, len(user_codes)))
             items.append(item_codes.setdefault(record.item, len(item_codes)))
@@ -185,6 +200,9 @@ def read_encoded(
                 rests.append(rest_codes.setdefault(rest, len(rest_codes)))
             for slot, target in zip(slots, targets):
                 target.append(record.numeric[slot])
+            for slot, (codes, values) in zip(token_slots, token_targets):
+                value = record.tokens[slot]
+                codes.append(values.setdefault(value, len(values)))
     source = source or ", ".join(paths)
     if not users:
         empty = "the file is" if len(paths) == 1 else "the files are"
@@ -197,6 +215,10 @@ def read_encoded(
         user_names=list(user_codes),
         item_names=list(item_codes),
         source=source,
+        tokens={
+            name: (np.frombuffer(codes, np.int32), list(values))
+            for name, (codes, values) in tokens.items()
+        },
     )
     if has_time:
         rest = np.frombuffer(rests, np.int32)
@@ -239,6 +261,10 @@ def _find_duplicates(
         table.items = table.items[keep]
         table.timestamps = table.timestamps[keep]
         table.numeric = {k: v[keep] for k, v in table.numeric.items()}
+        table.tokens = {
+            k: (codes[keep], values)
+            for k, (codes, values) in table.tokens.items()
+        }
 
 
 def _places(

@@ -18,6 +18,8 @@ class Interactions:
             time order.
         numeric: dict of float32 arrays [n], numeric columns such as
             "rating" (used as per-position continuous features).
+        tokens: dict of str arrays [n], categorical per-interaction
+            columns such as "device" (``""``: no value).
         source: str. Where the rows came from (a path or a dataset name).
     """
 
@@ -26,10 +28,11 @@ class Interactions:
     timestamps: np.ndarray | None = None
     numeric: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     source: str = ""
+    tokens: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         n = len(self.users)
-        columns = {"items": self.items, **self.numeric}
+        columns = {"items": self.items, **self.numeric, **self.tokens}
         if self.timestamps is not None:
             columns["timestamps"] = self.timestamps
         for name, column in columns.items():
@@ -71,4 +74,5 @@ class Interactions:
             f"{items:,} items, timestamps: "
             f"{'yes' if self.timestamps is not None else 'no'}, numeric "
             f"columns: {sorted(self.numeric) or 'none'}"
+            + (f", token columns: {sorted(self.tokens)}" if self.tokens else "")
         )

@@ -437,8 +437,7 @@ def _encode_tokens(
     for i, tokens in column:
         if training[i]:
             counts.update(set(tokens))
-    kept = [token for token, count in counts.items() if count >= min_count]
-    vocabulary = tuple(sorted(kept, key=lambda token: (-counts[token], token)))
+    vocabulary = kept_vocabulary(counts, min_count)
     ids = {token: FIRST_TOKEN_ID + k for k, token in enumerate(vocabulary)}
     array = np.full((size, width), PAD_ID, np.int32)
     for i, tokens in column:
@@ -451,6 +450,18 @@ def _encode_tokens(
         coverage=_coverage(array != PAD_ID),
     )
     return spec, array
+
+
+def kept_vocabulary(counts: Any, min_count: int) -> tuple[str, ...]:
+    """The tokens of ``counts`` (token -> count) held at least
+    ``min_count`` times, most held first, ties in token order: the
+    vocabulary whose first token has id ``FIRST_TOKEN_ID``.
+
+    >>> kept_vocabulary({"b": 2, "a": 2, "c": 5, "d": 1}, 2)
+    ('c', 'a', 'b')
+    """
+    kept = [token for token, count in counts.items() if count >= min_count]
+    return tuple(sorted(kept, key=lambda token: (-counts[token], token)))
 
 
 def _encode_floats(

@@ -366,10 +366,14 @@ class Columns:
             order within a user is the time order).
         numeric: tuple of str. Names of the numeric columns, in the order
             of each record's ``numeric`` values.
+        tokens: tuple of str. Names of the categorical per-interaction
+            columns (RecBole ``:token`` fields), in the order of each
+            record's ``tokens`` values.
     """
 
     has_time: bool
     numeric: tuple[str, ...] = ()
+    tokens: tuple[str, ...] = ()
 
 
 class Record(NamedTuple):
@@ -377,7 +381,8 @@ class Record(NamedTuple):
 
     ``other`` holds the line's fields that are none of the others (e.g. a
     RecBole ``:token`` column), as written: with the rest, they tell
-    whether two rows are exact duplicates.
+    whether two rows are exact duplicates. ``tokens`` holds the values of
+    ``Columns.tokens`` (also in ``other``), as written.
     """
 
     line: int
@@ -386,6 +391,7 @@ class Record(NamedTuple):
     time: float | None
     numeric: tuple[float, ...]
     other: tuple[str, ...] = ()
+    tokens: tuple[str, ...] = ()
 
 
 _QUOTED = "fields are read as written, without CSV quoting: remove the quotes"
@@ -461,7 +467,7 @@ def read_records(
     ...     _ = handle.write("196\t242\t3\t881250949\n")
     >>> columns, records = read_records(path)
     >>> columns
-    Columns(has_time=True, numeric=('rating',))
+    Columns(has_time=True, numeric=('rating',), tokens=())
     >>> record = next(records)
     >>> record.line, record.user, record.item, record.time, record.numeric
     (1, '196', '242', 881250949.0, (3.0,))
@@ -479,12 +485,13 @@ def read_records(
 def _build(path: str, columns: Columns, records: Iterator[Record]):
     users, items, times = [], [], []
     numeric = {name: [] for name in columns.numeric}
-    values = list(numeric.values())
+    tokens = {name: [] for name in columns.tokens}
+    values = [*numeric.values(), *tokens.values()]
     for record in records:
         users.append(record.user)
         items.append(record.item)
         times.append(record.time)
-        for column, value in zip(values, record.numeric):
+        for column, value in zip(values, record.numeric + record.tokens):
             column.append(value)
     if not users:
         raise DataError(f"No interactions in {path!r}: the file is empty.")
@@ -493,6 +500,7 @@ def _build(path: str, columns: Columns, records: Iterator[Record]):
         items=np.asarray(items, dtype=str),
         timestamps=np.asarray(times, np.float64) if columns.has_time else None,
         numeric={k: np.asarray(v, np.float32) for k, v in numeric.items()},
+        tokens={k: np.asarray(v, dtype=str) for k, v in tokens.items()},
         source=path,
     )
 
@@ -660,6 +668,7 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
     ]
     used = {user_col, item_col, time_col, *float_cols}
     other_cols = [i for i in range(len(names)) if i not in used]
+    token_cols = [i for i in other_cols if types[i] == "token"]
 
     def records() -> Iterator[Record]:
         for number, line in rows:
@@ -698,9 +707,14 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                 time,
                 numeric,
                 tuple(fields[i] for i in other_cols),
+                tuple(fields[i].strip() for i in token_cols),
             )
 
-    columns = Columns(time_col is not None, tuple(names[i] for i in float_cols))
+    columns = Columns(
+        time_col is not None,
+        tuple(names[i] for i in float_cols),
+        tuple(names[i] for i in token_cols),
+    )
     return columns, records()
 
 
@@ -709,7 +723,8 @@ def load_recbole(path: str) -> Interactions:
 
     The user column is ``user_id`` or ``session_id``; ``item_id`` is the
     item; ``timestamp`` is the time; other ``:float`` columns become numeric
-    columns (``rating`` among them).
+    columns (``rating`` among them), other ``:token`` columns categorical
+    per-interaction columns (``device``; an empty value is no value).
     """
     return _build(path, *read_records(path, "recbole"))
 

@@ -83,7 +83,7 @@ def merge_prefixes(
             == target[:-1]
         )
     )
-    for column in examples.features.values():
+    for column in [*examples.features.values(), *examples.tokens.values()]:
         column = np.asarray(column)
         same = (column[1:] == column[:-1]) | (
             np.isnan(column[1:]) & np.isnan(column[:-1])

@@ -21,6 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from tfrec_tricks.data.interaction_tokens import (
+    InteractionTokenSpec,
+    interaction_token_features,
+)
 from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import (
@@ -86,12 +90,16 @@ class SequenceExamples:
         features: dict of float32 [n, max_len] per-position features,
             aligned with ``history`` (NaN where unknown, e.g. the gap before
             a user's first interaction; 0 at padding).
+        tokens: dict of int32 [n, max_len] categorical per-position
+            features (``interaction_tokens``: 0 no value or padding, 1
+            out-of-vocabulary), aligned with ``history``.
     """
 
     history: np.ndarray
     target: np.ndarray
     user: np.ndarray
     features: dict[str, np.ndarray]
+    tokens: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.target)
@@ -103,6 +111,7 @@ class SequenceExamples:
             target=self.target[:count],
             user=self.user[:count],
             features={k: v[:count] for k, v in self.features.items()},
+            tokens={k: v[:count] for k, v in self.tokens.items()},
         )
 
     def as_dict(self) -> dict[str, np.ndarray]:
@@ -111,6 +120,7 @@ class SequenceExamples:
             "target": self.target,
             "user": self.user,
             **self.features,
+            **self.tokens,
         }
 
 
@@ -123,6 +133,8 @@ class InMemoryDataset:
     attributes (``with_item_features``), ``item_features`` holds the
     encoded ``ItemFeatures`` and ``trained_items`` the bool [N] mask of
     the items the training examples hold (the others are cold items).
+    ``token_features`` holds the ``InteractionTokenSpec`` of each
+    categorical per-interaction feature the examples' ``tokens`` hold.
     """
 
     vocabulary: Vocabulary
@@ -134,6 +146,7 @@ class InMemoryDataset:
     statistics: TrainingStatistics
     item_features: Any = None
     trained_items: np.ndarray | None = None
+    token_features: tuple[InteractionTokenSpec, ...] = ()
 
     @property
     def num_items(self) -> int:
@@ -147,10 +160,38 @@ class InMemoryDataset:
             f" test {len(self.test):,}; max_len {self.max_len}; features: "
             f"{self.feature_names or 'none'}"
             + (
+                f"; token features: {self.token_feature_names}"
+                if self.token_features
+                else ""
+            )
+            + (
                 f"; item features: {self.item_features.names()}"
                 if self.item_features is not None
                 else ""
             )
+        )
+
+    @property
+    def token_feature_names(self) -> list[str]:
+        """The names of ``token_features``, in order."""
+        return [spec.name for spec in self.token_features]
+
+    def select_token_features(self, names: Any) -> "InMemoryDataset":
+        """This dataset with only the token features of ``names``."""
+        names = set(names)
+
+        def kept(examples: SequenceExamples) -> SequenceExamples:
+            tokens = {k: v for k, v in examples.tokens.items() if k in names}
+            return dataclasses.replace(examples, tokens=tokens)
+
+        return dataclasses.replace(
+            self,
+            train=kept(self.train),
+            validation=kept(self.validation),
+            test=kept(self.test),
+            token_features=tuple(
+                s for s in self.token_features if s.name in names
+            ),
         )
 
 
@@ -179,6 +220,7 @@ def prepare(
     min_item_interactions: int = 0,
     numeric_features: bool = True,
     split: str = "recbole",
+    min_feature_count: int = 1,
 ) -> InMemoryDataset:
     """Builds the vocabulary and the leave-one-out splits.
 
@@ -202,6 +244,9 @@ def prepare(
             gives one validation and one test example (a three-item user no
             training example). Defaults to ``"recbole"``
             (docs/decisions.md#split).
+        min_feature_count: int. A value of a token column held by fewer
+            training interactions is out-of-vocabulary
+            (``interaction_tokens``). Defaults to 1.
 
     Returns:
         A ``InMemoryDataset``.
@@ -237,22 +282,30 @@ def prepare(
         numeric_features=numeric_features,
         split=split,
         source=interactions.source,
+        tokens=interactions.tokens,
     )
+    specs, token_ids = interaction_token_features(sequences, min_feature_count)
     return InMemoryDataset(
         vocabulary=Vocabulary(
             items=sequences.item_names, users=sequences.user_names
         ),
-        train=sequence_examples(sequences, "train", max_len),
-        validation=sequence_examples(sequences, "validation", max_len),
-        test=sequence_examples(sequences, "test", max_len),
+        train=sequence_examples(sequences, "train", max_len, token_ids),
+        validation=sequence_examples(
+            sequences, "validation", max_len, token_ids
+        ),
+        test=sequence_examples(sequences, "test", max_len, token_ids),
         max_len=max_len,
         feature_names=sorted(sequences.features),
         statistics=training_statistics(sequences, max_len),
+        token_features=specs,
     )
 
 
 def sequence_examples(
-    sequences: UserSequences, split: str, max_len: int
+    sequences: UserSequences,
+    split: str,
+    max_len: int,
+    tokens: dict[str, np.ndarray] | None = None,
 ) -> SequenceExamples:
     """The prefix examples of one split of ``sequences``.
 
@@ -261,6 +314,8 @@ def sequence_examples(
         split: str. "train" (every position from the second up to the
             first held-out one), "validation" or "test".
         max_len: int. History length kept.
+        tokens: dict of int32 [n] token ids aligned with the sequences'
+            items (``interaction_token_features``), or None.
     """
     user_of_row = np.repeat(np.arange(sequences.num_users), sequences.lengths)
     if split == "train":
@@ -285,11 +340,12 @@ def sequence_examples(
         sequences.features,
         rows,
         max_len,
+        tokens or {},
     )
 
 
 def _windows(
-    item_ids, user_codes, user_start, per_position, positions, max_len
+    item_ids, user_codes, user_start, per_position, positions, max_len, tokens
 ) -> SequenceExamples:
     positions = positions.astype(np.int64)
     lengths = np.minimum(positions - user_start[positions], max_len)
@@ -307,4 +363,8 @@ def _windows(
         target=item_ids[positions],
         user=user_codes[positions].astype(np.int32),
         features=features,
+        tokens={
+            name: np.where(valid, column[index], 0).astype(np.int32)
+            for name, column in tokens.items()
+        },
     )

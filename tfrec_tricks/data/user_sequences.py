@@ -61,6 +61,10 @@ class UserSequences:
         validation_positions: int64 [U]. Index within the user's sequence
             of its validation target, or -1 when it has none.
         test_positions: int64 [U]. Likewise for the test target.
+        tokens: dict of str [n] categorical per-interaction columns,
+            aligned with ``items`` (raw values, ``""``: no value); their
+            vocabularies come from the training positions
+            (``interaction_tokens``).
     """
 
     item_names: list[str]
@@ -71,6 +75,7 @@ class UserSequences:
     features: dict[str, np.ndarray]
     validation_positions: np.ndarray
     test_positions: np.ndarray
+    tokens: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @property
     def num_users(self) -> int:
@@ -104,6 +109,7 @@ def user_sequences(
     source: str = "",
     user_names: list | None = None,
     item_names: list | None = None,
+    tokens: dict[str, np.ndarray] | None = None,
 ) -> UserSequences:
     """Filters, sorts and splits an interaction table into user sequences.
 
@@ -123,6 +129,8 @@ def user_sequences(
         source: str. Named in errors.
         user_names: list or None. Raw ids of integer ``users`` codes.
         item_names: list or None. Raw ids of integer ``items`` codes.
+        tokens: dict of str arrays [n] or None, categorical
+            per-interaction columns (kept as ``UserSequences.tokens``).
 
     Returns:
         A ``UserSequences``.
@@ -149,6 +157,7 @@ def user_sequences(
         users, items = users[keep], items[keep]
         timestamps = None if timestamps is None else timestamps[keep]
         numeric = {k: v[keep] for k, v in (numeric or {}).items()}
+        tokens = {k: v[keep] for k, v in (tokens or {}).items()}
     del keep
     user_codes, user_order = _first_appearance(users)
     del users
@@ -170,6 +179,10 @@ def user_sequences(
             features[TIME_GAP] = _time_gaps(timestamps, order, starts)
         for name, column in sorted((numeric or {}).items()):
             features[name] = _take(column, order, np.float32)
+    token_columns = {
+        name: _take(np.asarray(column), order)
+        for name, column in sorted((tokens or {}).items())
+    }
     del order
     validation_positions, test_positions = split_positions(lengths, split)
     for name, positions, needed in (
@@ -200,6 +213,7 @@ def user_sequences(
         features=features,
         validation_positions=validation_positions.astype(np.int64),
         test_positions=test_positions.astype(np.int64),
+        tokens=token_columns,
     )
 
 

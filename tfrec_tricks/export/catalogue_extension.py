@@ -329,7 +329,7 @@ def _build(model: Any) -> None:
     model(
         {
             "history": tf.ones([1, 1], tf.int32),
-            **{f: tf.zeros([1, 1]) for f in config.features},
+            **{f: tf.zeros([1, 1]) for f in config.position_inputs},
         },
         training=False,
     )
@@ -453,7 +453,7 @@ def _check_old_scores(model: Any, new_model: Any) -> None:
     history[2, :width] = np.arange(n - 1, n - 1 - width, -1)
     inputs = {
         "history": tf.constant(history),
-        **{f: tf.zeros(history.shape) for f in config.features},
+        **{f: tf.zeros(history.shape) for f in config.position_inputs},
     }
     old = model(inputs, training=False).numpy()
     new = new_model(inputs, training=False).numpy()[:, :n]

@@ -62,13 +62,19 @@ def next_version(base_path: str) -> int:
 
 
 def example_instances(
-    items: list, features: tuple, max_len: int, rows: int = 2
+    items: list,
+    features: tuple,
+    max_len: int,
+    rows: int = 2,
+    tokens: dict | None = None,
 ) -> list:
     """Small ``instances`` of a REST request built from the vocabulary.
 
     Row ``i`` holds the first ``min(3 + i, max_len)`` real items (raw ids);
     rows are padded with ``""`` to the same length, as a dense request
-    must be. Every feature gets an hour per step (0 at padding).
+    must be. Every feature gets an hour per step (0 at padding); every
+    token feature of ``tokens`` (name -> its vocabulary) the vocabulary's
+    values in turn (``""`` at padding).
     """
     real = items[1:]
     lengths = [max(1, min(3 + i, max_len, len(real))) for i in range(rows)]
@@ -80,6 +86,10 @@ def example_instances(
         for name in features:
             values = [3600.0 * (j + 1) for j in range(length)]
             instance[name] = values + [0.0] * (width - length)
+        for name, vocabulary in (tokens or {}).items():
+            values = [(vocabulary or ["?"])[j % max(len(vocabulary), 1)]
+                      for j in range(length)]  # fmt: skip
+            instance[name] = values + [""] * (width - length)
         instances.append(instance)
     return instances
 
@@ -90,6 +100,7 @@ def filtered_instances(
     max_len: int,
     k: int,
     history_last: bool,
+    tokens: dict | None = None,
 ) -> list:
     """``example_instances`` with ``recommend_filtered``'s options.
 
@@ -97,7 +108,7 @@ def filtered_instances(
     ``""`` to one width) and asks for ``k`` items, then half as many; both
     rank the history as ``history_last`` says.
     """
-    instances = example_instances(items, features, max_len)
+    instances = example_instances(items, features, max_len, tokens=tokens)
     real = items[1:]
     for i, instance in enumerate(instances):
         start = sum(1 for item in instance["history"] if item)
@@ -110,16 +121,26 @@ def filtered_instances(
     return instances
 
 
+def token_vocabularies(module: ServingModule) -> dict:
+    """Each token feature's name -> vocabulary, of ``module``'s model."""
+    return {
+        feature["name"]: list(feature["vocabulary"])
+        for feature in module.model.config.token_features
+    }
+
+
 def _warmup_requests(module: ServingModule, items: list) -> list:
     """Both signatures at batch 1 and 3: an unknown id, an empty row."""
     features = module.feature_names
-    one = example_instances(items, features, module.max_len, rows=1)
-    three = example_instances(items, features, module.max_len, rows=2)
+    tokens = token_vocabularies(module)
+    one = example_instances(items, features, module.max_len, 1, tokens)
+    three = example_instances(items, features, module.max_len, 2, tokens)
     width = len(three[0]["history"])
     three.append(
         {
             "history": ["<unknown item>"] + [""] * (width - 1),
             **{name: [math.nan] + [0.0] * (width - 1) for name in features},
+            **{name: ["<unknown>"] + [""] * (width - 1) for name in tokens},
         }
     )
     requests = []
@@ -350,14 +371,16 @@ def _write_request_examples(
     requests in the ``instances`` format."""
     examples = {
         "request": ("serving_default", example_instances(
-            items, module.feature_names, module.max_len
+            items, module.feature_names, module.max_len,
+            tokens=token_vocabularies(module),
         )),
         "filtered_request": ("recommend_filtered", filtered_instances(
             items,
             module.feature_names,
             module.max_len,
             module.k,
-            bool(module.model.head.excludes_history(False)),
+            module.model.ranks_history_last,
+            tokens=token_vocabularies(module),
         )),
     }  # fmt: skip
     for suffix, (signature, instances) in examples.items():

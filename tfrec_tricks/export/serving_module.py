@@ -109,7 +109,11 @@ class ServingModule(tf.Module):
       contiguous id) plus a string variable (contiguous id -> raw id),
       both inside the SavedModel. Feature normalisation is part of the
       model's soft one-hot encoders, so clients send raw values (e.g.
-      ``time_gap`` in seconds, NaN where unknown).
+      ``time_gap`` in seconds, NaN where unknown). Categorical
+      per-interaction features (``ModelConfig.token_features``) are string
+      ``[B, L]`` inputs of raw values, looked up in a
+      ``tf.lookup.StaticHashTable`` of the run's vocabulary each: ``""``
+      is no value (id 0, as padding), an unknown value out-of-vocabulary.
     - History preparation: ids not in the vocabulary (and ``""``, the
       padding of a dense request, and the padding token) are dropped and
       the remaining items compacted to the left, keeping their features;
@@ -194,7 +198,7 @@ class ServingModule(tf.Module):
         model(
             {
                 "history": tf.ones([1, 1], tf.int32),
-                **{f: tf.zeros([1, 1]) for f in config.features},
+                **{f: tf.zeros([1, 1]) for f in config.position_inputs},
             },
             training=False,
         )
@@ -208,6 +212,12 @@ class ServingModule(tf.Module):
         self.max_len = config.max_len
         self.num_items = config.num_items
         self.feature_names = tuple(config.features)
+        # Raw value -> id of each token feature: "" (padding, no value) 0,
+        # an unknown value 1 (out-of-vocabulary), the vocabulary 2, 3, ...
+        self.token_tables = {
+            feature["name"]: _token_table(feature["vocabulary"])
+            for feature in config.token_features
+        }
         self.item_lookup = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 tf.constant(items[1:], tf.string),
@@ -226,6 +236,8 @@ class ServingModule(tf.Module):
         specs = {"history": tf.TensorSpec([None, None], tf.string, "history")}
         for feature in self.feature_names:
             specs[feature] = tf.TensorSpec([None, None], tf.float32, feature)
+        for feature in self.token_tables:
+            specs[feature] = tf.TensorSpec([None, None], tf.string, feature)
         if candidates:
             specs["candidate_ids"] = tf.TensorSpec(
                 [None, None], tf.string, "candidate_ids"
@@ -267,7 +279,8 @@ class ServingModule(tf.Module):
         Args:
             history: string ``[B, L]`` raw item ids in time order, padded
                 with ``""``.
-            **features: float ``[B, L]`` per feature of the model.
+            **features: float ``[B, L]`` per feature of the model, string
+                ``[B, L]`` per token feature.
 
         Returns:
             dict with ``item_ids`` (string ``[B, K]``, best first, K
@@ -320,7 +333,8 @@ class ServingModule(tf.Module):
                 last; False ranks them as any other item, whatever the
                 head (a ``softmax_no_dup`` model's ``recommend`` ranks
                 them last).
-            **features: float ``[B, L]`` per feature of the model.
+            **features: float ``[B, L]`` per feature of the model, string
+                ``[B, L]`` per token feature.
 
         Returns:
             dict with ``item_ids`` (string ``[B, K]``, ``K = max(k)``) and
@@ -432,7 +446,8 @@ class ServingModule(tf.Module):
             history: string ``[B, L]`` raw item ids, padded with ``""``.
             candidate_ids: string ``[B, M]`` raw item ids to score; ids
                 not in the vocabulary (and ``""``) get ``-1e9``.
-            **features: float ``[B, L]`` per feature of the model.
+            **features: float ``[B, L]`` per feature of the model, string
+                ``[B, L]`` per token feature.
 
         Returns:
             dict with ``scores``: float32 ``[B, M]``, each the logit the
@@ -495,11 +510,10 @@ class ServingModule(tf.Module):
                 ``history``'s batch size. The message names the inputs
                 and their shapes.
         """
-        missing = [n for n in self.feature_names if n not in features]
-        unknown = sorted(set(features) - set(self.feature_names))
-        if missing or unknown:
+        names = [*self.feature_names, *self.token_tables]
+        if sorted(features) != sorted(names):
             raise ValueError(
-                f"The model reads the features {list(self.feature_names)}. "
+                f"The model reads the features {names}. "
                 f"Received: {sorted(features)}"
             )
         history = tf.convert_to_tensor(history, tf.string)
@@ -507,6 +521,8 @@ class ServingModule(tf.Module):
             name: tf.cast(features[name], tf.float32)
             for name in self.feature_names
         }
+        for name in self.token_tables:
+            values[name] = tf.convert_to_tensor(features[name], tf.string)
         inputs = {"history": history, **values}
         if candidate_ids is not None:
             candidate_ids = tf.convert_to_tensor(candidate_ids, tf.string)
@@ -570,15 +586,19 @@ class ServingModule(tf.Module):
         history, values, _ = self.check_request(history, features)
         return self._prepare(history, values)
 
-    def _prepare(self, history: tf.Tensor, values: Mapping) -> tuple:
+    def _prepare(self, history: tf.Tensor, checked: Mapping) -> tuple:
         """``prepare_history`` of checked tensors."""
         # One "" column so that even a [B, 0] request can be gathered.
         history = tf.pad(history, [[0, 0], [0, 1]], constant_values="")
         ids = tf.cast(self.item_lookup.lookup(history), tf.int32)
         values = {
-            name: tf.pad(values[name], [[0, 0], [0, 1]])
+            name: tf.pad(checked[name], [[0, 0], [0, 1]])
             for name in self.feature_names
         }
+        for name, table in self.token_tables.items():
+            # The model reads ids as float32, as it reads float features.
+            tokens = tf.pad(checked[name], [[0, 0], [0, 1]], constant_values="")
+            values[name] = tf.cast(table.lookup(tokens), tf.float32)
         real = ids > 0
         order = tf.argsort(tf.cast(~real, tf.int32), axis=1, stable=True)
         lengths = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
@@ -598,6 +618,19 @@ class ServingModule(tf.Module):
         """Checked raw inputs -> ``(ids, states)`` of the model's encoder."""
         ids, values = self._prepare(history, features)
         return self.model.encode({"history": ids, **values}, training=False)
+
+
+def _token_table(vocabulary: Sequence[str]) -> tf.lookup.StaticHashTable:
+    """Raw value -> id of a token feature: ``vocabulary[k]`` -> ``k + 2``,
+    ``""`` -> 0 (padding, no value), any other value -> 1 (OOV)."""
+    keys = ["", *vocabulary]
+    ids = [0, *range(2, len(vocabulary) + 2)]
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(keys, tf.string), tf.constant(ids, tf.int64)
+        ),
+        default_value=1,
+    )
 
 
 def _check(condition: tf.Tensor, template: str, *shapes: tf.Tensor) -> Any:

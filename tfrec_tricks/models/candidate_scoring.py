@@ -120,6 +120,12 @@ class CandidateScoringMixin:
         )
 
     @property
+    def ranks_history_last(self) -> bool:
+        """Whether the served lists rank the history's items last: the
+        head's setting at inference (``--head softmax_no_dup``)."""
+        return bool(self.head.excludes_history(False))
+
+    @property
     def has_index(self) -> bool:
         """Whether ``top_k_candidates`` serves the exact top-k from an
         index: the head's own ``has_index`` (all heads but the mixture of

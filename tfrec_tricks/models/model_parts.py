@@ -12,7 +12,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data.statistics import LOG1P_FEATURES
-from tfrec_tricks.features import ItemFeatureEncoder
+from tfrec_tricks.features import (
+    CategoricalFeatureEmbedding,
+    ItemFeatureEncoder,
+)
 from tfrec_tricks.layers import (
     MixtureOfSoftmax,
     SoftmaxCPR,
@@ -138,7 +141,10 @@ def checked_feature_statistics(
 
 
 def feature_encoders(config: ModelConfig, statistics: dict) -> dict:
-    """A soft one-hot encoder per feature of ``config.features``.
+    """A soft one-hot encoder per feature of ``config.features``, then a
+    ``CategoricalFeatureEmbedding`` per feature of
+    ``config.token_features`` (added to the item embedding at its
+    position, as the float features are: the sum fusion).
 
     Each feature is standardised (after a log1p for those of
     ``LOG1P_FEATURES``) with its statistics, or (0, 1) without them, and a
@@ -162,6 +168,20 @@ def feature_encoders(config: ModelConfig, statistics: dict) -> dict:
             missing="learned",
             name=f"feature_{name}",
             **options,
+        )
+    # After the float ones: a model without token features creates the
+    # same layers, in the same order, as before they existed.
+    for feature in config.token_features:
+        # Single-valued ([B, L, 1] ids): id 0 (no value, padding) gives
+        # zeros. The model passes the ids as float32 (exact below 2**24);
+        # the layer casts them back to integers.
+        encoders[feature["name"]] = CategoricalFeatureEmbedding(
+            feature["vocabulary_size"],
+            config.embedding_dim,
+            embeddings_initializer=tf.keras.initializers.TruncatedNormal(
+                stddev=config.embedding_init_stddev
+            ),
+            name=f"token_feature_{feature['name']}",
         )
     return encoders
 

@@ -330,7 +330,7 @@ class LocalEngine(ServedLists):
             score,
             # As served: a softmax_no_dup model ranks the history last
             # (what --keep-seen lets in), as score_candidates does.
-            history_last=model.head.excludes_history(False),
+            history_last=model.ranks_history_last,
         )
 
     def _recommend_filtered(self, history, exclude, k, last, features):

@@ -1,8 +1,9 @@
 """Which features a run reads: ``--features`` against what the data has.
 
 A run's data offers two kinds of features: per interaction (the time gap,
-a rating, any ``float`` column of an interaction file: the history's
-positions carry them) and per item (the attributes of ``--item-features``
+a rating, any ``float`` column of an interaction file, and the
+categorical ``token`` columns: the history's positions carry them) and
+per item (the attributes of ``--item-features``
 or of a built-in dataset's metadata, ``movielens_item_features``).
 ``--features`` names either kind, or ``all``; without it a run reads no
 per-interaction feature and, when ``--item-features`` is given, every
@@ -24,10 +25,13 @@ class FeatureSelection:
         position: names of per-interaction features (``ModelConfig.
             features``).
         item: names of item features (``ItemFeatures``).
+        token: names of categorical per-interaction features
+            (``ModelConfig.token_features``).
     """
 
     position: tuple[str, ...] = ()
     item: tuple[str, ...] = ()
+    token: tuple[str, ...] = ()
 
 
 def select_features(
@@ -35,6 +39,7 @@ def select_features(
     position_available: Sequence[str],
     item_available: Sequence[str],
     items_by_default: bool = False,
+    token_available: Sequence[str] = (),
 ) -> FeatureSelection:
     """The features ``--features`` selects.
 
@@ -45,6 +50,8 @@ def select_features(
         item_available: the item features of the data (empty without).
         items_by_default: with nothing requested, take every item feature
             (``--item-features`` was given).
+        token_available: the categorical per-interaction features of the
+            data (``token`` columns).
 
     Returns:
         A ``FeatureSelection``, each kind in the data's order.
@@ -57,7 +64,7 @@ def select_features(
     Example:
 
     >>> select_features(["genres"], ["time_gap"], ["genres", "year"])
-    FeatureSelection(position=(), item=('genres',))
+    FeatureSelection(position=(), item=('genres',), token=())
     >>> select_features(["all"], ["time_gap"], ["genres"]).position
     ('time_gap',)
     >>> select_features([], [], ["genres"], items_by_default=True).item
@@ -72,20 +79,23 @@ def select_features(
         )
     if ALL_FEATURES in requested:
         return FeatureSelection(
-            tuple(position_available), tuple(item_available)
+            tuple(position_available),
+            tuple(item_available),
+            tuple(token_available),
         )
     if not requested:
         return FeatureSelection((), tuple(item_available) * items_by_default)
-    unknown = [
-        name
-        for name in requested
-        if name not in position_available and name not in item_available
-    ]
+    known = {*position_available, *item_available, *token_available}
+    unknown = [name for name in requested if name not in known]
     if unknown:
+        per_interaction = [
+            *position_available,
+            *(f"{name} (token)" for name in token_available),
+        ]
         raise ValueError(
             f"--features names {', '.join(map(repr, unknown))}, which the "
             "data does not have. It has, per interaction: "
-            f"{', '.join(position_available) or 'none'}; per item: "
+            f"{', '.join(per_interaction) or 'none'}; per item: "
             f"{', '.join(item_available) or 'none'} (give the item "
             f"attributes with --item-features FILE.item; '{ALL_FEATURES}' "
             f"takes every feature). Received: --features {' '.join(requested)}"
@@ -93,4 +103,5 @@ def select_features(
     return FeatureSelection(
         tuple(n for n in position_available if n in requested),
         tuple(n for n in item_available if n in requested),
+        tuple(n for n in token_available if n in requested),
     )

@@ -32,6 +32,7 @@ DERIVED_MODEL_FIELDS = (
     "max_len",
     "learning_rate",
     "item_features",
+    "token_features",
 )
 _FIELD_TYPES = {
     field.name: field.type
@@ -131,8 +132,9 @@ class ModelOptions(Mapping):
         With the run's prepared ``data`` (``InMemoryDataset`` or
         ``OnDiskDataset``), ``features`` keeps the per-interaction
         features it selects (``feature_selection``; ``all``: every one the
-        data has) and ``item_features`` are the data's item features
-        (``ItemFeatures.spec_dicts``). Without ``data`` (a run's
+        data has), ``item_features`` are the data's item features
+        (``ItemFeatures.spec_dicts``) and ``token_features`` its
+        selected categorical per-interaction features. Without ``data`` (a run's
         fingerprint) the names stay as given.
 
         Raises:
@@ -151,6 +153,11 @@ class ModelOptions(Mapping):
             )
             if item_features is not None:
                 values["item_features"] = tuple(item_features.spec_dicts())
+            token_features = getattr(data, "token_features", ())
+            if token_features:
+                values["token_features"] = tuple(
+                    spec.model_dict() for spec in token_features
+                )
         return ModelConfig(
             num_items=num_items,
             max_len=max_len,

@@ -24,6 +24,7 @@ from tfrec_tricks.training.evaluate import format_results
 from tfrec_tricks.training.head_choice import HeadChoice
 from tfrec_tricks.training.resumption import OpenedRun
 from tfrec_tricks.training.run_directory import (
+    INTERACTION_FEATURES_FILE,
     ITEM_FEATURES_FILE,
     TENSORBOARD_DIR,
     check_finished_run,
@@ -35,6 +36,7 @@ from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
     TrainingData,
     item_feature_facts,
+    token_feature_facts,
 )
 
 
@@ -55,8 +57,9 @@ def start_run_files(
     head_choice: HeadChoice | None,
 ) -> None:
     """Writes the run's claim (``start_run``: run.json, config.json,
-    vocabulary.json, and with item features ``ITEM_FEATURES_FILE``, their
-    specs and vocabularies) and, for a new run, its TensorBoard
+    vocabulary.json, with item features ``ITEM_FEATURES_FILE``, their
+    specs and vocabularies, with token features
+    ``INTERACTION_FEATURES_FILE``, theirs) and, for a new run, its TensorBoard
     hparams."""
     if not opened.chief:
         return
@@ -78,6 +81,11 @@ def start_run_files(
         # The vocabularies: export --add-items encodes new items with them.
         files[ITEM_FEATURES_FILE] = json.dumps(
             [spec.to_dict() for spec in item_features.specs], indent=2
+        )
+    token_features = getattr(data.prepared, "token_features", ())
+    if token_features:
+        files[INTERACTION_FEATURES_FILE] = json.dumps(
+            [spec.to_dict() for spec in token_features], indent=2
         )
     start_run(opened.run_dir, opened.fingerprint, files)
     if opened.action == "new":
@@ -132,6 +140,7 @@ def run_facts(
         "num_train_examples": data.num_examples("train"),
         "num_replicas": strategy.num_replicas_in_sync if strategy else 1,
         **item_feature_facts(data.prepared),
+        **token_feature_facts(data.prepared),
     }
 
 

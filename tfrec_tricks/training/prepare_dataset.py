@@ -31,6 +31,7 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
+from tfrec_tricks.data.loaders import read_records
 from tfrec_tricks.data.prepared_format import PREPARED_KIND, read_metadata
 from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
@@ -42,7 +43,10 @@ from tfrec_tricks.output_targets import (
     read_lock,
     target_lock,
 )
-from tfrec_tricks.training.feature_selection import select_features
+from tfrec_tricks.training.feature_selection import (
+    ALL_FEATURES,
+    select_features,
+)
 from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
@@ -215,6 +219,7 @@ def _prepare(
     # Lines the user should read (the duplicate rows found).
     report = _print_line if verbose else None
     options = preparation_options(config)
+    check_no_token_features(config)
     item_features = item_feature_request(config)
     if engine == "beam":
         from tfrec_tricks.data.beam_preparation import prepare_with_beam
@@ -243,6 +248,51 @@ def _prepare(
             item_features=item_features,
         )
     return written
+
+
+def check_no_token_features(config: TrainConfig) -> None:
+    """Refuses a ``--features`` that selects a categorical per-interaction
+    feature (a ``token`` column of the interaction files): the prepared
+    format does not carry them (yet). Unnamed, they are left out, as every
+    unnamed per-interaction feature is left out of a run.
+
+    Raises:
+        ValueError: naming the token features and what to do instead.
+    """
+    if config.data == "synthetic" or config.data.startswith("tfds:"):
+        return
+    if not config.model.value("features"):
+        return
+    paths, file_format = located_files(
+        config.data, config.data_path, config.file_format
+    )
+    tokens = []
+    for path in paths:
+        columns, records = read_records(path, file_format)
+        records.close()
+        tokens += [name for name in columns.tokens if name not in tokens]
+    _refuse_token_features(config, tokens)
+
+
+def _refuse_token_features(config: TrainConfig, tokens: list[str]) -> None:
+    """Raises ValueError when ``config``'s ``--features`` selects any of
+    the token columns ``tokens``: neither a prepared dataset nor the
+    offline recommendations (``local_sequences``) carry them yet."""
+    requested = config.model.value("features")
+    named = [
+        name
+        for name in tokens
+        if ALL_FEATURES in requested or name in requested
+    ]
+    if named:
+        raise ValueError(
+            "Prepared datasets and tfrec-tricks recommend do not carry "
+            "categorical per-interaction features (token columns) yet: "
+            f"{', '.join(named)}. Train in memory (tfrec-tricks train "
+            "--data ...) and serve the exported model (tfrec-tricks export) "
+            "to use them, or name the features without them. Received: "
+            f"--features {' '.join(requested)}"
+        )
 
 
 def _print_line(line: str) -> None:
@@ -291,6 +341,7 @@ def local_sequences(config: TrainConfig, report=None) -> tuple:
     )
     if table.duplicates is not None and report is not None:
         report(table.duplicates.message())
+    _refuse_token_features(config, list(table.tokens))
     sequences = user_sequences(
         table.users,
         table.items,

@@ -75,6 +75,7 @@ MODEL_LATER_OPTIONS = {
     "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
     "item_features": ((), None),
+    "token_features": ((), None),
     "feature_fusion": ("sum", None),
     "item_id_dropout": (0.0, None),
 }

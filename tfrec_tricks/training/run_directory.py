@@ -270,9 +270,12 @@ def _entries(folder: str) -> set[str]:
 #: A run's item features: ``ItemFeatureSpec.to_dict()`` of each, in order
 #: (their vocabularies encode the items ``export --add-items`` adds).
 ITEM_FEATURES_FILE = "item_features.json"
+#: A run's categorical per-interaction features: ``InteractionTokenSpec.
+#: to_dict()`` of each (name, vocabulary, coverage).
+INTERACTION_FEATURES_FILE = "interaction_features.json"
 RUN_ENTRIES = frozenset(
     (RUN_FILE, "config.json", "vocabulary.json", "history.csv")
-    + (ITEM_FEATURES_FILE,)
+    + (ITEM_FEATURES_FILE, INTERACTION_FEATURES_FILE)
     + ("metrics.json", "backup/", "checkpoints/", MODEL_DIR + "/")
     + ("tensorboard/",)
 )
@@ -401,8 +404,9 @@ def publish_model(run_dir: str, write: Callable[[str], None]) -> str:
 
 def _manifest_files(run_dir: str) -> list[str]:
     names = ["config.json", "vocabulary.json", "metrics.json"]
-    if os.path.isfile(os.path.join(run_dir, ITEM_FEATURES_FILE)):
-        names.append(ITEM_FEATURES_FILE)
+    for extra in (ITEM_FEATURES_FILE, INTERACTION_FEATURES_FILE):
+        if os.path.isfile(os.path.join(run_dir, extra)):
+            names.append(extra)
     model_dir = os.path.join(run_dir, MODEL_DIR)
     names += sorted(
         f"{MODEL_DIR}/{entry}"

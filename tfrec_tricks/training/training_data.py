@@ -148,11 +148,17 @@ def load_training_data(config: TrainConfig) -> TrainingData:
 
 def item_feature_lines(data: InMemoryDataset | OnDiskDataset) -> list[str]:
     """What the run says of its item features: one line per feature (kind,
-    vocabulary, coverage), the cold items and the items without a row."""
+    vocabulary, coverage), the cold items and the items without a row;
+    and one line per categorical per-interaction feature."""
+    lines = [
+        f"Interaction feature {row['name']}: {row['kind']}, "
+        f"{row['vocabulary_size']:,} ids (padding and OOV included), "
+        f"{row['coverage']:.1%} of interactions have a value"
+        for row in token_feature_facts(data).get("interaction_features", [])
+    ]
     facts = item_feature_facts(data)
     if not facts:
-        return []
-    lines = []
+        return lines
     for row in facts["item_features"]:
         vocabulary = (
             f", {row['vocabulary_size']:,} ids (padding and OOV included)"
@@ -187,6 +193,16 @@ def item_feature_facts(data: InMemoryDataset | OnDiskDataset) -> dict:
     }
 
 
+def token_feature_facts(data: InMemoryDataset | OnDiskDataset) -> dict:
+    """The data's categorical per-interaction features, for the run's
+    summary and ``metrics.json`` (``interaction_features``: each one's
+    name, kind, vocabulary size and coverage). Empty without."""
+    specs = getattr(data, "token_features", ())
+    if not specs:
+        return {}
+    return {"interaction_features": [spec.summary_row() for spec in specs]}
+
+
 def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
     """Loads ``config``'s data source and prepares it in memory.
 
@@ -213,14 +229,18 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
         min_user_interactions=config.min_user_interactions,
         min_item_interactions=config.min_item_interactions,
         split=config.split,
+        min_feature_count=config.min_feature_count,
     )
-    table = item_feature_table(config, data.feature_names)
+    position_names = [*data.feature_names, *data.token_feature_names]
+    table = item_feature_table(config, position_names)
     selection = select_features(
         config.model.value("features"),
         data.feature_names,
         table.names() if table is not None else [],
         items_by_default=config.item_features is not None,
+        token_available=data.token_feature_names,
     )
+    data = data.select_token_features(selection.token)
     if selection.item:
         data = with_item_features(
             data, table.select(selection.item), config.min_feature_count

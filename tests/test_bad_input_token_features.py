@@ -1,0 +1,105 @@
+"""Categorical per-interaction features (``token`` columns of a RecBole
+``.inter`` file) through the real CLI: refused and named, or counted.
+
+Refused (exit 1, no traceback, nothing written): a ``--features`` name the
+data does not have (the message lists the token features, marked
+``(token)``), and ``prepare`` with ``--features`` selecting a token
+column (the prepared format does not carry them). Counted, not refused:
+an empty value is no value (id 0: masked like padding), which lowers the
+feature's coverage; a value seen only in held-out interactions is
+out-of-vocabulary. The unit tests are tests/data/test_interaction_tokens.py
+and tests/training/test_feature_selection.py.
+"""
+
+import json
+import os
+
+import pytest
+
+from tests.run_helpers import (
+    TINY_FLAGS,
+    assert_clean_error,
+    run_cli,
+    snapshot,
+    write_token_interactions,
+)
+
+
+def _train(tmp_path, *flags):
+    path = write_token_interactions(tmp_path / "shop.inter", empty=True)
+    return run_cli(
+        "train",
+        "--data",
+        "file",
+        "--data-path",
+        path,
+        *TINY_FLAGS[4:],  # --max-len, --embedding-dim
+        "--epochs",
+        "1",
+        "--output-dir",
+        str(tmp_path / "runs"),
+        "--name",
+        "run",
+        *flags,
+    )
+
+
+def test_an_unknown_feature_name_is_refused_with_the_token_features(tmp_path):
+    before = snapshot(tmp_path)
+    result = _train(tmp_path, "--features", "devize")
+    assert_clean_error(
+        result,
+        "--features names 'devize', which the data does not have",
+        "time_gap, channel (token), device (token)",
+    )
+    assert not (tmp_path / "runs").exists()
+    assert snapshot(tmp_path).keys() - before.keys() == {"shop.inter"}
+
+
+def test_prepare_refuses_token_features_naming_them(tmp_path):
+    path = write_token_interactions(tmp_path / "shop.inter")
+    for features in (["device"], ["all"]):
+        result = run_cli(
+            "prepare",
+            "--data",
+            "file",
+            "--data-path",
+            path,
+            "--features",
+            *features,
+            "--output",
+            str(tmp_path / "prepared"),
+        )
+        assert_clean_error(
+            result,
+            "Prepared datasets and tfrec-tricks recommend do not carry "
+            "categorical per-interaction features (token columns) yet: ",
+            "device",
+        )
+        assert not (tmp_path / "prepared").exists()
+
+
+@pytest.mark.slow
+def test_an_empty_value_is_no_value_and_counted(tmp_path):
+    result = _train(tmp_path, "--features", "device")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        "Interaction feature device: token, 5 ids (padding and OOV "
+        "included), 87.5% of interactions have a value" in result.stdout
+    )
+    run = tmp_path / "runs" / "run"
+    with open(run / "metrics.json") as handle:
+        rows = json.load(handle)["interaction_features"]
+    assert rows[0]["coverage"] == pytest.approx(84 / 96)
+    with open(run / "interaction_features.json") as handle:
+        saved = json.load(handle)
+    # "" is not a value, and kiosk (test positions only) is OOV.
+    assert saved[0]["vocabulary"] == ["web", "app", "tv"]
+    assert os.path.isdir(run / "model")
+    # Offline recommendations do not send them yet: refused, not a
+    # traceback from the served model's request check.
+    result = run_cli("recommend", str(run), "--output", str(tmp_path / "r.csv"))
+    assert_clean_error(
+        result, "tfrec-tricks recommend do not carry categorical", "device"
+    )
+    assert not (tmp_path / "r.csv").exists()
