@@ -105,6 +105,16 @@ DEFAULTS = {
         "models": ["GRU4Rec", "GRU4RecCPR"], "epochs": 25,
         "report_dir": common.RESULTS,
     }),
+    "recommend_throughput": ([], {
+        "items": [3706, 1_000_000], "users": [20_000, 4_000],
+        "memory_users": [10_000, 100_000, 1_000_000], "heads": ["softmax"],
+        "formats": ["csv", "parquet", "none"], "repeats": 5, "length": 20,
+        "k": 10, "batch_size": 256, "train_examples": 1024,
+        "sample_seconds": 0.2, "build_only": False,
+        "work_dir": TMP + "/tfrec_tricks_recommend_throughput", "seed": 0,
+        "report_dir": common.RESULTS + "/recommend-throughput",
+        "train_worker": None, "throughput_worker": None, "load_worker": None,
+    }),
     "repeat_headroom": ([], {**TRAINING_RUNS, "seed": 0, "folds": 2}),
     "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
     "side_information": ([], {
