@@ -25,6 +25,7 @@ from tfrec_tricks.data.item_features import (
     FIRST_TOKEN_ID,
     OOV_ID,
     PAD_ID,
+    check_min_count,
     kept_vocabulary,
 )
 from tfrec_tricks.data.user_sequences import UserSequences
@@ -156,16 +157,7 @@ def interaction_token_features(
     >>> specs[0].vocabulary, ids["device"].tolist()  # tv: test only
     (('web', 'app'), [2, 3, 2, 0, 1])
     """
-    if (
-        isinstance(min_count, bool)
-        or not isinstance(min_count, (int, np.integer))
-        or min_count < 1
-    ):
-        raise ValueError(
-            "min_count (the training interactions a value needs to be in "
-            f"the vocabulary) must be an int >= 1. Received: "
-            f"min_count={min_count!r}"
-        )
+    check_min_count(min_count, "training interactions a value needs")
     if not sequences.tokens:
         return (), {}
     training = training_rows(sequences)

@@ -386,21 +386,36 @@ def cold_item_names(
     return [item for item in table.rows if item not in known]
 
 
-def _checked_arguments(
-    item_names: list[str], training_items: np.ndarray, min_count: int
-) -> np.ndarray:
-    """The training flags as a bool array, padding False; refuses bad
-    arguments."""
+def check_min_count(min_count: Any, counted: str) -> None:
+    """Raises ValueError unless ``min_count`` is an int >= 1.
+
+    Args:
+        min_count: the count a value needs to enter a vocabulary.
+        counted: what is counted, for the message (e.g. "training items
+            a token needs").
+
+    >>> check_min_count(0, "training items a token needs")
+    Traceback (most recent call last):
+    ...
+    ValueError: min_count (the training items a token needs to be in the vocabulary) must be an integer >= 1. Received: min_count=0
+    """  # noqa: E501
     if (
         isinstance(min_count, bool)
         or not isinstance(min_count, (int, np.integer))
         or min_count < 1
     ):
         raise ValueError(
-            "min_count (the training items a token needs to be in the "
-            f"vocabulary) must be an integer >= 1. Received: "
-            f"min_count={min_count!r}"
+            f"min_count (the {counted} to be in the vocabulary) must be an "
+            f"integer >= 1. Received: min_count={min_count!r}"
         )
+
+
+def _checked_arguments(
+    item_names: list[str], training_items: np.ndarray, min_count: int
+) -> np.ndarray:
+    """The training flags as a bool array, padding False; refuses bad
+    arguments."""
+    check_min_count(min_count, "training items a token needs")
     if not len(item_names) or item_names[0] != PADDING:
         first = item_names[0] if len(item_names) else None
         raise ValueError(

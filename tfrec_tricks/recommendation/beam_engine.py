@@ -66,6 +66,7 @@ from tfrec_tricks.recommendation.beam_model_handler import (
     UserRequest,
     check_saved_model,
     lists_frame,
+    missing_beam,
 )
 from tfrec_tricks.recommendation.job import RecommendationJob
 from tfrec_tricks.recommendation.local_engine import COLUMNS
@@ -82,10 +83,7 @@ try:
     from tfrec_tricks.data.beam_outputs import SIDE_FOLDER, read_side_file
     from tfrec_tricks.data.beam_runner import pipeline_options, run_pipeline
 except ImportError as error:  # pragma: no cover (the extra is installed)
-    raise ImportError(
-        "The Beam engine needs Apache Beam: pip install "
-        f'"tfrec_tricks[beam]". Received: {error}'
-    ) from error
+    raise missing_beam(error) from error
 
 RECOMMENDATION_SHARDS = TargetKind("folder of recommendations", "--output")
 SHARD_PREFIX = "part"

@@ -54,13 +54,20 @@ from tfrec_tricks.recommendation.local_engine import (
 )
 from tfrec_tricks.recommendation.user_histories import HistoryBatch
 
+
+def missing_beam(error: ImportError) -> ImportError:
+    """The error of the Beam engine without Apache Beam, naming the
+    extra that installs it."""
+    return ImportError(
+        "The Beam engine needs Apache Beam: pip install "
+        f'"tfrec_tricks[beam]". Received: {error}'
+    )
+
+
 try:
     from apache_beam.ml.inference.base import ModelHandler
 except ImportError as error:  # pragma: no cover (the extra is installed)
-    raise ImportError(
-        "The Beam engine needs Apache Beam: pip install "
-        f'"tfrec_tricks[beam]". Received: {error}'
-    ) from error
+    raise missing_beam(error) from error
 
 # The signatures the Beam engine calls, and the inputs of
 # ``recommend_filtered`` that are not per-interaction features.
