@@ -3,11 +3,12 @@
 
 Refused (exit 1, no traceback, nothing written): a ``--features`` name the
 data does not have (the message lists the token features, marked
-``(token)``), and ``prepare`` with ``--features`` selecting a token
-column (the prepared format does not carry them). Counted, not refused:
-an empty value is no value (id 0: masked like padding), which lowers the
-feature's coverage; a value seen only in held-out interactions is
-out-of-vocabulary. The unit tests are tests/data/test_interaction_tokens.py
+``(token)``). Not refused: ``prepare`` with ``--features`` selecting a
+token column (prepared datasets carry every token column), and
+``recommend`` of a run that reads one (it sends the raw values). Counted, not
+refused: an empty value is no value (id 0: masked like padding), which
+lowers the feature's coverage; a value seen only in held-out interactions
+is out-of-vocabulary. The unit tests are tests/data/test_interaction_tokens.py
 and tests/training/test_feature_selection.py.
 """
 
@@ -56,9 +57,10 @@ def test_an_unknown_feature_name_is_refused_with_the_token_features(tmp_path):
     assert snapshot(tmp_path).keys() - before.keys() == {"shop.inter"}
 
 
-def test_prepare_refuses_token_features_naming_them(tmp_path):
+def test_prepare_carries_the_token_features_it_is_asked_for(tmp_path):
     path = write_token_interactions(tmp_path / "shop.inter")
     for features in (["device"], ["all"]):
+        output = tmp_path / f"prepared-{features[0]}"
         result = run_cli(
             "prepare",
             "--data",
@@ -68,15 +70,15 @@ def test_prepare_refuses_token_features_naming_them(tmp_path):
             "--features",
             *features,
             "--output",
-            str(tmp_path / "prepared"),
+            str(output),
         )
-        assert_clean_error(
-            result,
-            "Prepared datasets and tfrec-tricks recommend do not carry "
-            "categorical per-interaction features (token columns) yet: ",
-            "device",
-        )
-        assert not (tmp_path / "prepared").exists()
+        assert result.returncode == 0, result.stderr[-3000:]
+        # Every token column, whichever --features names.
+        assert "token features: ['channel', 'device']" in result.stdout
+        with open(output / "metadata.json") as handle:
+            metadata = json.load(handle)
+        assert metadata["token_feature_names"] == ["channel", "device"]
+        assert (output / "interaction_tokens.json").is_file()
 
 
 @pytest.mark.slow
@@ -96,10 +98,13 @@ def test_an_empty_value_is_no_value_and_counted(tmp_path):
     # "" is not a value, and kiosk (test positions only) is OOV.
     assert saved[0]["vocabulary"] == ["web", "app", "tv"]
     assert os.path.isdir(run / "model")
-    # Offline recommendations do not send them yet: refused, not a
-    # traceback from the served model's request check.
-    result = run_cli("recommend", str(run), "--output", str(tmp_path / "r.csv"))
-    assert_clean_error(
-        result, "tfrec-tricks recommend do not carry categorical", "device"
+    # Offline recommendations send each history's raw values (the empty
+    # ones as no value): every user gets a list.
+    result = run_cli(
+        "recommend", str(run), "--k", "3", "--output", str(tmp_path / "r.csv")
     )
-    assert not (tmp_path / "r.csv").exists()
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "r.csv") as handle:
+        lines = handle.read().splitlines()
+    assert lines[0] == "user_id,rank,item_id,score"
+    assert len(lines) == 1 + 12 * 3

@@ -55,11 +55,22 @@ def test_read_file_gives_columns_then_rows(tmp_path):
     outputs = list(ReadFile("udata").process((3, str(path))))
     columns = outputs[0]
     assert columns.tag == ReadFile.COLUMNS
-    assert columns.value == (3, True, ("rating",))
+    assert columns.value == (3, True, ("rating",), ())
     assert outputs[1:] == [
-        (3, 1, "196", "242", 881250949.0, (3.0,), ()),
-        (3, 2, "186", "302", 891717742.0, (3.0,), ()),
+        (3, 1, "196", "242", 881250949.0, (3.0,), (), ()),
+        (3, 2, "186", "302", 891717742.0, (3.0,), (), ()),
     ]
+
+
+def test_read_file_keeps_the_token_columns(tmp_path):
+    path = tmp_path / "shop.inter"
+    path.write_text(
+        "user_id:token\titem_id:token\ttimestamp:float\tdevice:token\n"
+        "u1\ti1\t5\tweb\nu1\ti2\t6\t\n"
+    )
+    outputs = list(ReadFile("recbole").process((0, str(path))))
+    assert outputs[0].value == (0, True, (), ("device",))
+    assert [row[-1] for row in outputs[1:]] == [("web",), ("",)]
 
 
 def test_read_file_marks_errors_with_the_given_path(tmp_path):

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data import synthetic
@@ -16,6 +17,7 @@ from tfrec_tricks.data.beam_preparation import prepare_with_beam
 from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.item_feature_file import ItemFeatureTable
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.prepared_format import parse_users
 from tfrec_tricks.data.prepared_item_features import (
     ITEM_FEATURE_FILES,
     ItemFeatureRequest,
@@ -53,6 +55,33 @@ def _write_sessions(folder) -> str:
     return str(path)
 
 
+def _write_tokens(folder) -> str:
+    """Two RecBole files with a ``device`` token column (and a ``page``
+    one in the first only: dropped, as read_encoded drops it). Empty
+    values; ``fax`` at a single training position (out-of-vocabulary with
+    min_feature_count 2); ``kiosk`` at test positions only; two rows the
+    item bound drops. Returns their glob."""
+    for part in range(2):
+        header = "user_id:token\titem_id:token\ttimestamp:float\tdevice:token"
+        lines = [header + ("\tpage:token" if part == 0 else "")]
+        for user in range(part, 14, 2):
+            for step in range(6):
+                device = ["web", "app", "tv", "web"][(user + step) % 4]
+                if step == 5:
+                    device = "kiosk"
+                elif (user + step) % 5 == 0:
+                    device = ""
+                elif user == 3 and step == 0:
+                    device = "fax"
+                item = f"i{(user * 3 + step * 5) % 11}"
+                page = "\thome" if part == 0 else ""
+                lines.append(f"u{user}\t{item}\t{100 * step}\t{device}{page}")
+        # Items (and so a user) the item bound drops, with their values.
+        lines.append(f"u99\tz{part}\t0\tfax" + ("\thome" if part == 0 else ""))
+        (folder / f"shop-{part}.inter").write_text("\n".join(lines) + "\n")
+    return str(folder / "shop-*.inter")
+
+
 CASES = {
     # No filter; a glob over two files.
     "synthetic": (
@@ -78,6 +107,17 @@ CASES = {
             "source": "sessions.txt",
         },
     ),
+    # Token columns; an item bound: coverage is of the kept interactions.
+    "tokens": (
+        _write_tokens,
+        "recbole",
+        {
+            "max_len": 3,
+            "split": "recbole",
+            "min_item_interactions": 3,
+            "min_feature_count": 2,
+        },
+    ),
 }
 
 
@@ -97,6 +137,7 @@ def _local_engine(files, file_format, options, output, item_features=None):
         min_user_interactions=options.get("min_user_interactions", 1),
         min_item_interactions=options.get("min_item_interactions", 0),
         split=options["split"],
+        tokens=table.tokens,
     )
     return write_prepared(
         sequences, output, options, num_shards=2, item_features=item_features
@@ -171,6 +212,7 @@ def test_same_metadata(both_engines):
         "num_users",
         "num_interactions",
         "feature_names",
+        "token_feature_names",
         "options",
     ):
         assert got[key] == expected[key], key
@@ -181,13 +223,61 @@ def test_same_metadata(both_engines):
     ]
     # Nothing else: no Beam temporary or side files.
     # Nothing else but the tool's record of what it wrote (``ownership``).
+    tokens = ["interaction_tokens.json"] if got["token_feature_names"] else []
     assert sorted(os.listdir(beam)) == [
         RECORD_FILE,
+        *tokens,
         "metadata.json",
         *(f"sequences-0000{i}-of-00003.tfrecord" for i in range(3)),
         "statistics.json",
         "vocabulary.json",
     ]
+
+
+def _records(folder):
+    """Every user record of the folder's shards, by user index."""
+    dataset = OnDiskDataset(folder)
+    records = {}
+    for serialized in tf.data.TFRecordDataset(dataset.files).batch(64):
+        users = parse_users(
+            serialized, dataset.feature_names, dataset.token_feature_names
+        )
+        for row, user in enumerate(users["user"].numpy()):
+            records[int(user)] = {
+                name: (
+                    value[row].numpy().tolist()
+                    if isinstance(value, tf.RaggedTensor)
+                    else int(value[row])
+                )
+                for name, value in users.items()
+            }
+    return records
+
+
+def test_same_user_records(both_engines):
+    local, beam = both_engines
+    expected, got = _records(local), _records(beam)
+    assert got.keys() == expected.keys()
+    for user, record in expected.items():
+        gap = record.pop("time_gap", None), got[user].pop("time_gap", None)
+        np.testing.assert_array_equal(*gap)  # NaN at the first
+        assert got[user] == record, user
+
+
+def test_token_features_are_byte_equal(both_engines):
+    local, beam = both_engines
+    names = OnDiskDataset(local).token_feature_names
+    assert OnDiskDataset(beam).token_feature_names == names
+    if not names:
+        assert "interaction_tokens.json" not in os.listdir(beam)
+        return
+    text = _read(beam, "interaction_tokens.json", "rb")
+    assert text == _read(local, "interaction_tokens.json", "rb")
+    (device,) = json.loads(text)  # page: not in every file
+    assert device["name"] == "device"
+    # "" is no value, fax is too rare, kiosk is in test positions only.
+    assert sorted(device["vocabulary"]) == ["app", "tv", "web"]
+    assert 0 < device["coverage"] < 1
 
 
 # --- item features ----------------------------------------------------------

@@ -18,12 +18,18 @@ from tfrec_tricks.data.user_sequences import TIME_GAP
 @pytest.mark.slow
 def test_user_and_item_phases_rank_by_first_place():
     rows = [
-        (0, 1, "u2", "x", None, [], None),
-        (0, 2, "u1", "y", None, [], None),
-        (0, 3, "u2", "y", None, [], None),
-        (0, 4, "u1", "z", None, [], None),
+        (0, 1, "u2", "x", None, [], None, ()),
+        (0, 2, "u1", "y", None, [], None, ()),
+        (0, 3, "u2", "y", None, [], None, ()),
+        (0, 4, "u1", "z", None, [], None, ()),
     ]
-    schema = {"has_time": False, "numeric": [], "slots": {0: []}}
+    schema = {
+        "has_time": False,
+        "numeric": [],
+        "slots": {0: []},
+        "tokens": [],
+        "token_slots": {0: []},
+    }
     options = {"max_len": 5, "numeric_features": False}
     config = BeamConfig.from_options(options, num_shards=1, filter_rounds=1)
     with beam.Pipeline() as pipeline:
@@ -50,21 +56,30 @@ def test_ranked_orders_names_by_first_place():
 
 
 def test_a_user_is_sorted_by_time_then_file_order():
-    # (file, line, user, item, time, numeric, other); file 1 has the
-    # rating in its second numeric column.
+    # (file, line, user, item, time, numeric, other, tokens); file 1 has
+    # the rating in its second numeric column, the device in its second
+    # token column.
     rows = [
-        (1, 5, "u", "c", 20.0, [0.0, 3.0], None),
-        (0, 9, "u", "b", 10.0, [2.0], None),
-        (0, 2, "u", "a", 10.0, [1.0], None),
+        (1, 5, "u", "c", 20.0, [0.0, 3.0], None, ("x", "tv")),
+        (0, 9, "u", "b", 10.0, [2.0], None, ("",)),
+        (0, 2, "u", "a", 10.0, [1.0], None, ("web",)),
     ]
     schema = {
         "has_time": True,
         "numeric": ["rating"],
         "slots": {0: [0], 1: [1]},
+        "tokens": ["device"],
+        "token_slots": {0: [0], 1: [1]},
     }
-    index, items, features = _sort_user(
+    index, items, features, tokens = _sort_user(
         ("u", {"index": [4], "rows": rows}), schema, numeric_features=True
     )
     assert (index, items) == (4, ["a", "b", "c"])
     np.testing.assert_array_equal(features["rating"], [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(features[TIME_GAP], [np.nan, 0.0, 10.0])
+    assert tokens == {"device": ["web", "", "tv"]}
+    # Kept without numeric features, as user_sequences keeps them.
+    *_, tokens = _sort_user(
+        ("u", {"index": [4], "rows": rows}), schema, numeric_features=False
+    )
+    assert tokens == {"device": ["web", "", "tv"]}

@@ -13,6 +13,10 @@ from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     encode_tokens,
     interaction_token_features,
+    specs_from_json,
+    specs_json,
+    token_ids,
+    token_spec,
     training_rows,
 )
 from tfrec_tricks.data.item_features import FIRST_TOKEN_ID, OOV_ID, PAD_ID
@@ -115,6 +119,34 @@ def test_encode_tokens_and_spec_round_trip():
         "vocabulary_size": 3,
         "coverage": 1.0,
     }
+
+
+def test_a_spec_from_counts_is_the_spec_of_the_column():
+    # What the Beam engine builds from summed counts.
+    sequences = _sequences(["b", "", "a", "x", "y", "b"], ["u"] * 6)
+    (spec,), ids = interaction_token_features(sequences, min_count=1)
+    training = {"b": 1, "a": 1}  # positions 0..3; "" left out; x one
+    training["x"] = 1
+    assert token_spec("device", training, 5, 6) == spec
+    assert spec.coverage == 5 / 6
+    assert token_spec("device", training, 5, 6, min_count=2).vocabulary == ()
+    assert token_spec("device", {}, 0, 0) == InteractionTokenSpec("device")
+    lookup = token_ids(spec.vocabulary)
+    values = ["b", "", "a", "x", "y", "b"]
+    assert [lookup.get(v, OOV_ID) for v in values] == ids["device"].tolist()
+
+
+def test_specs_json_is_sorted_by_name_and_reads_back():
+    specs = [
+        InteractionTokenSpec("device", ("web", "app"), 0.75),
+        InteractionTokenSpec("channel", ("ads",), 1 / 3),
+    ]
+    text = specs_json(specs)
+    assert specs_from_json(text) == tuple(specs[::-1])
+    assert specs_json(specs[::-1]) == text
+    assert specs_json([]) == "[]"
+    with pytest.raises(ValueError, match="token feature specs"):
+        specs_from_json('{"name": "device"}')
 
 
 def test_prepared_examples_carry_the_ids_aligned_with_history(tmp_path):

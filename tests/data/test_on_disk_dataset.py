@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from tests.run_helpers import write_token_interactions
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.item_feature_file import ItemFeatureTable
 from tfrec_tricks.data.item_side_information import with_item_features
@@ -73,15 +74,28 @@ def collect(dataset):
     }
 
 
-def both_paths(table, tmp_path, max_len, split="recbole", shards=3):
-    data = prepare(table, max_len=max_len, split=split)
+def both_paths(
+    table, tmp_path, max_len, split="recbole", shards=3, min_feature_count=1
+):
+    data = prepare(
+        table, max_len=max_len, split=split, min_feature_count=min_feature_count
+    )
     sequences = user_sequences(
-        table.users, table.items, table.timestamps, table.numeric, split=split
+        table.users,
+        table.items,
+        table.timestamps,
+        table.numeric,
+        split=split,
+        tokens=table.tokens,
     )
     path = write_prepared(
         sequences,
-        str(tmp_path / f"prepared-{max_len}-{split}"),
-        {"max_len": max_len, "split": split},
+        str(tmp_path / f"prepared-{max_len}-{split}-{min_feature_count}"),
+        {
+            "max_len": max_len,
+            "split": split,
+            "min_feature_count": min_feature_count,
+        },
         num_shards=shards,
     )
     return data, OnDiskDataset(path)
@@ -100,6 +114,10 @@ TABLES = {
         synthetic.generate(num_users=40, num_items=60, seed=2).interactions
     ),
     "sessions": lambda tmp: load_file(_write(tmp, SESSIONS), "sessions"),
+    # Token columns (device: empty values, kiosk at test positions only).
+    "tokens": lambda tmp: load_file(
+        write_token_interactions(tmp / "shop.inter", empty=True), "recbole"
+    ),
 }
 
 
@@ -292,6 +310,86 @@ def test_item_features_named_but_not_listed_are_refused(with_features):
         os.remove(os.path.join(with_features, name))
     with pytest.raises(DataError, match="item_features.json is missing"):
         OnDiskDataset(with_features)
+
+
+# --- token features ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("bucket", [False, True])
+def test_token_features_as_in_memory(tmp_path, bucket):
+    # Values of fewer than 2 training interactions are out-of-vocabulary.
+    table = TABLES["tokens"](tmp_path)
+    data, dataset = both_paths(table, tmp_path, 4, min_feature_count=2)
+    assert dataset.token_features == data.token_features
+    assert dataset.token_feature_names == ["channel", "device"]
+    assert dataset.metadata["token_feature_names"] == ["channel", "device"]
+    assert "; token features: ['channel', 'device']" in dataset.summary()
+    # The batches hold int32 ids aligned with the history, 0 at padding.
+    batch = next(iter(dataset.batches("train", 8, bucket_by_length=bucket)))
+    device = batch["device"].numpy()
+    assert device.dtype == np.int32 and device.shape == batch["history"].shape
+    assert (device[batch["history"].numpy() == 0] == 0).all()
+    # A selection yields those only, as InMemoryDataset's does.
+    memory = data.select_token_features(["device"])
+    selected = dataset.select_token_features(["device"])
+    assert selected.token_features == memory.token_features
+    assert dataset.token_feature_names == ["channel", "device"]  # unchanged
+    for split in ("train", "test"):
+        examples = getattr(memory, split)
+        assert set(examples.tokens) == {"device"}
+        assert_same_examples(
+            examples.as_dict(),
+            selected.batches(split, 8, bucket_by_length=bucket),
+        )
+    assert_same_examples(
+        train_windows(memory.train, 2),
+        selected.batches("train", 8, window_stride=2),
+    )
+    none = dataset.select_token_features([])
+    assert none.token_features == ()
+    assert "channel" not in collect(none.examples("test"))
+
+
+@pytest.fixture
+def with_tokens(tmp_path):
+    return both_paths(TABLES["tokens"](tmp_path), tmp_path, 4)[1].path
+
+
+def test_an_edited_token_feature_file_is_refused(with_tokens):
+    # Two values swapped (the ids of the shards would mean others): the
+    # size is the same, the SHA-256 is not.
+    path = os.path.join(with_tokens, "interaction_tokens.json")
+    text = open(path).read()
+    assert '"web"' in text and '"app"' in text
+    swapped = text.replace('"web"', "@").replace('"app"', '"web"')
+    open(path, "w").write(swapped.replace("@", '"app"'))
+    with pytest.raises(
+        DataError, match="SHA-256 differs.*interaction_tokens.json"
+    ):
+        OnDiskDataset(with_tokens)
+
+
+def test_token_features_the_metadata_does_not_name_are_refused(with_tokens):
+    _edit(
+        os.path.join(with_tokens, "metadata.json"),
+        lambda metadata: metadata.update(token_feature_names=["device"]),
+    )
+    with pytest.raises(DataError, match="holds the token features"):
+        OnDiskDataset(with_tokens)
+
+
+def test_a_dataset_without_token_columns_has_none(prepared):
+    dataset = OnDiskDataset(prepared)
+    assert dataset.token_features == ()
+    assert dataset.metadata["token_feature_names"] == []
+    assert "interaction_tokens.json" not in os.listdir(prepared)
+    assert "token features" not in dataset.summary()
+    # Prepared before token features: no key, no file, none.
+    _edit(
+        os.path.join(prepared, "metadata.json"),
+        lambda metadata: metadata.pop("token_feature_names"),
+    )
+    assert OnDiskDataset(prepared).token_features == ()
 
 
 # --- bad input --------------------------------------------------------------

@@ -3,6 +3,7 @@
 import collections
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tfrec_tricks.data import prepared_format as fmt
@@ -36,6 +37,33 @@ def test_user_records_parse_back_to_what_was_written():
         "test_position",
         "time_gap",
     }
+
+
+def test_token_ids_parse_back_as_int64_beside_the_float_features():
+    users = [
+        (4, [3, 1, 3], {"device": [2, 0, 1], "channel": [3, 3, 2]}),
+        (0, [7], {"device": [5], "channel": [0]}),
+    ]
+    serialized = [
+        fmt.user_example(
+            user, np.array(items), -1, len(items) - 1,
+            {"time_gap": np.zeros(len(items))}, tokens,
+        )
+        for user, items, tokens in users
+    ]  # fmt: skip
+    record = tf.train.Example.FromString(serialized[0]).features.feature
+    assert list(record["token/device"].int64_list.value) == [2, 0, 1]
+    parsed = fmt.parse_users(
+        tf.constant(serialized), ["time_gap"], ["device", "channel"]
+    )
+    assert parsed["device"].dtype == tf.int64
+    assert parsed["device"].to_list() == [[2, 0, 1], [5]]
+    assert parsed["channel"].to_list() == [[3, 3, 2], [0]]
+    assert parsed["time_gap"].to_list() == [[0.0, 0.0, 0.0], [0.0]]
+    # Parsed only when asked for, as the float features.
+    assert "device" not in fmt.parse_users(tf.constant(serialized), [])
+    with pytest.raises(ValueError, match="float or token, not both"):
+        fmt.parse_users(tf.constant(serialized), ["device"], ["device"])
 
 
 def test_count_histogram_equals_a_counter():

@@ -120,3 +120,56 @@ def test_refused_features_write_nothing(tmp_path):
             item_features=request,
         )
     assert os.listdir(tmp_path) == []
+
+
+def test_token_columns_are_written_listed_and_named(tmp_path):
+    users = np.repeat(["u0", "u1"], 4)
+    items = np.array(list("abcdbcda"))
+    devices = np.array(["web", "", "web", "tv", "app", "web", "app", "tv"])
+    sequences = user_sequences(users, items, tokens={"device": devices})
+    seen = []  # what --features is checked against: token columns too
+
+    def select(names):
+        seen.extend(names)
+        return []
+
+    path = write_prepared(
+        sequences,
+        str(tmp_path / "p"),
+        {"max_len": 3, "min_feature_count": 2},
+        2,
+        item_features=ItemFeatureRequest(None, select),
+    )
+    assert seen == ["device"]
+    with open(os.path.join(path, "metadata.json")) as handle:
+        metadata = json.load(handle)
+    assert metadata["token_feature_names"] == ["device"]
+    assert "interaction_tokens.json" in [e["file"] for e in metadata["files"]]
+    with open(os.path.join(path, "interaction_tokens.json")) as handle:
+        (spec,) = json.load(handle)
+    # Training positions 0..1 of each user: web, "" and app, web: web 2,
+    # app 1; min_feature_count 2 keeps web only. 7 of 8 have a value.
+    assert spec == {
+        "name": "device",
+        "kind": "token",
+        "vocabulary": ["web"],
+        "vocabulary_size": 3,
+        "coverage": 7 / 8,
+    }
+
+
+def test_without_token_columns_none_are_named(tmp_path):
+    path = write_prepared(_sequences(), str(tmp_path / "p"), {"max_len": 3}, 2)
+    with open(os.path.join(path, "metadata.json")) as handle:
+        assert json.load(handle)["token_feature_names"] == []
+    assert "interaction_tokens.json" not in os.listdir(path)
+
+
+def test_a_bad_min_feature_count_writes_nothing(tmp_path):
+    with pytest.raises(ValueError, match="min_count"):
+        write_prepared(
+            _sequences(),
+            str(tmp_path / "p"),
+            {"max_len": 3, "min_feature_count": 0},
+        )
+    assert os.listdir(tmp_path) == []

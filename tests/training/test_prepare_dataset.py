@@ -4,10 +4,11 @@ itself: tests/data/; training on it: test_training_data.py)."""
 
 import dataclasses
 import json
+import os
 
 import pytest
 
-from tests.run_helpers import tiny_config
+from tests.run_helpers import tiny_config, write_token_interactions
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.errors import DataError
@@ -275,3 +276,38 @@ def test_a_dataset_prepared_before_item_features_has_none(prepared, tmp_path):
 def test_check_item_features_without_any_is_silent(tmp_path):
     config = tiny_config(tmp_path, model={"features": ["genre"]})
     check_item_features(config, [])  # unknown names: select_features'
+
+
+@pytest.mark.slow
+def test_prepare_carries_the_token_columns_with_either_engine(tmp_path):
+    # --features naming a token column (or none of them) is no longer
+    # refused: every token column is prepared, as every float column is.
+    path = write_token_interactions(tmp_path / "shop.inter", empty=True)
+    outputs = {}
+    for engine, features in (("local", ["device"]), ("beam", ["all"])):
+        config = tiny_config(
+            tmp_path,
+            data="file",
+            data_path=path,
+            max_len=4,
+            min_feature_count=2,
+            model={"features": features},
+        )
+        outputs[engine] = prepare_dataset(
+            config, str(tmp_path / engine), engine=engine, verbose=False
+        )
+    texts = []
+    for engine, folder in outputs.items():
+        dataset = OnDiskDataset(folder)
+        assert dataset.token_feature_names == ["channel", "device"], engine
+        assert dataset.metadata["options"]["min_feature_count"] == 2
+        with open(os.path.join(folder, "interaction_tokens.json"), "rb") as f:
+            texts.append(f.read())
+    assert texts[0] == texts[1]
+    device = json.loads(texts[0])[1]
+    assert device["vocabulary"] == ["web", "app", "tv"]  # kiosk: test only
+    # A name the data does not have is still refused, the tokens listed.
+    config = dataclasses.replace(config, model={"features": ["devize"]})
+    with pytest.raises(ValueError, match="time_gap, channel, device;"):
+        prepare_dataset(config, str(tmp_path / "x"), verbose=False)
+    assert not os.path.exists(tmp_path / "x")

@@ -364,3 +364,46 @@ def test_a_model_with_token_features_trains_with_each_encoder(
         saved = json.load(f)
     assert saved[0]["vocabulary"] == ["web", "app", "tv"]
     assert np.isfinite(result.metrics["test"]["ndcg@10"])
+
+
+@pytest.mark.slow
+def test_a_prepared_dataset_trains_with_token_features(tmp_path):
+    # `prepare --features device`, then `train --prepared DIR --features
+    # device`: the features, the model and its files as in memory.
+    memory = _token_config(tmp_path)
+    path = prepare_dataset(memory, str(tmp_path / "data"), verbose=False)
+    disk = dataclasses.replace(memory, prepared=path, name="disk")
+    on_disk = load_training_data(resolved_config(disk))
+    in_memory = load_training_data(memory)
+    assert on_disk.on_disk and on_disk.prepared.token_feature_names == [
+        "device"
+    ]
+    assert on_disk.prepared.token_features == in_memory.prepared.token_features
+    lines = [
+        [line for line in data.description if "Interaction feature" in line]
+        for data in (in_memory, on_disk)
+    ]
+    assert lines[0] == lines[1] and len(lines[0]) == 1
+    batch = next(iter(on_disk.batches("train", 8)))
+    assert batch["device"].dtype == tf.int32 and "channel" not in batch
+    # "all" takes every token column of the dataset; none without.
+    every = dataclasses.replace(
+        _token_config(tmp_path, features=["all"]), prepared=path
+    )
+    assert load_training_data(
+        resolved_config(every)
+    ).prepared.token_feature_names == ["channel", "device"]
+    results = [train(config, verbose=0) for config in (memory, disk)]
+    configs = [result.model.config for result in results]
+    assert configs[1].token_features == configs[0].token_features
+    assert configs[1].token_features[0]["name"] == "device"
+    saved = []
+    for result in results:
+        with open(
+            os.path.join(result.run_dir, "interaction_features.json")
+        ) as f:
+            saved.append(f.read())
+    assert saved[0] == saved[1]
+    metrics = [result.metrics["interaction_features"] for result in results]
+    assert metrics[0] == metrics[1]
+    assert np.isfinite(results[1].metrics["test"]["ndcg@10"])

@@ -9,6 +9,7 @@ Example:
 (4, 3, True)
 """
 
+from tfrec_tricks.data.item_features import check_min_count
 from tfrec_tricks.data.user_sequences import SPLITS, check_split
 
 # Shards when ``num_shards`` is not given: the interaction count that
@@ -31,6 +32,9 @@ class BeamConfig:
         filter_rounds: int. Rounds of the k-core filter when both bounds
             are active.
         drop_duplicates: bool. Drop exact duplicate rows. Defaults to True.
+        min_feature_count: int. A value of a token column held by fewer
+            training interactions is out-of-vocabulary
+            (``interaction_tokens``). Defaults to 1.
     """
 
     def __init__(
@@ -43,6 +47,7 @@ class BeamConfig:
         num_shards: int,
         filter_rounds: int,
         drop_duplicates: bool = True,
+        min_feature_count: int = 1,
     ):
         self.max_len = max_len
         self.split = split
@@ -52,6 +57,7 @@ class BeamConfig:
         self.num_shards = num_shards
         self.filter_rounds = filter_rounds
         self.drop_duplicates = drop_duplicates
+        self.min_feature_count = min_feature_count
 
     @classmethod
     def from_options(
@@ -97,6 +103,10 @@ class BeamConfig:
                 "filter_rounds must be at least 1. Received: "
                 f"filter_rounds={filter_rounds}"
             )
+        min_feature_count = options.get("min_feature_count", 1)
+        check_min_count(
+            min_feature_count, "training interactions a value needs"
+        )
         return cls(
             max_len=int(options["max_len"]),
             split=split,
@@ -106,4 +116,5 @@ class BeamConfig:
             num_shards=num_shards,
             filter_rounds=filter_rounds,
             drop_duplicates=bool(options.get("drop_duplicates", True)),
+            min_feature_count=int(min_feature_count),
         )

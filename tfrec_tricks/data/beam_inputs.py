@@ -121,7 +121,8 @@ class ReadFile(beam.DoFn):
     """Reads one ``(file index, path)``: its rows, and its columns.
 
     The main output is the file's rows (``beam_rows``); the ``COLUMNS``
-    output is one ``(file index, has timestamps, numeric column names)``.
+    output is one ``(file index, has timestamps, numeric column names,
+    token column names)``.
     A malformed line raises a ``beam_runner.worker_data_error`` that names
     the path and the line.
 
@@ -146,7 +147,12 @@ class ReadFile(beam.DoFn):
                     columns, records = read_records(local, self.file_format)
                     yield beam.pvalue.TaggedOutput(
                         self.COLUMNS,
-                        (file_index, columns.has_time, columns.numeric),
+                        (
+                            file_index,
+                            columns.has_time,
+                            columns.numeric,
+                            columns.tokens,
+                        ),
                     )
                     for record in records:
                         yield (
@@ -157,6 +163,7 @@ class ReadFile(beam.DoFn):
                             record.time,
                             record.numeric,
                             record.other,
+                            record.tokens,
                         )
                 except DataError as error:
                     message = str(error).replace(local, path)

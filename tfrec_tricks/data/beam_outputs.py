@@ -1,10 +1,10 @@
 """What a Beam preparation writes, and how the driver reads it back.
 
 The workers write the TFRecord shards into the staging folder, and small
-files into its side folder (``SIDE_FOLDER``): the vocabulary, the summary
-and, for item features, the trained items, which this process reads back,
-then removes, before it writes the prepared folder's other files
-(``write_dataset_files``).
+files into its side folder (``SIDE_FOLDER``): the vocabulary, the summary,
+the token columns' specs and, for item features, the trained items, which
+this process reads back, then removes, before it writes the prepared
+folder's other files (``write_dataset_files``).
 
 Example:
 
@@ -34,6 +34,7 @@ SIDE_FOLDER = "_beam"
 VOCABULARY = "vocabulary.json"
 SUMMARY = "summary.json"
 TRAINED_ITEMS = "trained_items.json"
+TOKEN_FEATURES = "token_features.json"
 _SHARD_TEMPLATE = "-SSSSS-of-NNNNN"  # what ``fmt.shard_name`` gives
 
 
@@ -130,14 +131,32 @@ def write_trained_items(one: beam.PCollection, side: str, trained) -> None:
         trained: singleton PCollection of the sorted ids
             (``beam_trained_items.trained_items``).
     """
+    _write_json(one, trained, os.path.join(side, TRAINED_ITEMS), "TrainedItems")
+
+
+def write_token_features(one: beam.PCollection, side: str, specs) -> None:
+    """Writes the token columns' specs as a JSON list into ``side``.
+
+    Args:
+        one: a PCollection of one element, to hang the write on.
+        side: str. The side folder.
+        specs: singleton PCollection of the spec dicts
+            (``beam_tokens.token_features``).
+    """
+    _write_json(one, specs, os.path.join(side, TOKEN_FEATURES), "TokenFeatures")
+
+
+def _write_json(one: beam.PCollection, value, path: str, label: str) -> None:
+    """Writes a singleton PCollection's value as JSON to the file ``path``,
+    the write hung on ``one`` (a PCollection of one element)."""
     _write_single(
         one
-        | "TrainedItemsJson"
+        | f"{label}Json"
         >> beam.Map(
-            lambda _, ids: json.dumps(ids), beam.pvalue.AsSingleton(trained)
+            lambda _, data: json.dumps(data), beam.pvalue.AsSingleton(value)
         ),
-        os.path.join(side, TRAINED_ITEMS),
-        "TrainedItems",
+        path,
+        label,
     )
 
 

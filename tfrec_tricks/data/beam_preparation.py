@@ -24,25 +24,32 @@ floating-point sums are added) and the same split histograms in
 4. a user's rows are sorted by ``(time, file index, line)`` (by
    ``(file index, line)`` without timestamps); items are ranked by their
    first ``(user index, position)`` and numbered from 1;
-5. each user becomes one ``tf.train.Example`` (``user_example``), written
-   to ``num_shards`` TFRecord shards; training statistics and split counts
+5. the token columns' vocabularies are counted from each user's training
+   positions, summed and built on one worker (``beam_tokens``), as
+   ``interaction_token_features`` builds them;
+6. each user becomes one ``tf.train.Example`` (``user_example``), its
+   token columns encoded with those vocabularies, written to
+   ``num_shards`` TFRecord shards; training statistics and split counts
    are computed per batch of users and merged;
-6. with item features, the ids of the trained items are gathered; this
+7. with item features, the ids of the trained items are gathered; this
    process then reads the ``.item`` table and joins it as the local engine
    does (``beam_trained_items`` says why there).
 
 The two rankings collect ``(id, first place)`` pairs on one worker, as
 tf.Transform computes its vocabularies; every worker then holds the item
-vocabulary (a dict of raw id to contiguous id) as a side input.
+vocabulary (a dict of raw id to contiguous id) as a side input, and the
+token columns' ids likewise. ``interaction_tokens.json`` is then
+byte-equal to the local engine's.
 
 Modules:
     This module orchestrates; each step lives in its own module:
     ``beam_config`` (the checked options), ``beam_inputs`` (step 1:
     matching and reading the files into ``beam_rows``),
     ``beam_duplicates`` (step 1's exact duplicates), ``beam_k_core``
-    (step 2), ``beam_ranking`` (steps 3 and 4), ``beam_summary`` and
-    ``beam_outputs`` (step 5: the summary, the shards and the side files
-    read back here), ``beam_trained_items`` (step 6) and ``beam_runner``
+    (step 2), ``beam_ranking`` (steps 3, 4 and 6's encoding),
+    ``beam_tokens`` (step 5), ``beam_summary`` and ``beam_outputs``
+    (step 6: the summary, the shards and the side files read back here),
+    ``beam_trained_items`` (step 7) and ``beam_runner``
     (running the pipeline, a worker's DataError raised again here).
 
 Runners:
@@ -108,6 +115,7 @@ from tfrec_tricks.data.beam_k_core import k_core
 from tfrec_tricks.data.beam_outputs import (
     SIDE_FOLDER,
     SUMMARY,
+    TOKEN_FEATURES,
     TRAINED_ITEMS,
     VOCABULARY,
     check_shards,
@@ -115,13 +123,16 @@ from tfrec_tricks.data.beam_outputs import (
     read_side_file,
     write_shards,
     write_summary,
+    write_token_features,
     write_trained_items,
     write_vocabulary,
 )
 from tfrec_tricks.data.beam_ranking import encoded_users, ranked_users
 from tfrec_tricks.data.beam_runner import pipeline_options, run_pipeline
 from tfrec_tricks.data.beam_summary import check_summary, summarize
+from tfrec_tricks.data.beam_tokens import token_features
 from tfrec_tricks.data.beam_trained_items import trained_items
+from tfrec_tricks.data.interaction_tokens import specs_from_json
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared_item_features import (
     ItemFeatureRequest,
@@ -157,8 +168,10 @@ def prepare_with_beam(
             (default 1), ``min_item_interactions`` (default 0) and
             ``numeric_features`` (default True), as for
             ``user_sequences``; ``drop_duplicates`` (default True), as for
-            ``read_encoded``. Stored in ``metadata.json`` as given,
-            with any other keys (e.g. ``source``, named in errors).
+            ``read_encoded``; ``min_feature_count`` (default 1), as for
+            ``interaction_token_features``. Stored in ``metadata.json``
+            as given, with any other keys (e.g. ``source``, named in
+            errors).
         file_format: str. One of ``loaders.FORMATS``, or "auto" (guessed
             per file). Defaults to "auto".
         num_shards: int. TFRecord shards. Defaults to
@@ -216,6 +229,7 @@ def prepare_with_beam(
         run_pipeline(pipeline)
         vocabulary = Vocabulary(**json.loads(read_side_file(side, VOCABULARY)))
         summary = json.loads(read_side_file(side, SUMMARY))
+        specs = specs_from_json(read_side_file(side, TOKEN_FEATURES))
         trained = None
         if with_trained:
             trained = item_mask(
@@ -237,7 +251,8 @@ def prepare_with_beam(
         statistics.item_counts = counts
         joined = join_item_features(
             item_features,
-            summary["feature_names"],
+            # As the local engine: --features may name token columns too.
+            [*summary["feature_names"], *(spec.name for spec in specs)],
             vocabulary,
             statistics,
             trained,
@@ -253,6 +268,7 @@ def prepare_with_beam(
             "beam",
             shard_users=shard_users,
             item_features=joined,
+            token_features=specs,
         )
 
     return publish_directory(
@@ -273,19 +289,22 @@ def _build(
 
     The steps of the module docstring, in order: read the files, count
     (and drop) exact duplicates, apply the k-core filter, rank the users
-    and sort each user's rows, rank the items and encode each user, write
-    the shards, summarize the users, then write the vocabulary and the
-    summary to ``side``; with ``with_trained``, the trained items too.
+    and sort each user's rows, build the token columns' vocabularies, rank
+    the items and encode each user, write the shards, summarize the
+    users, then write the vocabulary, the summary and the token specs to
+    ``side``; with ``with_trained``, the trained items too.
     """
     rows, schema, rows_read = read_files(pipeline, paths, file_format)
     rows, duplicates = drop_duplicate_rows(rows, schema, config)
     kept, unsettled_items = k_core(rows, config)
     user_ranking, sequences = ranked_users(kept, schema, config)
-    item_ranking, encoded = encoded_users(sequences, config)
+    specs = token_features(sequences, config)
+    item_ranking, encoded = encoded_users(sequences, config, specs)
     write_shards(encoded, staging, config.num_shards)
     summary = summarize(encoded, config)
     one = pipeline | "One" >> beam.Create([None])
     write_vocabulary(one, side, user_ranking, item_ranking)
     write_summary(one, side, summary, rows_read, unsettled_items, duplicates)
+    write_token_features(one, side, specs)
     if with_trained:
         write_trained_items(one, side, trained_items(encoded))

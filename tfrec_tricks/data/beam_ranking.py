@@ -7,7 +7,8 @@ without timestamps); items are ranked by their first ``(user index,
 position)`` and numbered from 1. Each ranking collects ``(id, first
 place)`` pairs on one worker, as tf.Transform computes its vocabularies;
 every worker then holds the item vocabulary (a dict of raw id to
-contiguous id) as a side input.
+contiguous id) as a side input, and the token columns' ids
+(``beam_tokens``) likewise.
 
 Example:
 
@@ -22,7 +23,16 @@ import numpy as np
 
 from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_rows import FILE, ITEM, LINE, NUMERIC, TIME, USER
+from tfrec_tricks.data.beam_rows import (
+    FILE,
+    ITEM,
+    LINE,
+    NUMERIC,
+    TIME,
+    TOKENS,
+    USER,
+)
+from tfrec_tricks.data.beam_tokens import encode_user_tokens, token_lookups
 from tfrec_tricks.data.user_sequences import TIME_GAP, split_positions
 
 
@@ -39,7 +49,8 @@ def ranked_users(
 
     Returns:
         A singleton PCollection of the ranked user names, and one
-        ``(user index, raw items, features)`` per user.
+        ``(user index, raw items, features, tokens)`` per user
+        (``tokens``: each token column's raw values, in time order).
     """
     user_ranking = (
         kept
@@ -62,13 +73,19 @@ def ranked_users(
     return user_ranking, sequences
 
 
-def encoded_users(sequences: beam.PCollection, config: BeamConfig) -> tuple:
+def encoded_users(
+    sequences: beam.PCollection, config: BeamConfig, token_specs=None
+) -> tuple:
     """Ranks the items by their first ``(user index, position)``, numbers
     them from 1 and encodes each user with those numbers.
 
     Args:
         sequences: PCollection of ``ranked_users``' users.
         config: ``BeamConfig``. Its ``split``.
+        token_specs: singleton PCollection of the token columns' specs
+            (``beam_tokens.token_features``): each user's values are
+            encoded with them. None: the users' token columns are left
+            out.
 
     Returns:
         A singleton PCollection of the ranked item names, and one
@@ -87,8 +104,13 @@ def encoded_users(sequences: beam.PCollection, config: BeamConfig) -> tuple:
         | "ItemIds"
         >> beam.Map(lambda names: {name: i + 1 for i, name in enumerate(names)})
     )
+    lookups = {}
+    if token_specs is not None:
+        lookups = beam.pvalue.AsSingleton(
+            token_specs | "TokenIds" >> beam.Map(token_lookups)
+        )
     encoded = sequences | "Encode" >> beam.Map(
-        _encode_user, item_ids, config.split
+        _encode_user, item_ids, config.split, lookups
     )
     return item_ranking, encoded
 
@@ -107,8 +129,10 @@ def ranked(firsts: list[tuple[str, tuple]]) -> list[str]:
 
 def _sort_user(
     grouped: tuple[str, dict], schema: dict, numeric_features: bool
-) -> tuple[int, list[str], dict[str, np.ndarray]]:
-    """One user's rows in time order: index, raw items and features."""
+) -> tuple[int, list[str], dict[str, np.ndarray], dict[str, list[str]]]:
+    """One user's rows in time order: index, raw items, features and
+    token columns' raw values (kept whatever ``numeric_features``, as
+    ``user_sequences`` keeps them)."""
     _, parts = grouped
     (index,) = parts["index"]
     rows = list(parts["rows"])
@@ -130,12 +154,17 @@ def _sort_user(
             features[name] = np.array(
                 [r[NUMERIC][slots[r[FILE]][k]] for r in rows], np.float32
             )
-    return index, [r[ITEM] for r in rows], features
+    token_slots = schema["token_slots"]
+    tokens = {
+        name: [r[TOKENS][token_slots[r[FILE]][k]] for r in rows]
+        for k, name in enumerate(schema["tokens"])
+    }
+    return index, [r[ITEM] for r in rows], features, tokens
 
 
 def _first_places(user: tuple) -> Iterator[tuple[str, tuple[int, int]]]:
     """``(item, (user index, position))`` of each item's first in ``user``."""
-    index, items, _ = user
+    index, items = user[0], user[1]
     seen = set()
     for position, item in enumerate(items):
         if item not in seen:
@@ -143,10 +172,24 @@ def _first_places(user: tuple) -> Iterator[tuple[str, tuple[int, int]]]:
             yield item, (index, position)
 
 
-def _encode_user(user: tuple, item_ids: dict[str, int], split: str) -> tuple:
+def _encode_user(
+    user: tuple,
+    item_ids: dict[str, int],
+    split: str,
+    token_ids: dict[str, dict[str, int]],
+) -> tuple:
     """A user's serialized example, and what the summary needs of it."""
-    index, names, features = user
+    index, names, features, tokens = user
     items = np.fromiter((item_ids[n] for n in names), np.int32, len(names))
     validation, test = (int(p) for p in split_positions(len(items), split))
-    example = fmt.user_example(index, items, validation, test, features)
+    # Without specs (``encoded_users``), no token column is written.
+    tokens = {name: tokens[name] for name in token_ids}
+    example = fmt.user_example(
+        index,
+        items,
+        validation,
+        test,
+        features,
+        encode_user_tokens(tokens, token_ids),
+    )
     return example, (items, features, validation, test)

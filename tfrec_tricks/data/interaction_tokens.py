@@ -13,10 +13,18 @@ positions of the training targets and of their histories: positions
 each. Values seen only in validation or test positions are
 out-of-vocabulary, so nothing of the held-out interactions leaks into the
 vocabularies.
+
+A prepared dataset (``tfrec-tricks prepare``) carries them too: its
+shards hold each user's ids and its ``interaction_tokens.json`` the specs
+(``specs_json``). Both engines build a spec with ``token_spec`` from the
+same counts (the Beam engine counts them per user and sums them), so the
+local and the Beam file are byte-equal.
 """
 
 import collections
 import dataclasses
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -115,6 +123,18 @@ def training_rows(sequences: UserSequences) -> np.ndarray:
     return (ends[user] >= 1) & (position <= ends[user])
 
 
+def token_ids(vocabulary: tuple) -> dict[str, int]:
+    """The id of each value ``encode_tokens`` knows: ``""`` -> 0 and
+    ``vocabulary[k]`` -> ``k + 2`` (any other value is 1, OOV).
+
+    >>> token_ids(("app", "web"))
+    {'app': 2, 'web': 3, '': 0}
+    """
+    ids = {token: FIRST_TOKEN_ID + k for k, token in enumerate(vocabulary)}
+    ids[""] = PAD_ID
+    return ids
+
+
 def encode_tokens(values: np.ndarray, vocabulary: tuple) -> np.ndarray:
     """int32 ids of raw ``values``: ``""`` -> 0, a value not in
     ``vocabulary`` -> 1, ``vocabulary[k]`` -> ``k + 2``.
@@ -122,8 +142,7 @@ def encode_tokens(values: np.ndarray, vocabulary: tuple) -> np.ndarray:
     >>> encode_tokens(np.array(["web", "", "tv", "app"]), ("app", "web"))
     array([3, 0, 1, 2], dtype=int32)
     """
-    ids = {token: FIRST_TOKEN_ID + k for k, token in enumerate(vocabulary)}
-    ids[""] = PAD_ID
+    ids = token_ids(vocabulary)
     distinct, inverse = np.unique(
         np.asarray(values, dtype=str), return_inverse=True
     )
@@ -131,6 +150,63 @@ def encode_tokens(values: np.ndarray, vocabulary: tuple) -> np.ndarray:
     return (
         coded[inverse.reshape(-1)] if len(distinct) else np.zeros(0, np.int32)
     )
+
+
+def token_spec(
+    name: str,
+    training_counts: Mapping[str, int],
+    with_value: int,
+    interactions: int,
+    min_count: int = 1,
+) -> InteractionTokenSpec:
+    """The spec of one token column, from its counts.
+
+    Args:
+        name: str. The column's name.
+        training_counts: value -> how many training interactions hold it
+            (``training_rows``; ``""`` left out).
+        with_value: int. Interactions, of all, with a value (not ``""``).
+        interactions: int. All interactions.
+        min_count: int. A value held by fewer training interactions is
+            out-of-vocabulary.
+
+    Returns:
+        An ``InteractionTokenSpec``: the vocabulary of
+        ``item_features.kept_vocabulary``, the coverage
+        ``with_value / interactions``.
+
+    >>> token_spec("device", {"web": 3, "app": 1, "tv": 3}, 6, 8, 2)
+    InteractionTokenSpec(name='device', vocabulary=('tv', 'web'), coverage=0.75)
+    """  # noqa: E501
+    vocabulary = kept_vocabulary(training_counts, min_count)
+    coverage = with_value / interactions if interactions else 0.0
+    return InteractionTokenSpec(name, vocabulary, float(coverage))
+
+
+def specs_json(specs: Iterable[InteractionTokenSpec]) -> str:
+    """The text of a prepared dataset's ``interaction_tokens.json``: the
+    ``to_dict()`` of each spec, sorted by name.
+
+    >>> specs_from_json(specs_json([InteractionTokenSpec("device", ("web",))]))
+    (InteractionTokenSpec(name='device', vocabulary=('web',), coverage=0.0),)
+    """
+    ordered = sorted(specs, key=lambda spec: spec.name)
+    return json.dumps([spec.to_dict() for spec in ordered], indent=1)
+
+
+def specs_from_json(text: str) -> tuple[InteractionTokenSpec, ...]:
+    """The specs ``specs_json`` wrote, in its order.
+
+    Raises:
+        ValueError: ``text`` is not such a list.
+    """
+    rows = json.loads(text)
+    if not isinstance(rows, list) or not all(
+        isinstance(row, dict) and isinstance(row.get("name"), str)
+        for row in rows
+    ):
+        raise ValueError("not a list of token feature specs")
+    return tuple(InteractionTokenSpec.from_dict(row) for row in rows)
 
 
 def interaction_token_features(
@@ -168,8 +244,8 @@ def interaction_token_features(
         counter = collections.Counter(
             {str(v): int(c) for v, c in zip(values, counts) if v != ""}
         )
-        vocabulary = kept_vocabulary(counter, min_count)
-        ids[name] = encode_tokens(column, vocabulary)
-        coverage = float((ids[name] != PAD_ID).mean()) if len(column) else 0.0
-        specs.append(InteractionTokenSpec(name, vocabulary, coverage))
+        with_value = int((column != "").sum())
+        spec = token_spec(name, counter, with_value, len(column), min_count)
+        ids[name] = encode_tokens(column, spec.vocabulary)
+        specs.append(spec)
     return tuple(specs), ids

@@ -6,8 +6,14 @@ same examples as the in-memory path on the fly, a batch of users at a time:
 the prefix examples of ``prepare``, or with ``every_position`` the merged
 rows of ``merge_prefixes``. The dataset never sits in memory: a run holds
 a shuffle buffer of users and one of examples.
+
+A dataset prepared from files with ``token`` columns carries them as the
+in-memory ``prepare`` does (``interaction_tokens``): the examples hold
+each selected one (``select_token_features``) as int32 ids aligned with
+``history``.
 """
 
+import copy
 import json
 import math
 import os
@@ -16,6 +22,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.interaction_tokens import (
+    InteractionTokenSpec,
+    specs_from_json,
+)
 from tfrec_tricks.data.item_features import ItemFeatures
 from tfrec_tricks.data.pipeline import (
     length_boundaries,
@@ -57,6 +67,11 @@ class OnDiskDataset:
     and ``trained_items`` (the bool [N] mask of the items of the training
     examples); both None without.
 
+    Prepared from files with ``token`` columns, it holds their specs as
+    ``token_features`` (``InteractionTokenSpec``, by name; empty without)
+    and its examples each one's ids, as ``prepare``'s ``tokens`` do;
+    ``select_token_features`` keeps those a run selects.
+
     Args:
         path: str. The folder ``tfrec-tricks prepare --output`` wrote.
         verify_hashes: bool. Compare each file's SHA-256 with
@@ -66,8 +81,8 @@ class OnDiskDataset:
     Raises:
         DataError: the folder is missing, half-written, from another
             format version, or its files (shards, vocabulary, statistics,
-            item graph, item features) differ from ``metadata.json``'s
-            list: one missing, changed or not listed.
+            item graph, item features, token features) differ from
+            ``metadata.json``'s list: one missing, changed or not listed.
 
     Example:
 
@@ -105,11 +120,56 @@ class OnDiskDataset:
                 )
         self.max_len = int(self.metadata["options"]["max_len"])
         self.feature_names = list(self.metadata["feature_names"])
+        self.token_features = self._load_token_features()
         self._vocabulary = None
         self._statistics = None
         self._item_features = None
 
+    def _load_token_features(self) -> tuple[InteractionTokenSpec, ...]:
+        """The specs of ``interaction_tokens.json``, checked against
+        ``metadata.json``'s ``token_feature_names`` (a dataset prepared
+        before token features names none and has no file)."""
+        named = list(self.metadata.get("token_feature_names", []))
+        path = os.path.join(self.path, fmt.INTERACTION_TOKENS_FILE)
+        if not named and not os.path.isfile(path):
+            return ()
+        if not os.path.isfile(path):
+            raise DataError(
+                f"{self.path!r}: {fmt.INTERACTION_TOKENS_FILE} is missing. "
+                "Prepare the dataset again."
+            )
+        try:
+            with open(path, encoding="utf-8") as handle:
+                specs = specs_from_json(handle.read())
+        except (ValueError, UnicodeDecodeError) as error:
+            raise DataError(
+                f"{path}: not token feature specs ({error}). Prepare the "
+                "dataset again."
+            ) from None
+        if [spec.name for spec in specs] != named:
+            raise DataError(
+                f"{path}: holds the token features "
+                f"{[spec.name for spec in specs]}; {fmt.METADATA_FILE} says "
+                f"{named}. Prepare the dataset again."
+            )
+        return specs
+
     # -------------------------------------------------------------- content
+
+    @property
+    def token_feature_names(self) -> list[str]:
+        """The names of ``token_features``, in order."""
+        return [spec.name for spec in self.token_features]
+
+    def select_token_features(self, names) -> "OnDiskDataset":
+        """This dataset with only the token features of ``names``: its
+        examples hold those (the shards are read as before)."""
+        names = set(names)
+        selected = copy.copy(self)
+        selected.token_features = tuple(
+            spec for spec in self.token_features if spec.name in names
+        )
+        return selected
 
     @property
     def files(self) -> list[str]:
@@ -185,6 +245,11 @@ class OnDiskDataset:
             + f"; max_len {self.max_len}; features: "
             f"{self.feature_names or 'none'}"
             + (
+                f"; token features: {self.token_feature_names}"
+                if self.token_features
+                else ""
+            )
+            + (
                 f"; item features: {self.item_feature_names}"
                 if self.item_feature_names
                 else ""
@@ -206,8 +271,10 @@ class OnDiskDataset:
 
         Each element has ``history`` [max_len] int32 (right-padded),
         ``target`` and ``user`` int32 scalars, one [max_len] float32 entry
-        per feature and, with ``every_position`` or ``window_stride``
-        (train only), a ``position_targets`` [max_len] int32 entry.
+        per feature, one [max_len] int32 entry per selected token feature
+        (``token_features``: 0 at padding) and, with ``every_position``
+        or ``window_stride`` (train only), a ``position_targets``
+        [max_len] int32 entry.
 
         Args:
             split: str. "train", "validation" or "test".
@@ -277,10 +344,11 @@ class OnDiskDataset:
         if shuffle:
             dataset = dataset.shuffle(USER_SHUFFLE_BUFFER, seed=seed)
         max_len, names = self.max_len, self.feature_names
+        tokens = self.token_feature_names
 
         def windows(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
             examples = user_windows(
-                fmt.parse_users(serialized, names),
+                fmt.parse_users(serialized, names, tokens),
                 split,
                 max_len,
                 stride,
@@ -428,8 +496,9 @@ def user_windows(
     """The examples of a batch of parsed users (``parse_users``).
 
     Args:
-        users: parsed user records: ragged ``items`` and features, and
-            ``user``, ``validation_position``, ``test_position`` [U].
+        users: parsed user records: ragged ``items``, float features and
+            int64 token features, and ``user``, ``validation_position``,
+            ``test_position`` [U].
         split: str. "train": a target at every position from the second
             up to the first held-out one; "validation" / "test": the
             held-out position, for users that have one.
@@ -442,9 +511,10 @@ def user_windows(
             per target.
 
     Returns:
-        A dict of batched examples (``history`` [E, max_len], ...), the
-        rows of ``sequence_examples`` / ``merge_prefixes`` /
-        ``train_windows`` for these users.
+        A dict of batched examples (``history`` [E, max_len], float
+        features, int32 token features, ...), the rows of
+        ``sequence_examples`` / ``merge_prefixes`` / ``train_windows``
+        for these users.
     """
     items = users["items"]
     values = items.flat_values
@@ -483,10 +553,14 @@ def user_windows(
         "user": tf.cast(tf.gather(users["user"], row), tf.int32),
     }
     for name, column in users.items():
-        if isinstance(column, tf.RaggedTensor) and name != "items":
-            examples[name] = tf.where(
-                valid, tf.gather(column.flat_values, index), 0.0
-            )
+        if not isinstance(column, tf.RaggedTensor) or name == "items":
+            continue
+        gathered = tf.gather(column.flat_values, index)
+        if column.dtype.is_integer:
+            # A token feature: ids, 0 at padding (``SequenceExamples``).
+            examples[name] = tf.cast(tf.where(valid, gathered, 0), tf.int32)
+        else:
+            examples[name] = tf.where(valid, gathered, 0.0)
     if split == "train" and stride is not None:
         # Position p's target is the item after it, within the row's run.
         in_run = valid & (steps >= (length - runs)[:, None])

@@ -15,6 +15,10 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
   ``test_position``      int64   likewise for the test target
   ``feature/<name>``     float[] one value per item (``time_gap``: NaN at
                                  the first)
+  ``token/<name>``       int64[] one id per item: a ``token`` column
+                                 encoded (``interaction_tokens``: 0 no
+                                 value, 1 out-of-vocabulary, 2.. the
+                                 vocabulary)
   ====================== ======= ======================================
 
   ``tf.train.Example`` with variable-length lists rather than
@@ -31,12 +35,17 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
   the encoded ``ItemFeatures`` of every item, cold items included, and the
   bool mask of the items of the training examples
   (``prepared_item_features``).
+- ``interaction_tokens.json``, when the interaction files have ``token``
+  columns: each one's ``InteractionTokenSpec.to_dict()`` (name,
+  vocabulary, coverage), sorted by name. Every token column is prepared
+  (as every float column is); a run selects among them (``--features``).
 - ``metadata.json``: the format version, the preparation options (the
   SHA-256s of the interaction and ``.item`` files among them), the item
-  features' names (``item_feature_names``), the counts the input pipeline
+  features' names (``item_feature_names``), the token features' names
+  (``token_feature_names``), the counts the input pipeline
   needs to size its batches, every shard's user count, and the manifest:
   every other file of the folder (shards, vocabulary, statistics, item
-  graph, item features) with its byte size and SHA-256.
+  graph, item features, token features) with its byte size and SHA-256.
   Written last: a folder without it is not a prepared dataset. A reader
   refuses a folder with a listed file missing or changed, or a file the
   manifest does not list (``check_files``): an edited vocabulary would
@@ -49,6 +58,7 @@ a reader never sees half of one.
 
 import json
 import os
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -67,7 +77,10 @@ PREPARED_KIND = "prepared dataset"
 VOCABULARY_FILE = "vocabulary.json"
 STATISTICS_FILE = "statistics.json"
 ITEM_GRAPH_FILE = "item_graph.json"
+# The token features' specs (``interaction_tokens``); absent: none.
+INTERACTION_TOKENS_FILE = "interaction_tokens.json"
 FEATURE_PREFIX = "feature/"
+TOKEN_PREFIX = "token/"
 
 
 def shard_name(index: int, count: int) -> str:
@@ -81,8 +94,13 @@ def user_example(
     validation_position: int,
     test_position: int,
     features: dict[str, np.ndarray],
+    tokens: dict[str, np.ndarray] | None = None,
 ) -> bytes:
-    """One user's serialized ``tf.train.Example`` (see the module doc)."""
+    """One user's serialized ``tf.train.Example`` (see the module doc).
+
+    ``features``: float [len(items)] per name; ``tokens``: int ids
+    [len(items)] per name (``interaction_tokens.encode_tokens``), or None.
+    """
 
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -97,20 +115,36 @@ def user_example(
         feature[FEATURE_PREFIX + name] = tf.train.Feature(
             float_list=tf.train.FloatList(value=np.asarray(values, np.float32))
         )
+    for name, ids in (tokens or {}).items():
+        feature[TOKEN_PREFIX + name] = ints(np.asarray(ids, np.int64))
     example = tf.train.Example(features=tf.train.Features(feature=feature))
     return example.SerializeToString()
 
 
 def parse_users(
-    serialized: tf.Tensor, feature_names: list[str]
+    serialized: tf.Tensor,
+    feature_names: Sequence[str],
+    token_names: Sequence[str] = (),
 ) -> dict[str, tf.Tensor]:
     """Parses a batch of serialized user records.
 
+    Args:
+        serialized: string [U], records of ``user_example``.
+        feature_names: the float features to parse (``feature/<name>``).
+        token_names: the token features to parse (``token/<name>``).
+            A name may not be both.
+
     Returns:
         ``user``, ``validation_position``, ``test_position``: int64 [U];
-        ``items``: int64 ragged [U, None]; and one float32 ragged
-        [U, None] per feature name.
+        ``items``: int64 ragged [U, None]; one float32 ragged [U, None]
+        per feature name and one int64 ragged [U, None] per token name,
+        keyed by the name (without its prefix).
     """
+    both = sorted(set(feature_names) & set(token_names))
+    if both:
+        raise ValueError(
+            f"A feature is float or token, not both. Received: {both}"
+        )
     spec = {
         "user": tf.io.FixedLenFeature([], tf.int64),
         "validation_position": tf.io.FixedLenFeature([], tf.int64),
@@ -121,13 +155,20 @@ def parse_users(
         spec[FEATURE_PREFIX + name] = tf.io.RaggedFeature(
             tf.float32, row_splits_dtype=tf.int64
         )
+    for name in token_names:
+        spec[TOKEN_PREFIX + name] = tf.io.RaggedFeature(
+            tf.int64, row_splits_dtype=tf.int64
+        )
     parsed = tf.io.parse_example(serialized, spec)
-    return {
-        name[len(FEATURE_PREFIX) :]
-        if name.startswith(FEATURE_PREFIX)
-        else name: value
-        for name, value in parsed.items()
-    }
+    return {_unprefixed(name): value for name, value in parsed.items()}
+
+
+def _unprefixed(name: str) -> str:
+    """``name`` without ``FEATURE_PREFIX`` or ``TOKEN_PREFIX``."""
+    for prefix in (FEATURE_PREFIX, TOKEN_PREFIX):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
 
 
 def count_histogram(values: np.ndarray) -> dict[str, int]:
@@ -249,9 +290,9 @@ def check_files(path: str, metadata: dict, verify_hashes: bool = True) -> None:
     """Refuses a folder whose files differ from ``metadata.json``'s list.
 
     Every listed file (shards, vocabulary, statistics, item graph, item
-    features) must be there with its size and, with ``verify_hashes``, its
-    SHA-256 (a second of reading per GB); a file the list does not name is
-    refused too.
+    features, token features) must be there with its size and, with
+    ``verify_hashes``, its SHA-256 (a second of reading per GB); a file
+    the list does not name is refused too.
 
     Raises:
         DataError: naming the file and what differs.

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -10,6 +11,11 @@ import tensorflow as tf
 import tfrec_tricks
 from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.interaction_tokens import (
+    InteractionTokenSpec,
+    interaction_token_features,
+    specs_json,
+)
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared_item_features import (
     ItemFeatureRequest,
@@ -81,18 +87,23 @@ def write_dataset_files(
     item_graph: np.ndarray | None = None,
     shard_users: dict[str, int] | None = None,
     item_features: JoinedItemFeatures | None = None,
+    token_features: Sequence[InteractionTokenSpec] = (),
 ) -> dict:
     """Writes the vocabulary, statistics and, last, ``metadata.json``.
 
     The shards must already be in ``folder``. ``metadata.json`` lists every
     file of ``folder`` (shards, vocabulary, statistics, item graph, item
-    features, and anything else there) with its size and SHA-256, and each
-    shard's user count (``shard_users``) when known. Both engines end here.
+    features, token features, and anything else there) with its size and
+    SHA-256, and each shard's user count (``shard_users``) when known.
+    Both engines end here.
 
     With ``item_features`` (``join_item_features``' result, which
     ``vocabulary`` and ``statistics`` must be of), their files are written
     too (``write_item_features``) and ``metadata.json`` names the item
-    features (``item_feature_names``).
+    features (``item_feature_names``). With ``token_features`` (the specs
+    of the token columns the shards hold), ``interaction_tokens.json`` is
+    written (``specs_json``) and ``metadata.json`` names them
+    (``token_feature_names``, empty without).
 
     Returns:
         The metadata written.
@@ -106,6 +117,10 @@ def write_dataset_files(
             json.dump([[str(a), str(b)] for a, b in item_graph], handle)
     if item_features is not None:
         write_item_features(folder, item_features)
+    if token_features:
+        path = os.path.join(folder, fmt.INTERACTION_TOKENS_FILE)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(specs_json(token_features))
     shards = sorted(f for f in os.listdir(folder) if f.endswith(".tfrecord"))
     shard_users = shard_users or {}
     # Everything the folder holds now, shards included: a reader refuses
@@ -125,6 +140,7 @@ def write_dataset_files(
         "item_feature_names": (
             item_features.names if item_features is not None else []
         ),
+        "token_feature_names": sorted(spec.name for spec in token_features),
         **counts,
         "shards": [
             {
@@ -158,7 +174,10 @@ def write_prepared(
         output: str. The folder; written aside and renamed when complete.
         options: dict. The preparation options (``max_len``, ``split``,
             the filters, the source); ``options["max_len"]`` sets the
-            statistics' history length.
+            statistics' history length, ``options["min_feature_count"]``
+            (default 1) the training interactions a value of a token
+            column needs (``interaction_token_features``: every token
+            column of ``sequences`` is encoded and written).
         num_shards: int. TFRecord files; default ``default_num_shards``.
             Users are cut into contiguous blocks of about equal size.
         overwrite: bool. Replace an existing ``output``.
@@ -183,6 +202,10 @@ def write_prepared(
             f"{output!r} already exists; pass --overwrite to replace it."
         )
 
+    specs, token_ids = interaction_token_features(
+        sequences, options.get("min_feature_count", 1)
+    )
+
     def write(folder: str) -> None:
         # Joined first: a refused --features writes no shard.
         vocabulary = Vocabulary(
@@ -195,7 +218,9 @@ def write_prepared(
             )
         joined = join_item_features(
             item_features,
-            sorted(sequences.features),
+            # Every per-interaction feature is prepared: --features may
+            # name any of them (token columns too) beside item features.
+            [*sorted(sequences.features), *(spec.name for spec in specs)],
             vocabulary,
             training_statistics(sequences, options["max_len"]),
             trained,
@@ -210,7 +235,9 @@ def write_prepared(
         for index in range(num_shards):
             name = fmt.shard_name(index, num_shards)
             first, last = int(bounds[index]), int(bounds[index + 1])
-            _write_shard(os.path.join(folder, name), sequences, first, last)
+            _write_shard(
+                os.path.join(folder, name), sequences, token_ids, first, last
+            )
             shard_users[name] = last - first
         counts = split_counts(
             sequences.train_ends,
@@ -229,6 +256,7 @@ def write_prepared(
             item_graph,
             shard_users,
             joined,
+            specs,
         )
 
     return publish_directory(
@@ -236,7 +264,13 @@ def write_prepared(
     )
 
 
-def _write_shard(path: str, sequences: UserSequences, first: int, last: int):
+def _write_shard(
+    path: str,
+    sequences: UserSequences,
+    token_ids: dict[str, np.ndarray],
+    first: int,
+    last: int,
+):
     with tf.io.TFRecordWriter(path) as writer:
         for user in range(first, last):
             start = sequences.starts[user]
@@ -248,5 +282,6 @@ def _write_shard(path: str, sequences: UserSequences, first: int, last: int):
                     sequences.validation_positions[user],
                     sequences.test_positions[user],
                     {n: v[rows] for n, v in sequences.features.items()},
+                    {n: v[rows] for n, v in token_ids.items()},
                 )
             )

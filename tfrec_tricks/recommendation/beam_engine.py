@@ -306,6 +306,11 @@ def user_requests(
             remap,
             features,
             None if job.users is None else set(job.users),
+            {
+                name: values
+                for name, values in histories.token_values.items()
+                if name in features
+            },
         )
         return (
             pipeline
@@ -343,6 +348,8 @@ class PreparedUsers(beam.DoFn):
             (``item_remap``).
         features: the features to give.
         wanted: set of raw user ids, or None for every user.
+        token_values: dict of the token features among ``features``: the
+            raw value of each id (``user_histories.token_values``).
     """
 
     def __init__(
@@ -351,11 +358,13 @@ class PreparedUsers(beam.DoFn):
         remap: np.ndarray,
         features: Sequence[str],
         wanted: set | None = None,
+        token_values: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.user_names = list(user_names)
         self.remap = np.asarray(remap, np.int32)
         self.features = list(features)
         self.wanted = wanted
+        self.token_values = dict(token_values or {})
 
     def process(self, record: bytes) -> Iterator[UserRequest]:
         values = tf.train.Example.FromString(record).features.feature
@@ -363,17 +372,19 @@ class PreparedUsers(beam.DoFn):
         if self.wanted is not None and user not in self.wanted:
             return
         items = np.asarray(values["items"].int64_list.value, np.int64)
-        yield UserRequest(
-            user,
-            self.remap[items],
-            {
-                name: np.asarray(
+        features = {}
+        for name in self.features:
+            if name in self.token_values:
+                ids = values[fmt.TOKEN_PREFIX + name].int64_list.value
+                features[name] = self.token_values[name][
+                    np.asarray(ids, np.int64)
+                ]
+            else:
+                features[name] = np.asarray(
                     values[fmt.FEATURE_PREFIX + name].float_list.value,
                     np.float32,
                 )
-                for name in self.features
-            },
-        )
+        yield UserRequest(user, self.remap[items], features)
 
 
 def write_frames(

@@ -82,8 +82,8 @@ class UserRequest(NamedTuple):
         user_id: str. The raw user id.
         item_ids: int32 array. The items in time order, as the run's
             contiguous ids (0: not in the run's catalogue).
-        features: dict of float32 arrays aligned with ``item_ids``, one
-            per feature the model reads.
+        features: dict of arrays aligned with ``item_ids``, one per
+            feature the model reads: float32, or str for a token feature.
     """
 
     user_id: str
@@ -113,11 +113,14 @@ class SavedModelInfo(NamedTuple):
         items: list of str. Its catalogue: raw item ids by contiguous id.
         feature_names: tuple of str. The per-interaction features it reads.
         k: int. The longest list it returns (the exported ``k``).
+        token_names: tuple of str. The token features among them (string
+            inputs).
     """
 
     items: list
     feature_names: tuple
     k: int
+    token_names: tuple = ()
 
 
 def saved_model_info(loaded: Any, path: str) -> SavedModelInfo:
@@ -143,10 +146,14 @@ def saved_model_info(loaded: Any, path: str) -> SavedModelInfo:
         )
     inputs = loaded.signatures["recommend_filtered"].structured_input_signature
     features = sorted(set(inputs[1]) - set(FILTER_INPUTS))
+    tokens = [name for name in features if inputs[1][name].dtype == tf.string]
     outputs = loaded.signatures["serving_default"].structured_outputs
     items = [raw.decode("utf-8") for raw in loaded.raw_item_ids.numpy()]
     return SavedModelInfo(
-        items, tuple(features), int(outputs["item_ids"].shape[1])
+        items,
+        tuple(features),
+        int(outputs["item_ids"].shape[1]),
+        tuple(tokens),
     )
 
 
@@ -260,6 +267,7 @@ class SavedModelLists(ServedLists):
             recommend_filtered,
             score_candidates,
             history_last=history_last,
+            token_names=info.token_names,
         )
 
 

@@ -12,6 +12,8 @@ without timestamps, in table order), ``time_gap`` the seconds since the
 user's previous interaction (NaN at the first).
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -40,7 +42,8 @@ def read_histories(path: str, file_format: str = "auto") -> pd.DataFrame:
     Returns:
         ``pandas.DataFrame`` with ``user_id``, ``item_id`` (str), then
         ``timestamp`` (float64 seconds) when the file has times, then its
-        numeric columns (float32, e.g. ``rating``).
+        numeric columns (float32, e.g. ``rating``), then its categorical
+        ``token`` columns (str, ``""`` where a row has no value).
 
     Raises:
         DataError: the file cannot be read (named ``file:line`` where a
@@ -64,11 +67,15 @@ def read_histories(path: str, file_format: str = "auto") -> pd.DataFrame:
         columns[TIMESTAMP] = np.asarray(interactions.timestamps, np.float64)
     for name, values in sorted(interactions.numeric.items()):
         columns[name] = np.asarray(values, np.float32)
+    for name, values in sorted(interactions.tokens.items()):
+        columns[name] = np.asarray(values).astype(str)
     return pd.DataFrame(columns)
 
 
 def frame_sequences(
-    frame: pd.DataFrame, source: str = "histories"
+    frame: pd.DataFrame,
+    source: str = "histories",
+    token_names: Sequence[str] = (),
 ) -> UserSequences:
     """Groups a histories table into user sequences.
 
@@ -79,6 +86,10 @@ def frame_sequences(
             feature columns (NaN allowed). ``time_gap`` is computed from
             ``timestamp`` unless the table has a ``time_gap`` column.
         source: str. What the table is, for messages.
+        token_names: the columns that are categorical features (the
+            model's token features): read as raw values, ``str`` of each
+            (a missing value, NaN or None, is ``""``: no value). Defaults
+            to none.
 
     Returns:
         A ``UserSequences`` (no split: its positions are -1).
@@ -99,6 +110,9 @@ def frame_sequences(
     (['u', 'v'], ['[PAD]', 'a', 'b'])
     >>> sequences.items.tolist(), sequences.features["time_gap"].tolist()
     ([1, 2, 1], [nan, 15.0, nan])
+    >>> frame["device"] = ["web", None, 7]
+    >>> frame_sequences(frame, token_names=["device"]).tokens["device"].tolist()
+    ['', 'web', '7']
     """
     if not isinstance(frame, pd.DataFrame):
         raise DataError(
@@ -125,10 +139,16 @@ def frame_sequences(
     lengths = np.bincount(codes, minlength=len(user_names))
     starts = np.cumsum(lengths) - lengths
     item_codes, item_names = first_appearance_codes(items[order])
+    token_names = [str(name) for name in token_names]
+    tokens = {
+        str(name): _values(frame, name)[order]
+        for name in frame.columns
+        if str(name) in token_names
+    }
     features = {
         str(name): _numbers(frame, name, source)[order]
         for name in frame.columns
-        if name not in (*HISTORY_COLUMNS, TIMESTAMP)
+        if name not in (*HISTORY_COLUMNS, TIMESTAMP) and str(name) not in tokens
     }
     if timestamps is not None and TIME_GAP not in features:
         ordered = timestamps[order]
@@ -144,6 +164,7 @@ def frame_sequences(
         starts=starts.astype(np.int64),
         lengths=lengths.astype(np.int64),
         features=features,
+        tokens=tokens,
         validation_positions=none,
         test_positions=none.copy(),
     )
@@ -162,6 +183,14 @@ def _ids(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
             f"and an item id. Received: {column}={values.iloc[row]!r}"
         )
     return text
+
+
+def _values(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A categorical column as str values, ``""`` where it has none."""
+    values = frame[column]
+    text = values.astype(str).to_numpy().astype(object)
+    text[values.isna().to_numpy()] = ""
+    return text.astype(str)
 
 
 def _numbers(

@@ -136,9 +136,14 @@ class RecommendationJob:
                 )
             del users
             self.histories = run_histories(run_dir, run, catalogue)
+            self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
             hint = ""
         else:
-            sequences = frame_sequences(options.histories, name)
+            # First: the model says which columns are token features.
+            self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
+            sequences = frame_sequences(
+                options.histories, name, self.engine.token_names
+            )
             self.histories = SequenceHistories(sequences, catalogue, name)
             self.users = self._known_users(
                 options.users,
@@ -146,7 +151,6 @@ class RecommendationJob:
                 f"{name} ({len(sequences.user_names):,} users)",
             )
             hint = " (time_gap needs a timestamp column)"
-        self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
         self.histories.check_features(self.engine.feature_names, hint)
 
     @staticmethod
@@ -222,9 +226,10 @@ def recommend_frame(
         k: int. Items per user, at most the catalogue. Defaults to 10.
         users: raw user ids, or None for every user. Defaults to None.
         histories: ``pandas.DataFrame`` with columns ``user_id``,
-            ``item_id`` and optionally ``timestamp`` and numeric
-            per-interaction features: new users' histories, ranked
-            instead of the run's data. Defaults to None.
+            ``item_id`` and optionally ``timestamp`` and per-interaction
+            features (numeric; a token feature of the model, its raw
+            values): new users' histories, ranked instead of the run's
+            data. Defaults to None.
         items: raw item ids, the only ones recommended, or None.
             Defaults to None.
         exclude_items: raw item ids never recommended, or None. Defaults

@@ -122,7 +122,8 @@ class ServedLists:
         items: raw item ids by contiguous id (index 0 the padding).
         k: int. The longest list, at most the catalogue's real items.
         max_len: int. The history length the model reads.
-        feature_names: the per-interaction features the model reads.
+        feature_names: the per-interaction features the model reads, float
+            and categorical.
         recommend: called as ``recommend(history, exclude_item_ids, k,
             history_last, features)`` with tensors (``features`` a dict
             of them); returns ``recommend_filtered``'s dict.
@@ -131,6 +132,9 @@ class ServedLists:
         history_last: bool. The ``history_last`` of every request: the
             served model's own (``head.excludes_history``). Defaults to
             False.
+        token_names: the categorical ones of ``feature_names`` (token
+            features, ``ModelConfig.token_features``): sent as raw string
+            values, ``""`` at padding. Defaults to none.
 
     Example:
 
@@ -155,6 +159,7 @@ class ServedLists:
         recommend: Callable[..., dict],
         score: Callable[..., dict],
         history_last: bool = False,
+        token_names: Sequence[str] = (),
     ) -> None:
         self.k = k
         self.items = np.asarray(list(items), dtype=object)
@@ -164,6 +169,7 @@ class ServedLists:
         self._recommend = recommend
         self._score = score
         self.history_last = bool(history_last)
+        self.token_names = tuple(token_names)
 
     def rank(self, batch: HistoryBatch, filters: ListFilters) -> pd.DataFrame:
         """The lists of a batch of users.
@@ -212,8 +218,9 @@ class ServedLists:
         the module would), so a history keeps ``max_len`` known items.
 
         Returns:
-            ``(history, features)``: raw ids ``[B, L]`` padded with ``""``
-            and float32 ``[B, L]`` per feature (0 at padding).
+            ``(history, features)``: raw ids ``[B, L]`` padded with ``""``,
+            float32 ``[B, L]`` per float feature (0 at padding) and str
+            ``[B, L]`` per token feature (``""`` at padding).
         """
         kept = [
             np.flatnonzero(ids > 0)[-self.max_len :] for ids in batch.item_ids
@@ -221,7 +228,9 @@ class ServedLists:
         width = max((len(rows) for rows in kept), default=0)
         history = np.full((len(batch), width), "", dtype=object)
         features = {
-            name: np.zeros((len(batch), width), np.float32)
+            name: np.full((len(batch), width), "", dtype=object)
+            if name in self.token_names
+            else np.zeros((len(batch), width), np.float32)
             for name in self.feature_names
         }
         for row, rows in enumerate(kept):
@@ -240,7 +249,7 @@ class ServedLists:
             tf.constant(exclude, tf.string),
             tf.fill([rows], self.k),
             tf.fill([rows], self.history_last),
-            {name: tf.constant(v) for name, v in features.items()},
+            _feature_tensors(features),
         )
         raw = _decoded(out["item_ids"].numpy())
         scores = out["scores"].numpy()
@@ -258,7 +267,7 @@ class ServedLists:
         best = np.zeros((rows, 0), np.float32)
         inputs = (
             tf.constant(history.astype(str), tf.string),
-            {name: tf.constant(v) for name, v in features.items()},
+            _feature_tensors(features),
         )
         allowed = np.asarray(allowed, np.int64)
         for start in range(0, len(allowed), CANDIDATE_CHUNK):
@@ -302,10 +311,13 @@ class LocalEngine(ServedLists):
 
     def __init__(self, model: Any, items: Sequence[str], k: int) -> None:
         self.module = ServingModule(model, list(items), k=k)
-        feature_names = tuple(self.module.feature_names)
+        token_names = tuple(self.module.token_tables)
+        feature_names = (*self.module.feature_names, *token_names)
         ids = tf.TensorSpec([None, None], tf.string)
         features = {
-            name: tf.TensorSpec([None, None], tf.float32)
+            name: tf.TensorSpec(
+                [None, None], tf.string if name in token_names else tf.float32
+            )
             for name in feature_names
         }
         recommend = tf.function(
@@ -331,6 +343,7 @@ class LocalEngine(ServedLists):
             # As served: a softmax_no_dup model ranks the history last
             # (what --keep-seen lets in), as score_candidates does.
             history_last=model.ranks_history_last,
+            token_names=token_names,
         )
 
     def _recommend_filtered(self, history, exclude, k, last, features):
@@ -366,6 +379,23 @@ def _padded(rows: list[np.ndarray]) -> np.ndarray:
     for index, row in enumerate(rows):
         table[index, : len(row)] = row
     return table.astype(str)
+
+
+def _feature_tensors(features: dict[str, np.ndarray]) -> dict:
+    """The request's feature arrays as tensors: str ones (token features,
+    an object array) as ``tf.string``, float ones as they are.
+
+    >>> tensors = _feature_tensors({"device": np.array([["web", ""]], object),
+    ...                             "rating": np.ones((1, 2), np.float32)})
+    >>> tensors["device"].dtype.name, tensors["rating"].dtype.name
+    ('string', 'float32')
+    """
+    return {
+        name: tf.constant(values.astype(str), tf.string)
+        if values.dtype == object
+        else tf.constant(values)
+        for name, values in features.items()
+    }
 
 
 def _decoded(values: np.ndarray) -> np.ndarray:

@@ -34,8 +34,9 @@ class HistoryBatch:
         users: list of str. Raw user ids.
         item_ids: list of int32 arrays. Each user's items in time order,
             as the run's contiguous ids (0: not in the run's catalogue).
-        features: dict of lists of float32 arrays, one per user, aligned
-            with ``item_ids`` (``time_gap``: NaN at a user's first).
+        features: dict of lists of arrays, one per user, aligned with
+            ``item_ids``: float32 (``time_gap``: NaN at a user's first),
+            or str raw values of a token feature (``""``: no value).
     """
 
     users: list[str] = dataclasses.field(default_factory=list)
@@ -72,6 +73,24 @@ def item_remap(names: Sequence[str], items: Sequence[str]) -> np.ndarray:
     )
     remap[:1] = 0
     return remap
+
+
+# The raw value a history sends for an out-of-vocabulary token id: no
+# value of a file can hold a line break, so no vocabulary does, and the
+# served model looks it up as out-of-vocabulary, as the id was.
+OUT_OF_VOCABULARY = "\n"
+
+
+def token_values(vocabulary: Sequence[str]) -> np.ndarray:
+    """str ``[len(vocabulary) + 2]``: the raw value a request sends for
+    each id of a token feature (``interaction_tokens``): 0 (no value)
+    ``""``, 1 (out-of-vocabulary) ``OUT_OF_VOCABULARY``, then the
+    vocabulary.
+
+    >>> token_values(["web", "app"]).tolist()
+    ['', '\\n', 'web', 'app']
+    """
+    return np.asarray(["", OUT_OF_VOCABULARY, *vocabulary], dtype=str)
 
 
 class UserHistories(abc.ABC):
@@ -165,7 +184,10 @@ class SequenceHistories(UserHistories):
     ) -> None:
         self.sequences = sequences
         self.user_names = list(sequences.user_names)
-        self.feature_names = sorted(sequences.features)
+        self.feature_names = [
+            *sorted(sequences.features),
+            *sorted(sequences.tokens),
+        ]
         self.source = source
         self._remap = item_remap(sequences.item_names, items)
 
@@ -182,7 +204,14 @@ class SequenceHistories(UserHistories):
             yield (
                 self.user_names[user],
                 self._remap[sequences.items[rows]],
-                {name: sequences.features[name][rows] for name in features},
+                {
+                    name: (
+                        sequences.tokens[name]
+                        if name in sequences.tokens
+                        else sequences.features[name]
+                    )[rows]
+                    for name in features
+                },
             )
 
 
@@ -203,7 +232,14 @@ class PreparedHistories(UserHistories):
         self.dataset = OnDiskDataset(path)
         vocabulary = self.dataset.vocabulary
         self.user_names = [str(user) for user in vocabulary.users]
-        self.feature_names = list(self.dataset.feature_names)
+        self.token_values = {
+            spec.name: token_values(spec.vocabulary)
+            for spec in self.dataset.token_features
+        }
+        self.feature_names = [
+            *self.dataset.feature_names,
+            *self.token_values,
+        ]
         self.source = f"the prepared dataset {path}"
         self._remap = item_remap(vocabulary.items, items)
 
@@ -212,13 +248,18 @@ class PreparedHistories(UserHistories):
     ) -> Iterator[tuple[str, np.ndarray, dict]]:
         records = tf.data.Dataset.from_tensor_slices(self.dataset.files)
         records = records.flat_map(tf.data.TFRecordDataset)
+        tokens = [name for name in features if name in self.token_values]
+        floats = [name for name in features if name not in tokens]
         parsed = records.batch(USERS_PER_PARSE).map(
-            lambda serialized: fmt.parse_users(serialized, features)
+            lambda serialized: fmt.parse_users(serialized, floats, tokens)
         )
         for users in parsed:
             splits = users["items"].row_splits.numpy()
             items = self._remap[users["items"].values.numpy()]
-            values = {name: users[name].values.numpy() for name in features}
+            values = {name: users[name].values.numpy() for name in floats}
+            for name in tokens:
+                ids = users[name].values.numpy()
+                values[name] = self.token_values[name][ids]
             for row, index in enumerate(users["user"].numpy()):
                 name = self.user_names[int(index)]
                 if wanted is not None and name not in wanted:

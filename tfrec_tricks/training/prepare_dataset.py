@@ -24,6 +24,8 @@ import contextlib
 import dataclasses
 import os
 
+import numpy as np
+
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.datasets import (
     load_source,
@@ -31,7 +33,6 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.loaders import read_records
 from tfrec_tricks.data.prepared_format import PREPARED_KIND, read_metadata
 from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
@@ -219,7 +220,6 @@ def _prepare(
     # Lines the user should read (the duplicate rows found).
     report = _print_line if verbose else None
     options = preparation_options(config)
-    check_no_token_features(config)
     item_features = item_feature_request(config)
     if engine == "beam":
         from tfrec_tricks.data.beam_preparation import prepare_with_beam
@@ -237,7 +237,7 @@ def _prepare(
             item_features=item_features,
         )
     else:
-        sequences, graph = local_sequences(config, report)
+        sequences, graph = local_sequences(config, report, all_tokens=True)
         written = write_prepared(
             sequences,
             output,
@@ -250,60 +250,22 @@ def _prepare(
     return written
 
 
-def check_no_token_features(config: TrainConfig) -> None:
-    """Refuses a ``--features`` that selects a categorical per-interaction
-    feature (a ``token`` column of the interaction files): the prepared
-    format does not carry them (yet). Unnamed, they are left out, as every
-    unnamed per-interaction feature is left out of a run.
-
-    Raises:
-        ValueError: naming the token features and what to do instead.
-    """
-    if config.data == "synthetic" or config.data.startswith("tfds:"):
-        return
-    if not config.model.value("features"):
-        return
-    paths, file_format = located_files(
-        config.data, config.data_path, config.file_format
-    )
-    tokens = []
-    for path in paths:
-        columns, records = read_records(path, file_format)
-        records.close()
-        tokens += [name for name in columns.tokens if name not in tokens]
-    _refuse_token_features(config, tokens)
-
-
-def _refuse_token_features(config: TrainConfig, tokens: list[str]) -> None:
-    """Raises ValueError when ``config``'s ``--features`` selects any of
-    the token columns ``tokens``: neither a prepared dataset nor the
-    offline recommendations (``local_sequences``) carry them yet."""
-    requested = config.model.value("features")
-    named = [
-        name
-        for name in tokens
-        if ALL_FEATURES in requested or name in requested
-    ]
-    if named:
-        raise ValueError(
-            "Prepared datasets and tfrec-tricks recommend do not carry "
-            "categorical per-interaction features (token columns) yet: "
-            f"{', '.join(named)}. Train in memory (tfrec-tricks train "
-            "--data ...) and serve the exported model (tfrec-tricks export) "
-            "to use them, or name the features without them. Received: "
-            f"--features {' '.join(requested)}"
-        )
-
-
 def _print_line(line: str) -> None:
     print(line, flush=True)
 
 
-def local_sequences(config: TrainConfig, report=None) -> tuple:
+def local_sequences(
+    config: TrainConfig, report=None, all_tokens: bool = False
+) -> tuple:
     """``config``'s data as ``prepare`` reads it in memory: the source
     loaded and filtered into ``UserSequences`` (every kept user's whole
     sequence, raw names included), and the item graph or None. Also what
-    ``tfrec-tricks recommend`` ranks from."""
+    ``tfrec-tricks recommend`` ranks from.
+
+    The sequences hold the token columns of the files
+    (``UserSequences.tokens``, raw values) that ``--features`` selects
+    (what the run's model reads), or with ``all_tokens`` (``prepare``)
+    every one."""
     common = {
         "min_user_interactions": config.min_user_interactions,
         "min_item_interactions": config.min_item_interactions,
@@ -341,7 +303,12 @@ def local_sequences(config: TrainConfig, report=None) -> tuple:
     )
     if table.duplicates is not None and report is not None:
         report(table.duplicates.message())
-    _refuse_token_features(config, list(table.tokens))
+    requested = config.model.value("features")
+    kept = [
+        name
+        for name in table.tokens
+        if all_tokens or ALL_FEATURES in requested or name in requested
+    ]
     sequences = user_sequences(
         table.users,
         table.items,
@@ -350,6 +317,11 @@ def local_sequences(config: TrainConfig, report=None) -> tuple:
         source=table.source,
         user_names=table.user_names,
         item_names=table.item_names,
+        tokens={
+            name: np.asarray(values, dtype=str)[codes]
+            for name, (codes, values) in table.tokens.items()
+            if name in kept
+        },
         **common,
     )
     return sequences, None

@@ -125,12 +125,15 @@ def load_training_data(config: TrainConfig) -> TrainingData:
     if config.prepared:
         dataset = OnDiskDataset(config.prepared)
         # Refuses a name the dataset does not have; its item features
-        # apply whichever of them are named (``check_item_features``).
-        select_features(
+        # apply whichever of them are named (``check_item_features``); its
+        # token features are selected as in memory (``prepare_in_memory``).
+        selection = select_features(
             config.model.value("features"),
             dataset.feature_names,
             dataset.item_feature_names,
+            token_available=dataset.token_feature_names,
         )
+        dataset = dataset.select_token_features(selection.token)
         description = [f"Prepared: {dataset.summary()}"]
         return TrainingData(
             dataset,
@@ -203,12 +206,27 @@ def token_feature_facts(data: InMemoryDataset | OnDiskDataset) -> dict:
     return {"interaction_features": [spec.summary_row() for spec in specs]}
 
 
-def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
-    """Loads ``config``'s data source and prepares it in memory.
+def prepare_source(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
+    """Loads ``config``'s data source and prepares it in memory, every
+    per-interaction feature kept (float and token) and no item attribute.
+
+    What ``prepare_in_memory`` selects from, and what a search prepares
+    once: each trial keeps the features its ``features`` names
+    (``select_token_features``) and joins the item attributes it fuses.
 
     Returns:
         The loaded ``Source`` (interactions, optional item graph) and the
         ``InMemoryDataset``.
+
+    Raises:
+        DataError: the source cannot be read.
+
+    Example:
+
+    >>> source, data = prepare_source(
+    ...     TrainConfig(synthetic_users=30, synthetic_items=40, max_len=5))
+    >>> data.feature_names, data.token_feature_names, data.item_features
+    (['time_gap'], [], None)
     """
     source = load_source(
         config.data,
@@ -231,6 +249,19 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
         split=config.split,
         min_feature_count=config.min_feature_count,
     )
+    return source, data
+
+
+def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
+    """Loads ``config``'s data source and prepares it in memory: the
+    per-interaction features ``--features`` selects, joined with the item
+    attributes the run fuses.
+
+    Returns:
+        The loaded ``Source`` (interactions, optional item graph) and the
+        ``InMemoryDataset``.
+    """
+    source, data = prepare_source(config)
     position_names = [*data.feature_names, *data.token_feature_names]
     table = item_feature_table(config, position_names)
     selection = select_features(
