@@ -71,6 +71,23 @@ def test_a_run_s_item_features_are_asked_for_again():
     assert model == {"features": ["time_gap", "genres", "year"]}
 
 
+def test_a_run_s_token_features_are_asked_for_again():
+    # What `train --features time_gap device` records: time_gap in
+    # `features`, device (a token column) in `token_features`.
+    document = {
+        "train": {"model": {"features": ["time_gap", "device"]}},
+        "model": {
+            "features": ["time_gap"],
+            "token_features": [
+                {"name": "device", "vocabulary_size": 5, "vocabulary": []}
+            ],
+        },
+    }
+    values, model = _split_options("config.json", document)
+    assert values == {}
+    assert model == {"features": ["time_gap", "device"]}
+
+
 @pytest.mark.parametrize(
     "document, fragment",
     [

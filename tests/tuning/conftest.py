@@ -1,7 +1,14 @@
-"""Tiny synthetic data for the tuning tests."""
+"""Tiny synthetic data for the tuning tests, and a tiny interaction file
+with a float and a token feature."""
 
 import pytest
-from tuning_helpers import COMPILE, FIXED, MAX_LEN
+from tuning_helpers import (
+    COMPILE,
+    FIXED,
+    MAX_LEN,
+    token_config,
+    write_token_interactions,
+)
 
 from tfrec_tricks.data import load_source, prepare
 from tfrec_tricks.tuning import SequentialRetrievalHyperModel
@@ -28,3 +35,18 @@ def hypermodel(data, source):
         fixed=FIXED,
         compile_options=COMPILE,
     )
+
+
+@pytest.fixture(scope="session")
+def token_file(tmp_path_factory):
+    """``write_token_interactions``' file: a float and a token feature."""
+    folder = tmp_path_factory.mktemp("tokens")
+    return write_token_interactions(folder / "shop.inter")
+
+
+@pytest.fixture(scope="session")
+def token_data(token_file):
+    """The search's data of ``token_file``: rating and device kept."""
+    from tfrec_tricks.training.training_data import prepare_source
+
+    return prepare_source(token_config(token_file))[1]

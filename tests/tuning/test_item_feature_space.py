@@ -133,3 +133,37 @@ def test_docstring_examples():
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "requested, expected",
+    [
+        (("device", "year", "time_gap"), (("device", "time_gap"), ("year",))),
+        (("all",), (("time_gap", "device"), ("genre", "year"))),
+    ],
+)
+def test_split_reads_token_features_as_per_interaction(requested, expected):
+    space = ItemFeatureSpace(_table())
+    assert space.split(requested, POSITION, token_names=["device"]) == expected
+
+
+def test_split_refuses_naming_the_token_features():
+    with pytest.raises(ValueError, match=r"time_gap, device \(token\)"):
+        ItemFeatureSpace(_table()).split(
+            ["devize"], POSITION, token_names=["device"]
+        )
+
+
+def test_train_options_name_the_trials_token_features():
+    space = ItemFeatureSpace(_table(), by_default=True)
+    search = TrainConfig(item_features="items.item")
+    options = space.train_options(
+        search, POSITION, ("device",), ("year",), ["device"]
+    )
+    assert options == (("device", "year"), "items.item")
+    # The search's own --features when they select the same.
+    search = TrainConfig(
+        item_features="items.item", model={"features": ("device",)}
+    )
+    options = space.train_options(search, POSITION, ("device",), (), ["device"])
+    assert options == (("device",), "items.item")

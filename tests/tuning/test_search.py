@@ -7,12 +7,22 @@ import os
 
 import pytest
 import tensorflow as tf
-from tuning_helpers import COMPILE, FIXED, search_data, write_item_file
+from tuning_helpers import (
+    COMPILE,
+    FIXED,
+    search_data,
+    token_config,
+    write_item_file,
+)
 
 from tests.run_helpers import tiny_config
 from tfrec_tricks.cli import main
 from tfrec_tricks.cli.config_file import load_config_file
 from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training_data import (
+    prepare_in_memory,
+    prepare_source,
+)
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
@@ -461,3 +471,147 @@ def test_parse_choices_reads_numbers_and_refuses_a_name_twice():
     assert [h.values for h in hp.space] == [[0.5, 0.1], ["softmax", "cpr"]]
     with pytest.raises(ValueError, match="dropout is given twice"):
         parse_choices(["dropout=0.1,0.2", "dropout=0.3,0.4"])
+
+
+# Every setting fixed but ``features``: a random search draws distinct
+# values of it.
+ONLY_FEATURES = {
+    **FIXED,
+    "dropout": 0.0,
+    "learning_rate": 1e-3,
+    "batch_size": 64,
+    "tie_embeddings": True,
+    "sse": False,
+    "head": "softmax",
+    "soft_one_hot_buckets": 10,
+}
+
+
+@pytest.mark.slow
+def test_a_search_offers_the_token_features_and_trains_each_trials_choice(
+    token_data, tmp_path
+):
+    hypermodel = SequentialRetrievalHyperModel(
+        token_data, fixed=ONLY_FEATURES, compile_options=COMPILE
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    active = [h.name for h in hp.space if hp.is_active(h)]
+    assert [n for n in hypermodel.searched_names() if n in active] == [
+        "features"
+    ]
+    built = []
+    build = hypermodel.build
+
+    def recording_build(hp):
+        model = build(hp)
+        built.append((hp.get("features"), model.config))
+        return model
+
+    hypermodel.build = recording_build
+    search_tuner, _ = _search(hypermodel, tmp_path, "random", max_trials=3)
+    _assert_completed(search_tuner, 3)
+    trials = sorted(
+        search_tuner.oracle.trials.values(), key=lambda t: t.trial_id
+    )
+    values = [trial.hyperparameters.get("features") for trial in trials]
+    # The defaults first (no feature read), then two other choices: at
+    # least one of them reads the token feature.
+    assert values[0] == "none" and len(set(values)) == 3
+    assert any("device" in value.split(",") for value in values)
+    # Each trial's model (KerasTuner also builds one to read the space).
+    assert set(values) <= {value for value, _ in built}
+    for value, config in built:
+        names = value.split(",")
+        tokens = [f["name"] for f in config.token_features]
+        assert tokens == (["device"] if "device" in names else []), value
+        assert config.features == (("rating",) if "rating" in names else ())
+
+
+@pytest.mark.slow
+def test_a_search_with_a_fixed_token_feature_trains_it_as_its_best_config(
+    token_file, tmp_path
+):
+    config = token_config(
+        token_file,
+        epochs=1,
+        output_dir=str(tmp_path / "runs"),
+        name="shop",
+        model={**FIXED, "features": ("device",)},
+    )
+    result = run_search(
+        config,
+        SearchOptions(
+            tuner="random",
+            max_trials=2,
+            output_dir=str(tmp_path / "tuning"),
+            verbose=0,
+            compile_options=COMPILE,
+            retrain_top=1,
+        ),
+    )
+    assert [row["status"] for row in result.trials] == ["COMPLETED"] * 2
+    for trial in result.tuner.oracle.trials.values():
+        trained = result.hypermodel.model_config(trial.hyperparameters)
+        assert [f["name"] for f in trained.token_features] == ["device"]
+        assert trained.features == ()
+    # The retrained runs (train's own data preparation) embedded it too.
+    for row in result.selection:
+        assert row["techniques"].endswith("; token features device")
+    path = os.path.join(result.output_dir, "best_config.json")
+    with open(path) as handle:
+        best = json.load(handle)
+    assert best["train"]["model"]["features"] == ["device"]
+    values = load_config_file(path)
+    winner = TrainConfig(**values["train"], model=values["model"])
+    _, data = prepare_in_memory(winner)
+    assert data.token_feature_names == ["device"]
+
+
+def test_a_search_refuses_an_unknown_feature_naming_the_token_features(
+    token_file, tmp_path
+):
+    config = token_config(
+        token_file, epochs=1, model={**FIXED, "features": ("devize",)}
+    )
+    with pytest.raises(
+        ValueError, match=r"'devize'.*per interaction: rating, device \(token\)"
+    ):
+        run_search(
+            config,
+            SearchOptions(
+                tuner="random",
+                max_trials=2,
+                output_dir=str(tmp_path / "tuning"),
+                verbose=0,
+            ),
+        )
+
+
+def test_the_search_keeps_every_token_feature_and_no_item_attribute(
+    token_file, tmp_path
+):
+    # --features and --item-features are the trials' to choose: the
+    # search's data has every per-interaction feature and no attribute.
+    config = token_config(
+        token_file,
+        item_features=write_item_file(tmp_path / "items.item"),
+        model={"features": ("rating", "year")},
+    )
+    _, data = prepare_source(config)
+    assert data.feature_names == ["rating"]
+    assert data.token_feature_names == ["device"]
+    assert sorted(data.train.tokens) == ["device"]
+    assert data.item_features is None
+    # train's data of the same options: the token feature dropped, the
+    # attributes joined; the same examples otherwise.
+    _, trained = prepare_in_memory(config)
+    assert trained.token_feature_names == []
+    assert trained.item_features.names() == ["year"]
+    for split in ("train", "validation", "test"):
+        assert len(getattr(data, split)) == len(getattr(trained, split))
+    # With the token feature named, train keeps the search's encoding.
+    named = token_config(token_file, model={"features": ("device",)})
+    _, trained = prepare_in_memory(named)
+    assert trained.token_features == data.token_features
+    assert (trained.train.tokens["device"] == data.train.tokens["device"]).all()

@@ -119,3 +119,52 @@ def test_item_features_fixed_off_leave_the_fusion_out():
     assert "item_feature_set" in names and "feature_fusion" not in names
     rows = search_space.default_space([], 1000, item_features=[])
     assert not {"item_feature_set", "feature_fusion"} & {r[0] for r in rows}
+
+
+def _row(rows, name):
+    return next((row for row in rows if row[0] == name), None)
+
+
+def test_token_features_are_offered_after_the_float_ones():
+    rows = search_space.default_space(
+        ["rating", "hour"], 1000, token_features=["device", "channel"]
+    )
+    assert _row(rows, "features")[2]["values"] == [
+        "none",
+        "rating",
+        "hour",
+        "device",
+        "channel",
+        "rating,hour,device,channel",
+    ]
+    # A token feature is embedded, not soft one-hot encoded: the buckets
+    # apply to the values with a float feature only.
+    assert _row(rows, "soft_one_hot_buckets")[3] == (
+        "features",
+        ["rating", "hour", "rating,hour,device,channel"],
+    )
+    # The rows and their order are those of a space without them.
+    names = [(r[0], r[3][0] if len(r) > 3 and r[3] else None) for r in rows]
+    assert names == DEFAULT_SPACE_ROWS
+
+
+def test_the_buckets_follow_the_fixed_or_custom_feature_values():
+    rows = search_space.default_space(
+        ["rating"],
+        1000,
+        token_features=["device"],
+        feature_values=["device", "device,rating", "all"],
+    )
+    assert _row(rows, "soft_one_hot_buckets")[3] == (
+        "features",
+        ["device,rating", "all"],
+    )
+    # No value with a float feature (a fixed token feature, or data with
+    # token features only): no buckets row, as KerasTuner takes no
+    # condition without values.
+    for floats, values in ((["rating"], ["device"]), ([], None)):
+        rows = search_space.default_space(
+            floats, 1000, token_features=["device"], feature_values=values
+        )
+        assert _row(rows, "soft_one_hot_buckets") is None
+    assert _row(rows, "features")[2]["values"] == ["none", "device"]

@@ -2,10 +2,11 @@
 
 import types
 
-from tuning_helpers import FIXED, item_table
+from tuning_helpers import FIXED, item_table, token_config
 
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.training.train_config import TrainConfig
+from tfrec_tricks.training.training_data import prepare_in_memory
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
     import_keras_tuner,
@@ -248,4 +249,47 @@ def test_technique_summary_names_the_trained_item_features():
     assert selection.technique_summary(config, 50, trained) == (
         "softmax; tied; soft one-hot time_gap (10 buckets); item features "
         "genre (concat)"
+    )
+
+
+def test_a_trials_token_features_are_the_ones_train_reads(
+    token_data, token_file
+):
+    # A searched token feature: the trial's TrainConfig names it, so that
+    # train (retraining the trial) keeps it, and only it.
+    hypermodel = SequentialRetrievalHyperModel(token_data, fixed=FIXED)
+    config = token_config(token_file, model=dict(FIXED))
+    for value, features in (
+        ("device", ("device",)),
+        ("rating,device", ("rating", "device")),
+        ("rating", ("rating",)),
+    ):
+        hp = _values(hypermodel, features=value)
+        trial = selection.trial_config(hp, hypermodel, config)
+        assert trial.model["features"] == features
+        _, data = prepare_in_memory(trial)
+        resolved = trial.model_config(data.num_items, data)
+        assert resolved == hypermodel.model_config(hp), value
+    # The defaults (none read) are written as the search's own options.
+    defaults = selection.trial_config(_values(hypermodel), hypermodel, config)
+    assert defaults.model["features"] == ()
+    assert selection.settings(defaults, 21) == selection.settings(config, 21)
+
+
+def test_the_searchs_own_features_are_kept_when_a_trial_reads_them(
+    token_data, token_file
+):
+    # --features all: the defaults' trial is written as the defaults, not
+    # as a second configuration with the names spelled out.
+    fixed = {**FIXED, "features": ("all",)}
+    hypermodel = SequentialRetrievalHyperModel(token_data, fixed=fixed)
+    config = token_config(token_file, model=fixed)
+    trial = selection.trial_config(_values(hypermodel), hypermodel, config)
+    assert trial.model["features"] == ("all",)
+    assert selection.settings(trial, 21) == selection.settings(config, 21)
+    summary = selection.technique_summary(
+        trial, 21, hypermodel.model_config(_values(hypermodel))
+    )
+    assert summary.endswith(
+        "soft one-hot rating (10 buckets); token features device"
     )

@@ -570,3 +570,100 @@ def test_custom_item_feature_choices_keep_the_fusion_conditional(data):
     (condition,) = space["feature_fusion"].conditions
     assert condition.values == ["genre,year", "year"]
     assert _item_names(hypermodel.model_config(hp)) == ["genre", "year"]
+
+
+def _token_names(config):
+    return [f["name"] for f in config.token_features]
+
+
+def test_features_offer_the_token_features_and_each_value_keeps_its_own(
+    token_data,
+):
+    hypermodel = SequentialRetrievalHyperModel(
+        token_data, fixed=FIXED, compile_options=COMPILE
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    space = {h.name: h for h in hp.space}
+    assert space["features"].values == [
+        "none",
+        "rating",
+        "device",
+        "rating,device",
+    ]
+    assert hp.get("features") == "none"  # train's default: none read
+    (condition,) = space["soft_one_hot_buckets"].conditions
+    assert condition.values == ["rating", "rating,device"]
+    expected = {
+        "none": ((), []),
+        "rating": (("rating",), []),
+        "device": ((), ["device"]),
+        "rating,device": (("rating",), ["device"]),
+    }
+    for value, (floats, tokens) in expected.items():
+        trial = _space(hypermodel, features=value)
+        assert trial.is_active("soft_one_hot_buckets") == bool(floats)
+        config = hypermodel.model_config(trial)
+        assert (config.features, _token_names(config)) == (floats, tokens)
+    model = hypermodel.build(_space(hypermodel, features="device"))
+    assert _token_names(model.config) == ["device"]
+    assert model.config.token_features == tuple(
+        spec.model_dict() for spec in token_data.token_features
+    )
+
+
+@pytest.mark.parametrize(
+    "features, value, buckets",
+    [
+        (("device",), "device", False),
+        (("device", "rating"), "rating,device", True),
+        (("all",), "rating,device", True),
+    ],
+)
+def test_fixed_features_take_token_features(
+    token_data, features, value, buckets
+):
+    hypermodel = SequentialRetrievalHyperModel(
+        token_data, fixed={**FIXED, "features": features}
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert hp.get("features") == value
+    assert ("soft_one_hot_buckets" in hypermodel.searched_names()) == buckets
+    assert _token_names(hypermodel.model_config(hp)) == ["device"]
+
+
+def test_unknown_feature_names_are_refused_naming_the_token_features(
+    token_data,
+):
+    what_it_has = r"It has, per interaction: rating, device \(token\)"
+    with pytest.raises(ValueError, match=f"'devize'.*{what_it_has}"):
+        SequentialRetrievalHyperModel(
+            token_data, fixed={"features": ("devize",)}
+        )
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("features", ["device", "rating,devize"])
+    with pytest.raises(
+        ValueError, match=f"--choices features.*'devize'.*{what_it_has}"
+    ):
+        SequentialRetrievalHyperModel(token_data, hyperparameters=custom)
+
+
+def test_with_item_attributes_features_name_token_features_too(token_data):
+    hypermodel = _item_hypermodel(
+        token_data, fixed={**FIXED, "features": ("year", "device")}
+    )
+    hp = keras_tuner.HyperParameters()
+    hypermodel.declare(hp)
+    assert (hp.get("features"), hp.get("item_feature_set")) == (
+        "device",
+        "year",
+    )
+    config = hypermodel.model_config(hp)
+    assert (_token_names(config), _item_names(config)) == (["device"], ["year"])
+    # features chooses per-interaction features; item_feature_set fuses
+    # the attributes.
+    custom = keras_tuner.HyperParameters()
+    custom.Choice("features", ["device", "genre"])
+    with pytest.raises(ValueError, match="fuses those with item_feature_set"):
+        _item_hypermodel(token_data, hyperparameters=custom)

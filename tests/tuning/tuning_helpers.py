@@ -48,6 +48,31 @@ def write_item_file(path) -> str:
     return str(path)
 
 
+def write_token_interactions(path) -> str:
+    """A tiny ``.inter`` file at ``path``: 12 users, 8 interactions each
+    over 20 items, a ``rating:float`` and a ``device:token`` column
+    (web, app, tv). Returns ``path`` as a str."""
+    lines = ["user_id:token\titem_id:token\trating:float\tdevice:token"]
+    devices = ["web", "app", "tv"]
+    for user in range(12):
+        for step in range(8):
+            item = (user * 3 + step * 5) % 20 + 1
+            rating = 1 + (user + step) % 5
+            device = devices[(user + step) % len(devices)]
+            lines.append(f"u{user}\ti{item}\t{rating}\t{device}")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def token_config(path, **overrides):
+    """A search's ``TrainConfig`` over ``write_token_interactions``' file."""
+    from tfrec_tricks.training.train_config import TrainConfig
+
+    values = dict(data="file", data_path=str(path), max_len=MAX_LEN)
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
 def search_data(hypermodel):
     """Unbatched training slice and validation data for ``search``."""
     values = hypermodel.search_data()

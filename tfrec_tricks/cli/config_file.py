@@ -126,16 +126,19 @@ def _split_options(path: str, document: Any) -> tuple[dict, dict]:
                 f"Received: {where}={str(part)[:80]}"
             )
     model = {**(parts["train.model"] or {}), **(parts["model"] or {})}
-    # A run's resolved model lists its per-interaction features in
-    # `features` and its item features in `item_features`: the run read
-    # both, so both are asked for again.
-    item_names = [
+    # A run's resolved model lists its float per-interaction features in
+    # `features`, its token ones in `token_features` and its item
+    # features in `item_features`: the run read them all, so all are
+    # asked for again.
+    resolved = parts["model"] or {}
+    named = [
         f["name"]
-        for f in (parts["model"] or {}).get("item_features") or ()
+        for key in ("token_features", "item_features")
+        for f in resolved.get(key) or ()
         if isinstance(f, dict) and isinstance(f.get("name"), str)
     ]
-    if item_names:
-        model["features"] = [*model.get("features", ()), *item_names]
+    if named:
+        model["features"] = [*model.get("features", ()), *named]
     for name in DERIVED_MODEL_FIELDS:
         model.pop(name, None)
     return values, model

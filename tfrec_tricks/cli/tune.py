@@ -34,7 +34,8 @@ SKIP_FIELDS = (
 DESCRIPTION = """\
 Search with KerasTuner over the techniques (output head, CPR partitions,
 reranker sizes, Mi and base loss, tied embeddings, SSE and its
-probabilities, soft one-hot features and buckets; when the data has item
+probabilities, per-interaction features: float ones with their soft
+one-hot buckets, and categorical token columns; when the data has item
 features (--item-features, or the ml-1m / ml-1m-timed / ml-100k metadata),
 which of them to fuse and how, sum or concat) and the usual settings
 (encoder, embedding size, layers, attention heads, dropout, learning rate,

@@ -21,6 +21,8 @@ Example:
 'genres,year'
 >>> space.split(["year", "time_gap"], ["time_gap"])
 (('time_gap',), ('year',))
+>>> space.split(["device", "year"], ["time_gap"], token_names=["device"])
+(('device',), ('year',))
 """
 
 import dataclasses
@@ -97,31 +99,41 @@ class ItemFeatureSpace:
         requested: Sequence[str],
         position_names: Sequence[str],
         items_by_default: bool = False,
+        token_names: Sequence[str] = (),
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``--features`` as the per-interaction and the item features it
         selects, as ``train`` reads it.
 
         Args:
             requested: the names given, possibly ``"all"``.
-            position_names: the data's per-interaction features.
+            position_names: the data's float per-interaction features.
             items_by_default: with nothing requested, every item feature.
                 Defaults to False.
+            token_names: the data's categorical per-interaction features
+                (``token`` columns). Defaults to ().
 
         Returns:
-            ``(position, item)``: the per-interaction features in the
-            order given (``ModelOptions.resolve``'s), the item features
-            in file order (``ItemFeatureTable.select``'s).
+            ``(position, item)``: the per-interaction features, float and
+            token, in the order given (``all``: the floats, then the
+            tokens, each in the data's order; ``ModelOptions.resolve``'s
+            order), the item features in file order
+            (``ItemFeatureTable.select``'s).
 
         Raises:
             ValueError: a name the data has of neither kind, or "all"
                 beside names (``select_features``).
         """
         selection = select_features(
-            requested, position_names, self.names(), items_by_default
+            requested,
+            position_names,
+            self.names(),
+            items_by_default,
+            token_available=token_names,
         )
         if ALL_FEATURES in requested:
-            return selection.position, selection.item
-        position = tuple(name for name in requested if name in position_names)
+            return (*selection.position, *selection.token), selection.item
+        known = {*position_names, *token_names}
+        position = tuple(name for name in requested if name in known)
         return position, selection.item
 
     def join(self, data: Any, names: Sequence[str]) -> Any:
@@ -157,6 +169,7 @@ class ItemFeatureSpace:
         position_names: Sequence[str],
         position: Sequence[str],
         item: Sequence[str],
+        token_names: Sequence[str] = (),
     ) -> tuple[tuple[str, ...], str | None]:
         """The ``--features`` and ``--item-features`` with which ``train``
         reads ``position`` and ``item``.
@@ -170,9 +183,12 @@ class ItemFeatureSpace:
 
         Args:
             search: the search's ``TrainConfig``.
-            position_names: the data's per-interaction features.
-            position: the per-interaction features to read.
+            position_names: the data's float per-interaction features.
+            position: the per-interaction features to read (float and
+                token).
             item: the item features to fuse.
+            token_names: the data's categorical per-interaction features.
+                Defaults to ().
 
         Returns:
             ``(features, item_features)``: the ``features`` model option
@@ -180,7 +196,7 @@ class ItemFeatureSpace:
         """
         given = tuple(search.model.value("features"))
         selected = self.split(
-            given, position_names, search.item_features is not None
+            given, position_names, search.item_features is not None, token_names
         )
         if selected == (tuple(position), tuple(item)):
             return given, search.item_features

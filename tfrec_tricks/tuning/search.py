@@ -69,7 +69,7 @@ from tfrec_tricks.training.run_directory import data_identity  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.training.training_data import (  # noqa: E402
     data_files,
-    prepare_in_memory,
+    prepare_source,
 )
 from tfrec_tricks.tuning import selection  # noqa: E402
 from tfrec_tricks.tuning.item_feature_space import (  # noqa: E402
@@ -397,20 +397,16 @@ def _build_search_space(
 ) -> SequentialRetrievalHyperModel:
     """Loads the data and builds the space; checks it and the time budget.
 
-    The data is loaded without item attributes: each trial joins those it
-    fuses (``space``).
+    The data is loaded without item attributes, with every per-interaction
+    feature (``prepare_source``): each trial joins the attributes it
+    fuses (``space``) and keeps the token features it names.
 
     Raises:
         ValueError: nothing to search, or (chief or local) a time budget
             shorter than one epoch of the defaults.
     """
     tf.keras.utils.set_random_seed(config.seed)
-    id_only = dataclasses.replace(
-        config,
-        item_features=None,
-        model=config.model.with_values(features=()),
-    )
-    source, data = prepare_in_memory(id_only)
+    source, data = prepare_source(config)
     if options.verbose:
         print(f"Prepared: {data.summary()}", flush=True)
         if space is not None:
@@ -627,6 +623,7 @@ def _catalogue_size(
         winner.model.value("features"),
         hypermodel.data.feature_names,
         winner.item_features is not None,
+        hypermodel.data.token_feature_names,
     )
     return hypermodel.joined_data(item).num_items
 

@@ -8,6 +8,12 @@ hypermodel declares them in order, replacing a row by a fixed value or a
 custom definition of the same name. Every default is what
 ``tfrec-tricks train`` trains, so a search's first trial is that run.
 
+The ``features`` row offers the data's per-interaction features, the
+float ones (soft one-hot encoded) and the categorical ``token`` ones
+(embedded): "none", each alone, all of them. ``soft_one_hot_buckets``
+applies only to the values with a float feature (without one, the space
+has no such row).
+
 With item attributes (``item_feature_space``) two rows follow the
 features': ``item_feature_set``, which of them the model fuses, and
 ``feature_fusion``, how, active only when it fuses some. Without them
@@ -20,6 +26,11 @@ Example:
 ['encoder', 'embedding_dim', 'num_layers', 'num_heads', 'dropout']
 >>> next(row for row in rows if row[0] == "cpr_mi")[3]
 ('head', ['cpr'])
+>>> rows = default_space(["time_gap"], 1000, token_features=["device"])
+>>> next(row for row in rows if row[0] == "features")[2]["values"]
+['none', 'time_gap', 'device', 'time_gap,device']
+>>> next(row for row in rows if row[0] == "soft_one_hot_buckets")[3]
+('features', ['time_gap', 'time_gap,device'])
 >>> rows = default_space([], 1000, item_features=["none", "genres"])
 >>> next(row for row in rows if row[0] == "feature_fusion")[3]
 ('item_feature_set', ['genres'])
@@ -34,11 +45,12 @@ from tfrec_tricks.models.config import (
     ModelConfig,
     default_head_dropout,
 )
+from tfrec_tricks.training.feature_selection import ALL_FEATURES
 from tfrec_tricks.training.train_config import (
     TrainConfig,
     default_learning_rate,
 )
-from tfrec_tricks.tuning.hyperparameter_values import NONE
+from tfrec_tricks.tuning.hyperparameter_values import NONE, decode_value
 
 # ModelConfig fields set from the data, never tuned.
 DATA_FIELDS = ("num_items", "max_len")
@@ -79,6 +91,8 @@ def default_space(
     heads: tuple = HEADS,
     item_features: list[str] | None = None,
     item_features_default: str = NONE,
+    token_features: list[str] | None = None,
+    feature_values: list[str] | None = None,
 ) -> list:
     """``(name, kind, arguments, (parent, parent_values) or None)`` rows.
 
@@ -95,7 +109,8 @@ def default_space(
     condition may have three entries.
 
     Args:
-        feature_names: list of str. The data's numeric features.
+        feature_names: list of str. The data's float per-interaction
+            features.
         num_items: int. The catalogue size (reranker sizes stay below).
         head: str or None. The fixed head, if any. Defaults to None.
         train_windows: bool. Whether training uses windows. Defaults to
@@ -108,6 +123,13 @@ def default_space(
             None or empty: no item attributes. Defaults to None.
         item_features_default: str. The first trial's ``item_feature_set``
             (what ``train`` fuses). Defaults to "none".
+        token_features: list of str or None. The data's categorical
+            per-interaction features (``token`` columns), offered in
+            ``features`` after the float ones. Defaults to None: none.
+        feature_values: list of str or None. The ``features`` values (the
+            fixed or custom ones): ``soft_one_hot_buckets`` applies under
+            those with a float feature. Defaults to None: the default
+            choices (``feature_choices``).
 
     Returns:
         list of rows.
@@ -116,7 +138,7 @@ def default_space(
         *_encoder_rows(),
         *_optimisation_rows(train_windows),
         *_regularisation_rows(),
-        *_feature_rows(feature_names),
+        *_feature_rows(feature_names, token_features or [], feature_values),
         *_item_feature_rows(item_features or [], item_features_default),
         *_head_rows(num_items, head, first_head, heads),
     ]
@@ -198,7 +220,8 @@ def feature_choices(feature_names: list[str]) -> list[str]:
     """The choices: "none", each feature, and all when there are several.
 
     Args:
-        feature_names: list of str. The data's numeric features.
+        feature_names: list of str. The features, in order (``features``:
+            the float per-interaction ones, then the token ones).
 
     Returns:
         list of ``features`` hyperparameter values.
@@ -209,21 +232,39 @@ def feature_choices(feature_names: list[str]) -> list[str]:
     return features
 
 
-def _feature_rows(feature_names: list[str]) -> list:
-    """The input features, and their buckets when there are any."""
-    features = feature_choices(feature_names)
-    return [
-        ("features", "Choice", {"values": features}),
-        (
-            "soft_one_hot_buckets",
-            "Choice",
-            {
-                "values": [5, 10, 20],
-                "default": _default("soft_one_hot_buckets"),
-            },
-            ("features", [f for f in features if f != NONE]),
-        ),
+def _feature_rows(
+    float_names: list[str],
+    token_names: list[str],
+    values: list[str] | None = None,
+) -> list:
+    """The per-interaction features (float, then token), and the float
+    ones' buckets, which apply only to the ``values`` (the default
+    choices unless given) with a float feature: a token feature is
+    embedded, not soft one-hot encoded. Without such a value the space
+    has no buckets row (KerasTuner takes no condition without values)."""
+    features = feature_choices([*float_names, *token_names])
+    if values is None:
+        values = features
+    floats = {*float_names, ALL_FEATURES} if float_names else set()
+    with_floats = [
+        value
+        for value in values
+        if floats & set(decode_value("features", value))
     ]
+    rows = [("features", "Choice", {"values": features})]
+    if with_floats:
+        rows.append(
+            (
+                "soft_one_hot_buckets",
+                "Choice",
+                {
+                    "values": [5, 10, 20],
+                    "default": _default("soft_one_hot_buckets"),
+                },
+                ("features", with_floats),
+            )
+        )
+    return rows
 
 
 def _item_feature_rows(values: list[str], default: str) -> list:

@@ -54,9 +54,12 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
 
     Returns:
         ``config`` with the trial's batch size, learning rate and model;
-        with item attributes, the ``--features`` (and ``--item-features``)
-        that read the trial's features (``ItemFeatureSpace.
-        train_options``).
+        its ``--features`` name the trial's per-interaction features,
+        float and token (``ModelConfig.position_inputs``: ``train`` then
+        keeps those token features), or are the search's own when they
+        select the same; with item attributes, the ``--features`` (and
+        ``--item-features``) that read the trial's features
+        (``ItemFeatureSpace.train_options``).
     """
     model_config = hypermodel.model_config(hp)
     overrides = {
@@ -64,14 +67,21 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
         for k, v in model_config.to_dict().items()
         if k not in DERIVED_MODEL_FIELDS
     }
+    position = model_config.position_inputs
+    token_names = list(getattr(hypermodel.data, "token_feature_names", []))
     item_features = config.item_features
     space = getattr(hypermodel, "item_feature_space", None)
     if space is not None:
         overrides["features"], item_features = space.train_options(
             config,
             hypermodel.data.feature_names,
-            model_config.features,
+            position,
             [f["name"] for f in model_config.item_features],
+            token_names,
+        )
+    else:
+        overrides["features"] = _features_option(
+            config, hypermodel, model_config
         )
     return dataclasses.replace(
         config,
@@ -80,6 +90,26 @@ def trial_config(hp: Any, hypermodel: Any, config: TrainConfig) -> TrainConfig:
         model=overrides,
         item_features=item_features,
     )
+
+
+def _features_option(
+    config: TrainConfig, hypermodel: Any, model_config: Any
+) -> tuple[str, ...]:
+    """The ``--features`` with which ``train`` reads ``model_config``'s
+    per-interaction features: the search's own when they select them
+    (the configuration is then written as the defaults are: the
+    selection compares configurations by their options), else the names
+    (``ModelConfig.position_inputs``)."""
+    given = tuple(config.model.value("features"))
+    tokens = tuple(f["name"] for f in model_config.token_features)
+    try:
+        same = hypermodel.split_features(given) == (
+            model_config.features,
+            tokens,
+        )
+    except ValueError:
+        same = False
+    return given if same else model_config.position_inputs
 
 
 def settings(config: TrainConfig, num_items: int) -> dict:
@@ -250,6 +280,9 @@ def technique_summary(
             f"soft one-hot {','.join(model.features)} "
             f"({model.soft_one_hot_buckets} buckets)"
         )
+    if model.token_features:
+        names = ",".join(f["name"] for f in model.token_features)
+        used.append(f"token features {names}")
     if model.item_features:
         names = ",".join(f["name"] for f in model.item_features)
         used.append(f"item features {names} ({model.feature_fusion})")

@@ -6,7 +6,8 @@ turns a trial's values into a ``ModelConfig``, builds the model and trains
 it on the trial's batches (``trial_batches``). Custom hyperparameters are
 checked value by value before the first trial (``custom_value_checks``).
 With item attributes (``item_feature_space``) a trial's data is the data
-joined with the attributes it fuses.
+joined with the attributes it fuses; with categorical per-interaction
+features (``token`` columns) it keeps only those its ``features`` names.
 """
 
 import dataclasses
@@ -28,6 +29,10 @@ from tfrec_tricks.models.config import (  # noqa: E402
     AUTO_HEAD,
     HEADS,
     SOFTMAX_HEADS,
+)
+from tfrec_tricks.training.feature_selection import (  # noqa: E402
+    ALL_FEATURES,
+    select_features,
 )
 from tfrec_tricks.training.head_choice import head_for_data  # noqa: E402
 from tfrec_tricks.training.optimizers import make_optimizer  # noqa: E402
@@ -82,8 +87,9 @@ class SequentialRetrievalHyperModel(keras_tuner.HyperModel):
     | ``sse`` | False, True (not a ``ModelConfig`` field) |
     | ``sse_item_probability`` | 0, 0.01, 0.05, 0.1, 0.2 (SSE on) |
     | ``sse_label_probability`` | 0, 0.01, 0.05, 0.1, 0.2 (SSE on) |
-    | ``features`` | "none", each feature of the data, all of them |
-    | ``soft_one_hot_buckets`` | 5, 10, 20 (when features are used) |
+    | ``features`` | "none", each per-interaction feature of the data \
+(float, then token), all of them |
+    | ``soft_one_hot_buckets`` | 5, 10, 20 (when a float feature is used) |
     | ``item_feature_set`` | "none", each item attribute, all of them \
 (with ``item_feature_space``; not a ``ModelConfig`` field) |
     | ``feature_fusion`` | concat, sum (when item attributes are fused) |
@@ -95,13 +101,14 @@ sizes below N only (CPR) |
     | ``mos_components`` | 2, 4, 8 (MoS) |
 
     The CPR and MoS entries are conditional on ``head``, the buckets on
-    ``features``, the SSE probabilities on ``sse``, the attention heads on
-    ``encoder``, the fusion on ``item_feature_set``: a trial only carries
-    the ones that apply. Without item attributes the space has neither
-    ``item_feature_set`` nor ``feature_fusion``. A fixed or
-    searched ``cosine_temperature`` or ``num_sampled_negatives`` (settings
-    of the softmax heads alone) narrows ``head`` to softmax and
-    softmax_no_dup. Every default
+    ``features`` (the values with a float feature: a token feature is
+    embedded, not soft one-hot encoded), the SSE probabilities on
+    ``sse``, the attention heads on ``encoder``, the fusion on
+    ``item_feature_set``: a trial only carries the ones that apply.
+    Without item attributes the space has neither ``item_feature_set``
+    nor ``feature_fusion``. A fixed or searched ``cosine_temperature``
+    or ``num_sampled_negatives`` (settings of the softmax heads alone)
+    narrows ``head`` to softmax and softmax_no_dup. Every default
     is what ``tfrec-tricks train`` trains (``ModelConfig``'s and
     ``TrainConfig``'s defaults, SSE off; the head is the one ``--head
     auto`` chooses from ``data``, ``fixed={"head": "auto"}`` fixes it
@@ -117,9 +124,13 @@ sizes below N only (CPR) |
     None, plain settings); entries of ``hyperparameters`` replace the
     default definition of the same name, and may add any other
     ``ModelConfig`` field to the search (e.g. ``hp.Choice("num_heads",
-    [1, 2])``). Fields of neither keep ``ModelConfig``'s defaults. With
-    item attributes, a fixed ``features`` names features of both kinds,
-    as ``--features`` does: its item features fix ``item_feature_set``.
+    [1, 2])``). Fields of neither keep ``ModelConfig``'s defaults.
+    ``features`` names per-interaction features of both kinds, float and
+    token (``data.token_feature_names``), as ``--features`` does; a trial
+    trains on the data with only the token features it names
+    (``ModelConfig.token_features``), and a name the data does not have
+    is refused before the first trial. With item attributes, a fixed
+    ``features`` names item features too: they fix ``item_feature_set``.
 
     ``fit`` batches the (unbatched) training dataset it is given with the
     trial's ``batch_size`` after shuffling it, and batches an unbatched
@@ -131,7 +142,8 @@ sizes below N only (CPR) |
     Args:
         data: ``tfrec_tricks.data.InMemoryDataset``. The prepared data: sets
             ``num_items`` and ``max_len``, the training-target counts of the
-            sampled objective's logQ correction and the feature statistics.
+            sampled objective's logQ correction and the feature statistics;
+            its token features are those ``features`` chooses among.
             Without item features when ``item_feature_space`` is given.
         item_graph: array [E, 2] of raw item ids or None. The SSE-Graph
             knowledge graph (e.g. ``Source.item_graph``). Defaults to None.
@@ -236,6 +248,11 @@ sizes below N only (CPR) |
             custom = {hp.name: hp for hp in hyperparameters.space}
         self._split_fixed_features()
         item_values = self._item_feature_values(custom)
+        feature_values = None
+        if "features" in self.fixed:
+            feature_values = [encode_value("features", self.fixed["features"])]
+        elif "features" in custom:
+            feature_values = [str(v) for v in listed_values(custom["features"])]
         first_head = self._first_head(self._first_data(custom))
         if self.fixed.get("head") == AUTO_HEAD:
             self.fixed["head"] = first_head
@@ -262,6 +279,8 @@ sizes below N only (CPR) |
                 if item_feature_space is not None
                 else NONE
             ),
+            token_features=list(data.token_feature_names),
+            feature_values=feature_values,
         )
         space_names = {row[0] for row in self._space}
         fields = {f.name for f in dataclasses.fields(ModelConfig)}
@@ -324,15 +343,25 @@ sizes below N only (CPR) |
         )
 
     def _split_fixed_features(self) -> None:
-        """With item attributes, a fixed ``features`` names both kinds (as
-        ``--features`` does): its item features fix ``item_feature_set``.
+        """A fixed ``features`` names per-interaction features, float and
+        token, and with item attributes item features too (as
+        ``--features`` does): its item features fix ``item_feature_set``,
+        and ``all`` becomes the names it takes.
 
         Raises:
-            ValueError: a name the data has of neither kind, or
+            ValueError: a name the data does not have (``select_features``'
+                message: what it has, token features marked), or
                 ``item_feature_set`` fixed beside it.
         """
+        if "features" not in self.fixed:
+            return
+        requested = self.fixed["features"]
+        if isinstance(requested, str):
+            requested = decode_value("features", requested)
+        requested = tuple(requested)
         space = self.item_feature_space
-        if space is None or "features" not in self.fixed:
+        if space is None:
+            self.fixed["features"] = self._named_features(requested)
             return
         if ITEM_FEATURE_SET in self.fixed:
             raise ValueError(
@@ -341,14 +370,62 @@ sizes below N only (CPR) |
                 f"features={self.fixed['features']!r}, "
                 f"{ITEM_FEATURE_SET}={self.fixed[ITEM_FEATURE_SET]!r}"
             )
-        requested = self.fixed["features"]
-        if isinstance(requested, str):
-            requested = decode_value("features", requested)
         position, item = space.split(
-            tuple(requested), self.data.feature_names, space.by_default
+            requested,
+            self.data.feature_names,
+            space.by_default,
+            self.data.token_feature_names,
         )
         self.fixed["features"] = position
         self.fixed[ITEM_FEATURE_SET] = item
+
+    def split_features(self, names: tuple) -> tuple[tuple, tuple]:
+        """A ``features`` value as the float and the token features it
+        names, as ``train`` reads ``--features`` (``ModelOptions.
+        resolve``, ``select_features``).
+
+        Args:
+            names: tuple of str. Per-interaction features, or ``("all",)``.
+
+        Returns:
+            ``(floats, tokens)``: the float features in the order given
+            (``all``: the data's), the token features in the data's order.
+
+        Raises:
+            ValueError: a name the data does not have: ``select_features``'
+                message, listing what it has (token features marked); an
+                item attribute of the search: ``item_feature_set`` fuses
+                those.
+        """
+        space = self.item_feature_space
+        items = space.names() if space is not None else []
+        selection = select_features(
+            names,
+            self.data.feature_names,
+            items,
+            token_available=self.data.token_feature_names,
+        )
+        if selection.item and ALL_FEATURES not in names:
+            raise ValueError(
+                f"features names item features {list(selection.item)}: "
+                f"the search fuses those with {ITEM_FEATURE_SET}; features "
+                "chooses per-interaction features. Received: "
+                f"features={','.join(names)}"
+            )
+        floats = selection.position
+        if ALL_FEATURES not in names:
+            floats = tuple(n for n in names if n in self.data.feature_names)
+        return floats, selection.token
+
+    def _named_features(self, names: tuple) -> tuple:
+        """``names`` as the per-interaction features they select (floats,
+        then tokens): ``all`` becomes the names.
+
+        Raises:
+            ValueError: a name the data does not have (``split_features``).
+        """
+        floats, tokens = self.split_features(names)
+        return (*floats, *tokens)
 
     def _item_feature_values(self, custom: dict) -> list[str] | None:
         """The values ``item_feature_set`` can take: the fixed one, the
@@ -466,7 +543,8 @@ sizes below N only (CPR) |
 
     def _trial(self, hp: Any) -> tuple[ModelConfig, Any]:
         """The ``ModelConfig`` of ``hp`` and the data it trains on (joined
-        with the item attributes it fuses)."""
+        with the item attributes it fuses, with only the token features
+        it names)."""
         values = self.declare(hp.copy())
         values.pop(BATCH_SIZE, None)
         values.pop(SSE, None)
@@ -475,6 +553,13 @@ sizes below N only (CPR) |
         )
         settings = {**self._settings}
         settings.update({k: decode_value(k, v) for k, v in values.items()})
+        floats, tokens = self.split_features(settings.get("features", ()))
+        settings["features"] = floats
+        data = data.select_token_features(tokens)
+        if data.token_features:
+            settings["token_features"] = tuple(
+                spec.model_dict() for spec in data.token_features
+            )
         for name in (
             "dropout",
             "head_dropout",
