@@ -18,6 +18,7 @@ Imports ``tfrec_tricks.data``, and so TensorFlow: a script calls
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -201,6 +202,39 @@ def first_sessions(path: str, max_sessions: int, directory: str) -> str:
         handle.write(text)
     os.replace(partial, target)
     return target
+
+
+COUNT_SUFFIXES = {"": 1, "k": 1_000, "m": 1_000_000}
+
+
+def count(text: str) -> int:
+    """argparse type of a positive count: ``50000000`` or ``50M``.
+
+    >>> count("50M"), count("250k"), count("1000")
+    (50000000, 250000, 1000)
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*([kKmM]?)\s*", text)
+    if not match or int(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number, optionally with k or M. "
+            f"Received: {text!r}"
+        )
+    return int(match.group(1)) * COUNT_SUFFIXES[match.group(2).lower()]
+
+
+def count_list(text: str) -> list[int]:
+    """argparse type: comma-separated positive counts (``count``), in the
+    order given.
+
+    >>> count_list("3706, 1M")
+    [3706, 1000000]
+    """
+    values = [count(part) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(
+            f"expected positive numbers, comma-separated. Received: {text!r}"
+        )
+    return values
 
 
 def name_list(known: tuple[str, ...], what: str) -> Callable[[str], list]:

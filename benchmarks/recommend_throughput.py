@@ -109,42 +109,25 @@ TRAIN_SETTINGS = {
 MB = 1e6
 
 
-def int_list(text: str) -> list[int]:
-    """argparse type: comma-separated positive ints.
-
-    >>> int_list("3706, 1000000")
-    [3706, 1000000]
-    """
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(
-            f"expected positive integers, comma-separated. Received: {text!r}"
-        )
-    return values
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = common.build_parser(__doc__)
     parser.add_argument(
         "--items",
-        type=int_list,
+        type=common.count_list,
         default=list(ITEMS),
         help="catalogue sizes of the throughput runs. Default: "
         + ",".join(map(str, ITEMS)),
     )
     parser.add_argument(
         "--users",
-        type=int_list,
+        type=common.count_list,
         default=list(USERS),
         help="users of each throughput run, one per --items (the last "
         "repeated). Default: " + ",".join(map(str, USERS)),
     )
     parser.add_argument(
         "--memory-users",
-        type=int_list,
+        type=common.count_list,
         default=list(MEMORY_USERS),
         help="users of the peak-memory runs, at the first --items. "
         "Default: " + ",".join(map(str, MEMORY_USERS)),

@@ -53,7 +53,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -98,27 +97,13 @@ COMMANDS = (
     "32 --objective sampled --head softmax --epochs 1`",
     "- beam: the same with `prepare --engine beam` (DirectRunner)",
 )
-SUFFIXES = {"": 1, "k": 1_000, "m": 1_000_000}
-
-
-def size(text: str) -> int:
-    """argparse type of a number of interactions: ``50000000`` or ``50M``.
-
-    >>> size("50M"), size("250k"), size("1000")
-    (50000000, 250000, 1000)
-    """
-    match = re.fullmatch(r"\s*(\d+)\s*([kKmM]?)\s*", text)
-    if not match or int(match.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive number, optionally with k or M. "
-            f"Received: {text!r}"
-        )
-    return int(match.group(1)) * SUFFIXES[match.group(2).lower()]
 
 
 def sizes(text: str) -> list[int]:
     """argparse type of ``--sizes``: comma-separated, ascending, unique."""
-    values = sorted({size(part) for part in text.split(",") if part.strip()})
+    values = sorted(
+        {common.count(part) for part in text.split(",") if part.strip()}
+    )
     if not values:
         raise argparse.ArgumentTypeError(f"no sizes. Received: {text!r}")
     return values
@@ -655,20 +640,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--memory-max",
-        type=size,
-        default=size("10M"),
+        type=common.count,
+        default=common.count("10M"),
         help="largest size of the memory engine. Default: 10M",
     )
     parser.add_argument(
         "--beam-max",
-        type=size,
-        default=size("10M"),
+        type=common.count,
+        default=common.count("10M"),
         help="largest size of the beam engine. Default: 10M",
     )
     parser.add_argument(
         "--epoch-max",
-        type=size,
-        default=size("1M"),
+        type=common.count,
+        default=common.count("1M"),
         help="largest size trained for a whole epoch; larger ones train "
         "--steps batches. Default: 1M",
     )

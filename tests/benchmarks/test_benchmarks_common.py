@@ -1,5 +1,6 @@
 """benchmarks.common: shared options, run naming and report files."""
 
+import argparse
 import json
 import os
 import pathlib
@@ -29,6 +30,27 @@ def full_parser():
     common.add_seed_option(parser)
     common.add_report_dir_option(parser)
     return parser
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("1000", 1000), ("250k", 250_000), ("50M", 50_000_000), (" 2m ", 2e6)],
+)
+def test_a_count_takes_k_and_m(text, expected):
+    assert common.count(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "1.5M", "-3", "ten", "5G", ""])
+def test_a_bad_count_is_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="Received"):
+        common.count(text)
+
+
+def test_a_count_list_keeps_the_order_given():
+    assert common.count_list("3706, 1M,3706") == [3706, 1_000_000, 3706]
+    for text in (",", "", "5,0"):
+        with pytest.raises(argparse.ArgumentTypeError, match="Received"):
+            common.count_list(text)
 
 
 def test_the_shared_options_and_their_defaults():

@@ -1,11 +1,9 @@
 """benchmarks.scale_out: sizes, the plan, the random files, the report."""
 
-import argparse
-
 import numpy as np
 import pytest
 
-from benchmarks import scale_out
+from benchmarks import common, scale_out
 from tfrec_tricks.data.loaders import read_records
 
 GB = scale_out.GB
@@ -13,20 +11,6 @@ GB = scale_out.GB
 
 def parse(*argv):
     return scale_out.build_parser().parse_args(list(argv))
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [("1000", 1000), ("250k", 250_000), ("50M", 50_000_000), (" 2m ", 2e6)],
-)
-def test_a_size_takes_k_and_m(text, expected):
-    assert scale_out.size(text) == expected
-
-
-@pytest.mark.parametrize("text", ["0", "1.5M", "-3", "ten", "5G", ""])
-def test_a_bad_size_is_refused(text):
-    with pytest.raises(argparse.ArgumentTypeError, match="Received"):
-        scale_out.size(text)
 
 
 def test_sizes_are_sorted_and_unique():
@@ -44,7 +28,7 @@ def test_engines_keep_their_order_and_refuse_unknown_ones(capsys):
 
 def test_human_sizes_read_back():
     for count in (1000, 250_000, 50_000_000, 1234):
-        assert scale_out.size(scale_out.human(count)) == count
+        assert common.count(scale_out.human(count)) == count
 
 
 def test_steps_and_eval_batches_must_be_positive():
