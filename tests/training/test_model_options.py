@@ -8,6 +8,7 @@ from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig
 from tfrec_tricks.training.model_options import (
     DERIVED_MODEL_FIELDS,
     ModelOptions,
+    data_model_fields,
 )
 
 
@@ -60,3 +61,19 @@ def test_resolve_gives_the_model_config():
 def test_auto_does_not_resolve_before_the_data_chooses():
     with pytest.raises(ValueError, match="head must be one of"):
         ModelOptions({"head": AUTO_HEAD}).resolve(500, 20, 0.01)
+
+
+def test_data_model_fields_are_the_datas_features():
+    import types
+
+    from tfrec_tricks.data.interaction_tokens import InteractionTokenSpec
+
+    spec = InteractionTokenSpec("device", ("web", "app"), 0.5)
+    items = types.SimpleNamespace(spec_dicts=lambda: [{"name": "genres"}])
+    data = types.SimpleNamespace(item_features=items, token_features=(spec,))
+    assert data_model_fields(data) == {
+        "item_features": ({"name": "genres"},),
+        "token_features": (spec.model_dict(),),
+    }
+    # Id-only data sets neither.
+    assert data_model_fields(types.SimpleNamespace(item_features=None)) == {}

@@ -143,7 +143,6 @@ class ModelOptions(Mapping):
         """
         values = dict(self._values)
         if data is not None:
-            item_features = getattr(data, "item_features", None)
             requested = tuple(self.value("features"))
             if ALL_FEATURES in requested:
                 requested = tuple(data.feature_names)
@@ -151,16 +150,35 @@ class ModelOptions(Mapping):
             values["features"] = tuple(
                 n for n in requested if n in data.feature_names
             )
-            if item_features is not None:
-                values["item_features"] = tuple(item_features.spec_dicts())
-            token_features = getattr(data, "token_features", ())
-            if token_features:
-                values["token_features"] = tuple(
-                    spec.model_dict() for spec in token_features
-                )
+            values.update(data_model_fields(data))
         return ModelConfig(
             num_items=num_items,
             max_len=max_len,
             learning_rate=learning_rate,
             **values,
         )
+
+
+def data_model_fields(data: Any) -> dict:
+    """The ``ModelConfig`` fields a run's prepared data sets: its item
+    features (``item_features``: ``ItemFeatures.spec_dicts``) and its
+    categorical per-interaction features (``token_features``:
+    ``InteractionTokenSpec.model_dict``), each when the data has them.
+
+    Args:
+        data: an ``InMemoryDataset`` or ``OnDiskDataset`` (a search
+            trial's data too).
+
+    Returns:
+        dict of those fields; empty for id-only data.
+    """
+    values = {}
+    item_features = getattr(data, "item_features", None)
+    if item_features is not None:
+        values["item_features"] = tuple(item_features.spec_dicts())
+    token_features = getattr(data, "token_features", ())
+    if token_features:
+        values["token_features"] = tuple(
+            spec.model_dict() for spec in token_features
+        )
+    return values

@@ -35,6 +35,9 @@ from tfrec_tricks.training.feature_selection import (  # noqa: E402
     select_features,
 )
 from tfrec_tricks.training.head_choice import head_for_data  # noqa: E402
+from tfrec_tricks.training.model_options import (  # noqa: E402
+    data_model_fields,
+)
 from tfrec_tricks.training.optimizers import make_optimizer  # noqa: E402
 from tfrec_tricks.tuning.custom_value_checks import (  # noqa: E402
     check_custom_values,
@@ -556,10 +559,6 @@ sizes below N only (CPR) |
         floats, tokens = self.split_features(settings.get("features", ()))
         settings["features"] = floats
         data = data.select_token_features(tokens)
-        if data.token_features:
-            settings["token_features"] = tuple(
-                spec.model_dict() for spec in data.token_features
-            )
         for name in (
             "dropout",
             "head_dropout",
@@ -573,8 +572,7 @@ sizes below N only (CPR) |
             settings["learning_rate"] = float(
                 f"{float(settings['learning_rate']):.3g}"
             )
-        if data.item_features is not None:
-            settings["item_features"] = tuple(data.item_features.spec_dicts())
+        settings.update(data_model_fields(data))
         config = ModelConfig(
             num_items=data.num_items, max_len=data.max_len, **settings
         )
