@@ -105,6 +105,26 @@ def variant_results(results: list[dict]) -> dict:
         r["seconds_per_epoch_median"] for r in results
     )
     out["epochs"] = [r["epochs_run"] for r in results]
+    by_group = popularity_results(results)
+    if by_group:
+        out["test ndcg@10 by popularity"] = by_group
+    return out
+
+
+def popularity_results(results: list[dict]) -> dict:
+    """Test NDCG@10 of each target-popularity group (its share and the
+    mean and range over the runs); {} if a run did not report groups."""
+    groups = [r.get("test_seen_excluded_by_popularity") for r in results]
+    if not all(groups):
+        return {}
+    out = {}
+    for name in groups[0]:
+        parts = [group[name] for group in groups]
+        if all("ndcg@10" in part for part in parts):
+            out[name] = {
+                "share": statistics.fmean(p["share"] for p in parts),
+                **summarise([p["ndcg@10"] for p in parts]),
+            }
     return out
 
 
@@ -135,8 +155,49 @@ def report_text(args, numbers: dict, command: str) -> str:
             f"{row['seconds per epoch']:.1f} ({ratio:.2f}x) | "
             f"{', '.join(map(str, row['epochs']))} |"
         )
+    lines += popularity_table(numbers)
     lines += ["", "```", command, "```"]
     return "\n".join(lines)
+
+
+def popularity_table(numbers: dict) -> list[str]:
+    """Markdown lines: test NDCG@10 by the target's training users, each
+    variant's mean and its change against id-only (none without groups)."""
+    key = "test ndcg@10 by popularity"
+    base = numbers["id-only"].get(key)
+    if not base:
+        return []
+    names = [n for n, row in numbers["variants"].items() if key in row]
+    lines = [
+        "",
+        "Test NDCG@10 (seen items last) by how many users the target item "
+        "had in training: where a variant wins or loses. Mean over the "
+        "seeds; change against id-only.",
+        "",
+        "| training users | share of test | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for group, reference in base.items():
+        cells = []
+        for name in names:
+            part = numbers["variants"][name][key].get(group)
+            if part is None:
+                cells.append("-")
+            elif name == "id-only":
+                cells.append(f"{part['mean']:.4f}")
+            else:
+                change = (
+                    part["mean"] / reference["mean"] - 1
+                    if reference["mean"]
+                    else float("nan")
+                )
+                cells.append(f"{part['mean']:.4f} ({change:+.1%})")
+        lines.append(
+            f"| {group} | {reference['share']:.1%} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return lines
 
 
 def draw_chart(numbers: dict, path: str) -> None:
@@ -146,7 +207,13 @@ def draw_chart(numbers: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = list(numbers["variants"])
-    figure, axes = plt.subplots(figsize=(6, 3.5))
+    key = "test ndcg@10 by popularity"
+    base_groups = numbers["variants"]["id-only"].get(key) or {}
+    panels = 2 if base_groups else 1
+    figure, all_axes = plt.subplots(
+        1, panels, figsize=(6 * panels, 3.5), squeeze=False
+    )
+    axes = all_axes[0][0]
     for i, name in enumerate(names):
         row = numbers["variants"][name]["test ndcg@10"]
         axes.bar(i, row["mean"], color="#4c72b0" if i else "#999999")
@@ -154,9 +221,36 @@ def draw_chart(numbers: dict, path: str) -> None:
     axes.set_xticks(range(len(names)), names)
     axes.set_ylabel("test NDCG@10 (seen items last)")
     axes.set_title(f"Side information: {numbers['data']}, {numbers['encoder']}")
+    if base_groups:
+        _draw_popularity_changes(all_axes[0][1], numbers, names[1:])
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def _draw_popularity_changes(axes, numbers: dict, names: list) -> None:
+    """Bars: each variant's change of test NDCG@10 against id-only, by
+    the target's training users (least popular left)."""
+    key = "test ndcg@10 by popularity"
+    base = numbers["variants"]["id-only"][key]
+    groups = [g for g, part in base.items() if part["mean"]]
+    width = 0.8 / max(len(names), 1)
+    for offset, name in enumerate(names):
+        row = numbers["variants"][name].get(key, {})
+        changes = [
+            100 * (row[g]["mean"] / base[g]["mean"] - 1) if g in row else 0.0
+            for g in groups
+        ]
+        positions = [i + offset * width for i in range(len(groups))]
+        axes.bar(positions, changes, width, label=name)
+    axes.axhline(0, color="k", lw=0.8)
+    axes.set_xticks(
+        [i + width * (len(names) - 1) / 2 for i in range(len(groups))],
+        [f"{g}\n{base[g]['share']:.0%}" for g in groups],
+    )
+    axes.set_xlabel("target's training users (share of test)")
+    axes.set_ylabel("change of test NDCG@10 vs id-only (%)")
+    axes.legend()
 
 
 def build_parser() -> argparse.ArgumentParser:

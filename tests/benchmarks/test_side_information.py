@@ -4,12 +4,23 @@ from benchmarks import side_information
 from tfrec_tricks.training.train_config import TrainConfig
 
 
-def _metrics(val, test, seconds=2.0, epochs=5):
-    return {
+def _metrics(val, test, seconds=2.0, epochs=5, groups=None):
+    metrics = {
         "validation_seen_excluded": {"ndcg@10": val, "hr@10": 2 * val},
         "test_seen_excluded": {"ndcg@10": test, "hr@10": 2 * test},
         "seconds_per_epoch_median": seconds,
         "epochs_run": epochs,
+    }
+    if groups is not None:
+        metrics["test_seen_excluded_by_popularity"] = groups
+    return metrics
+
+
+def _groups(tail, head):
+    return {
+        "0": {"share": 0.0},
+        "1-9": {"share": 0.25, "ndcg@10": tail},
+        "10+": {"share": 0.75, "ndcg@10": head},
     }
 
 
@@ -73,3 +84,36 @@ def test_the_chart_is_written(tmp_path):
     path = tmp_path / "chart.png"
     side_information.draw_chart(numbers, str(path))
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_report_splits_test_ndcg_by_target_popularity(tmp_path):
+    rows = {
+        "id-only": [_metrics(0.1, 0.1, groups=_groups(0.02, 0.12))],
+        "sum": [
+            _metrics(0.1, 0.1, groups=_groups(0.03, 0.12)),
+            _metrics(0.1, 0.1, groups=_groups(0.05, 0.12)),
+        ],
+    }
+    numbers = {"data": "d", "encoder": "e", "variants": {}}
+    for name, results in rows.items():
+        numbers["variants"][name] = side_information.variant_results(results)
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    groups = numbers["variants"]["sum"]["test ndcg@10 by popularity"]
+    # A group without targets has no metric and is left out.
+    assert list(groups) == ["1-9", "10+"]
+    assert groups["1-9"]["mean"] == 0.04
+    assert (groups["1-9"]["min"], groups["1-9"]["max"]) == (0.03, 0.05)
+    args = side_information.build_parser().parse_args([])
+    text = side_information.report_text(args, numbers, "python -m x")
+    assert "| 1-9 | 25.0% | 0.0200 | 0.0400 (+100.0%) |" in text
+    assert "| 10+ | 75.0% | 0.1200 | 0.1200 (+0.0%) |" in text
+    path = tmp_path / "chart.png"
+    side_information.draw_chart(numbers, str(path))
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_runs_without_popularity_groups_give_no_popularity_table():
+    results = [_metrics(0.1, 0.08), _metrics(0.1, 0.08, groups=_groups(0, 1))]
+    assert "test ndcg@10 by popularity" not in (
+        side_information.variant_results(results)
+    )

@@ -11,7 +11,9 @@ from tfrec_tricks.evaluation.full_ranking import (
     RankingMetric,
     full_ranking_metrics,
     metrics_by_target_kind,
+    metrics_by_target_popularity,
     metrics_from_ranks,
+    popularity_group_names,
     repeat_targets,
     target_ranks,
     tf_target_ranks,
@@ -305,6 +307,53 @@ def test_metrics_by_target_kind_splits_and_weights():
     only_new = metrics_by_target_kind(ranks[1:2], history[1:2], targets[1:2])
     assert only_new["repeat"] == {"share": 0.0}
     assert only_new["new"]["hr@10"] == 1.0
+
+
+def test_metrics_by_target_popularity_groups_by_the_targets_counts():
+    # Items 1..6 trained by 0, 3, 9, 10, 150 and 2,000 users.
+    counts = np.array([0, 0, 3, 9, 10, 150, 2000])
+    targets = np.array([1, 2, 3, 4, 4, 5, 6, 6])
+    ranks = np.array([50, 1, 2, 4, 30, 1, 1, 11])
+    groups = metrics_by_target_popularity(ranks, targets, counts)
+    assert list(groups) == ["0", "1-9", "10-99", "100-999", "1000+"]
+    # Hand-computed: the groups hold targets {1}, {2, 3}, {4, 4}, {5},
+    # {6, 6}.
+    assert [g["share"] for g in groups.values()] == [
+        1 / 8, 2 / 8, 2 / 8, 1 / 8, 2 / 8
+    ]  # fmt: skip
+    assert groups["0"]["hr@10"] == 0.0
+    assert groups["1-9"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert groups["10-99"]["hr@10"] == 0.5
+    assert groups["1000+"]["mrr@10"] == 0.5
+    # The shares weight the groups back into the overall metric.
+    overall = metrics_from_ranks(ranks)["ndcg@10"]
+    weighted = sum(g["share"] * g.get("ndcg@10", 0) for g in groups.values())
+    assert weighted == pytest.approx(overall)
+
+
+def test_metrics_by_target_popularity_custom_edges_and_empty_groups():
+    groups = metrics_by_target_popularity(
+        np.array([3]), np.array([1]), np.array([0, 5]), ks=(1, 5), edges=(2, 4)
+    )
+    assert groups == {
+        "0-1": {"share": 0.0},
+        "2-3": {"share": 0.0},
+        "4+": {"share": 1.0, **metrics_from_ranks(np.array([3]), (1, 5))},
+    }
+    assert popularity_group_names((1, 2, 10)) == ["0", "1", "2-9", "10+"]
+
+
+@pytest.mark.parametrize("edges", [(), (0, 10), (10, 10), (100, 10)])
+def test_popularity_edges_must_be_increasing_positive_counts(edges):
+    with pytest.raises(ValueError, match=r"Received: edges="):
+        popularity_group_names(edges)
+
+
+def test_metrics_by_target_popularity_refuses_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"ranks.shape=\(2,\)"):
+        metrics_by_target_popularity(
+            np.array([1, 2]), np.array([1]), np.array([0, 1])
+        )
 
 
 # --- NaN and inf scores: the worst score, metrics stay in [0, 1] -----------

@@ -239,6 +239,15 @@ def test_eval_seen_excluded_reports_the_full_sort_protocol_beside(tmp_path):
     # The synthetic data repeats items: ranking them last loses those hits.
     assert metrics["test_seen_excluded"] != metrics["test"]
     assert "(seen items ranked last)" in format_results(metrics, "run")
+    # The test targets by popularity weight back into the seen-excluded
+    # test metrics.
+    groups = metrics["test_seen_excluded_by_popularity"]
+    assert sum(g["share"] for g in groups.values()) == pytest.approx(1.0)
+    weighted = sum(g["share"] * g.get("ndcg@10", 0) for g in groups.values())
+    assert weighted == pytest.approx(
+        metrics["test_seen_excluded"]["ndcg@10"], abs=1e-9
+    )
+    assert "training users," in format_results(metrics, "run")
     # The tiny run's head keeps the history: its full ranking is the plain one.
     assert "test_history_kept" not in metrics
 

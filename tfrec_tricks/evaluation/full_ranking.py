@@ -135,6 +135,86 @@ def metrics_by_target_kind(
     return results
 
 
+#: Lower edges of the popularity groups of ``metrics_by_target_popularity``:
+#: powers of ten of the target's training users, so each group spans one
+#: order of magnitude (the long tail is where side information should pay).
+POPULARITY_EDGES = (1, 10, 100, 1000)
+
+
+def popularity_group_names(edges: Sequence[int] = POPULARITY_EDGES) -> list:
+    """The names of the popularity groups of ``edges``, least popular first.
+
+    >>> popularity_group_names((1, 10, 100))
+    ['0', '1-9', '10-99', '100+']
+    """
+    edges = [int(edge) for edge in edges]
+    if not edges or edges[0] < 1 or sorted(set(edges)) != edges:
+        raise ValueError(
+            "Popularity edges must be increasing positive counts. "
+            f"Received: edges={edges}"
+        )
+    names = ["0" if edges[0] == 1 else f"0-{edges[0] - 1}"]
+    for low, high in zip(edges, edges[1:]):
+        names.append(str(low) if high == low + 1 else f"{low}-{high - 1}")
+    return names + [f"{edges[-1]}+"]
+
+
+def metrics_by_target_popularity(
+    ranks: np.ndarray,
+    targets: np.ndarray,
+    item_counts: np.ndarray,
+    ks: Iterable[int] = (10,),
+    edges: Sequence[int] = POPULARITY_EDGES,
+) -> dict[str, dict[str, float]]:
+    """Metrics of targets grouped by how popular they were in training.
+
+    The overall NDCG is dominated by the popular items most targets are;
+    a change that helps the long tail (item attributes, say) shows only
+    here.
+
+    Args:
+        ranks: 1-based target ranks [B].
+        targets: int array [B] of item ids.
+        item_counts: int array [N]: each item's training users (or
+            interactions); 0 for an item never trained on.
+        ks: cut-offs. Defaults to (10,).
+        edges: lower edges of the groups after the first; the groups are
+            ``[0, edges[0])``, ``[edges[0], edges[1])``, ... and
+            ``[edges[-1], inf)``. Defaults to ``POPULARITY_EDGES``.
+
+    Returns:
+        ``{group name: {metrics, "share"}}`` for each group, least popular
+        first (``popularity_group_names``); a group with no target has
+        only its share, 0.
+
+    Example:
+
+    >>> by_group = metrics_by_target_popularity(
+    ...     np.array([1, 20, 2]), np.array([1, 2, 2]), np.array([0, 0, 5, 0]),
+    ...     edges=(1, 10))
+    >>> by_group["0"]["hr@10"], by_group["1-9"]["share"], by_group["10+"]
+    (1.0, 0.6666666666666666, {'share': 0.0})
+    """
+    names = popularity_group_names(edges)
+    ranks = np.asarray(ranks)
+    targets = np.asarray(targets, np.int64).reshape(-1)
+    if ranks.shape != targets.shape:
+        raise ValueError(
+            "Expected ranks [B] and targets [B]. Received: "
+            f"ranks.shape={ranks.shape}, targets.shape={targets.shape}"
+        )
+    group = np.searchsorted(
+        np.asarray(edges), np.asarray(item_counts)[targets], side="right"
+    )
+    results = {}
+    for index, name in enumerate(names):
+        mask = group == index
+        results[name] = {"share": float(mask.mean()) if len(mask) else 0.0}
+        if mask.any():
+            results[name].update(metrics_from_ranks(ranks[mask], tuple(ks)))
+    return results
+
+
 def _ndcg_gains(ranks: np.ndarray, k) -> np.ndarray:
     """``[r <= k] / log2(r + 1)`` of float64 ``ranks``, unchecked."""
     return (ranks <= k) / np.log2(ranks + 1)

@@ -37,6 +37,7 @@ import tensorflow as tf
 from tfrec_tricks.data.item_side_information import trained_items
 from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
+    metrics_by_target_popularity,
     metrics_from_ranks,
     target_ranks,
     tf_target_ranks,
@@ -68,6 +69,14 @@ class SeenItems:
         self.users, starts = np.unique(pairs[:, 0], return_index=True)
         self.items = pairs[:, 1]
         self.bounds = np.append(starts, len(pairs))
+
+    def item_counts(self, num_items: int) -> np.ndarray:
+        """int64 [num_items]: each item's number of users.
+
+        >>> SeenItems(np.array([1, 0, 1]), np.array([4, 4, 3])).item_counts(5)
+        array([0, 0, 0, 1, 2])
+        """
+        return np.bincount(self.items, minlength=num_items)
 
     def __getitem__(self, user: int) -> np.ndarray:
         at = np.searchsorted(self.users, user)
@@ -168,7 +177,16 @@ def seen_excluded_metrics(
         seen: the users' training items (``seen_items``).
         ks: cut-offs.
     """
-    ranks = []
+    ranks, _ = seen_excluded_ranks(model, batches, seen)
+    return metrics_from_ranks(ranks, tuple(ks))
+
+
+def seen_excluded_ranks(
+    model: tf.keras.Model, batches: tf.data.Dataset, seen: SeenItems
+) -> tuple[np.ndarray, np.ndarray]:
+    """The targets' full-ranking ranks [B] with the user's seen items last
+    (``seen_excluded_metrics``' protocol), and the targets [B]."""
+    ranks, all_targets = [], []
     for batch in batches:
         scores = model(batch, training=False).numpy()
         for row, (user, history) in enumerate(
@@ -178,7 +196,8 @@ def seen_excluded_metrics(
             scores[row, history[history > 0]] = -np.inf
         targets = batch["target"].numpy().reshape(-1)
         ranks.append(target_ranks(scores, targets))
-    return metrics_from_ranks(np.concatenate(ranks), tuple(ks))
+        all_targets.append(targets)
+    return np.concatenate(ranks), np.concatenate(all_targets)
 
 
 def history_kept_metrics(
@@ -342,9 +361,17 @@ def _seen_item_results(
             )
     if config.eval_seen_excluded:
         for split in ("validation", "test"):
-            results[f"{split}_seen_excluded"] = seen_excluded_metrics(
-                model, data.batches(split, batch_size), seen, ks
+            ranks, targets = seen_excluded_ranks(
+                model, data.batches(split, batch_size), seen
             )
+            results[f"{split}_seen_excluded"] = metrics_from_ranks(ranks, ks)
+        # The test targets by their training users: where in the long
+        # tail a model wins or loses (the overall mean is the head's).
+        results["test_seen_excluded_by_popularity"] = (
+            metrics_by_target_popularity(
+                ranks, targets, seen.item_counts(data.num_items), ks
+            )
+        )
         if model.head.excludes_history(False):
             # Its full ranking already ranks the history last: the plain
             # ranking of the same weights is the third protocol to show.
@@ -396,6 +423,14 @@ def format_results(results: dict, run_dir: str) -> str:
         if excluded:
             row = "".join(f"{excluded[n]:>{width}.4f}" for n in names)
             lines.append(f"{split:<12}{row}   (seen items ranked last)")
+    groups = results.get("test_seen_excluded_by_popularity", {})
+    for name, part in groups.items():
+        if len(part) > 1:
+            row = "".join(f"{part[n]:>{width}.4f}" for n in names)
+            lines.append(
+                f"{'test ' + name:<12}{row}   (seen last; targets with {name} "
+                f"training users, {part['share']:.0%} of test)"
+            )
     for split in ("validation", "test"):
         kept = results.get(f"{split}_history_kept")
         if kept:

@@ -289,7 +289,10 @@ class TrainConfig:
         "seen item then ranks last: for data without repeats (MovieLens). "
         "With a head that ranks the history last (softmax_no_dup), also "
         "the plain ranking of its weights, nothing excluded "
-        "(validation_history_kept, test_history_kept).",
+        "(validation_history_kept, test_history_kept). The test metrics "
+        "are also split by how many users the target item had in "
+        "training (test_seen_excluded_by_popularity: 0, 1-9, 10-99, "
+        "100-999, 1000+), where gains on the long tail show.",
         group="training",
     )
     distribute: str = option(
