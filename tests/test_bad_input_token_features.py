@@ -57,6 +57,31 @@ def test_an_unknown_feature_name_is_refused_with_the_token_features(tmp_path):
     assert snapshot(tmp_path).keys() - before.keys() == {"shop.inter"}
 
 
+def test_prepare_refuses_an_unknown_feature_name_with_the_token_features(
+    tmp_path,
+):
+    path = write_token_interactions(tmp_path / "shop.inter")
+    output = tmp_path / "prepared"
+    result = run_cli(
+        "prepare",
+        "--data",
+        "file",
+        "--data-path",
+        path,
+        "--features",
+        "devize",
+        "--output",
+        str(output),
+    )
+    # As train's message: the token features marked.
+    assert_clean_error(
+        result,
+        "--features names 'devize', which the data does not have",
+        "time_gap, channel (token), device (token)",
+    )
+    assert not output.exists()
+
+
 def test_prepare_carries_the_token_features_it_is_asked_for(tmp_path):
     path = write_token_interactions(tmp_path / "shop.inter")
     for features in (["device"], ["all"]):

@@ -313,7 +313,7 @@ def both_engines_with_item_features(request, tmp_path_factory):
     files = sorted(str(p) for p in folder.glob(os.path.basename(pattern)))
     table = _item_table(files, file_format)
     # Tokens held by one training item only are out-of-vocabulary.
-    items = ItemFeatureRequest(table, lambda _: table.names(), min_count=2)
+    items = ItemFeatureRequest(table, lambda *_: table.names(), min_count=2)
     local = _local_engine(
         files, file_format, options, str(folder / "local"), items
     )

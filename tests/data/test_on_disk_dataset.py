@@ -231,7 +231,7 @@ def test_item_features_as_in_memory(tmp_path):
         str(tmp_path / "p"),
         {"max_len": 8},
         2,
-        item_features=ItemFeatureRequest(attributes, lambda _: ["genre"]),
+        item_features=ItemFeatureRequest(attributes, lambda *_: ["genre"]),
     )
     dataset = OnDiskDataset(path)
     assert dataset.item_feature_names == ["genre"]
@@ -273,7 +273,7 @@ def with_features(tmp_path):
         str(tmp_path / "p"),
         {"max_len": 8},
         2,
-        item_features=ItemFeatureRequest(attributes, lambda _: ["genre"]),
+        item_features=ItemFeatureRequest(attributes, lambda *_: ["genre"]),
     )
 
 

@@ -42,7 +42,9 @@ def _table(item_names):
 
 def _request(table, names=None, min_count=1):
     return ItemFeatureRequest(
-        table, lambda _: table.names() if names is None else names, min_count
+        table,
+        lambda *_: table.names() if names is None else names,
+        min_count,
     )
 
 
@@ -132,7 +134,7 @@ def test_nothing_selected_leaves_the_catalogue_as_it_is(both, names):
 
 
 def test_a_refused_selection_is_raised():
-    def refuse(names):
+    def refuse(names, token_names):
         raise ValueError(f"--features names 'x'; per interaction: {names}")
 
     request = ItemFeatureRequest(None, refuse)

@@ -76,7 +76,7 @@ def test_item_features_are_written_listed_and_recorded(tmp_path):
     table = ItemFeatureTable(
         {"color": "token"}, {"i1": {"color": "red"}, "new": {"color": "red"}}
     )
-    request = ItemFeatureRequest(table, lambda _: ["color"])
+    request = ItemFeatureRequest(table, lambda *_: ["color"])
     path = write_prepared(
         _sequences(),
         str(tmp_path / "p"),
@@ -108,7 +108,7 @@ def test_without_item_features_none_are_named(tmp_path):
 
 
 def test_refused_features_write_nothing(tmp_path):
-    def refuse(names):
+    def refuse(names, token_names):
         raise ValueError(f"--features names 'colour'. It has {names}")
 
     request = ItemFeatureRequest(None, refuse)
@@ -129,8 +129,8 @@ def test_token_columns_are_written_listed_and_named(tmp_path):
     sequences = user_sequences(users, items, tokens={"device": devices})
     seen = []  # what --features is checked against: token columns too
 
-    def select(names):
-        seen.extend(names)
+    def select(names, token_names):
+        seen.append((names, token_names))
         return []
 
     path = write_prepared(
@@ -140,7 +140,7 @@ def test_token_columns_are_written_listed_and_named(tmp_path):
         2,
         item_features=ItemFeatureRequest(None, select),
     )
-    assert seen == ["device"]
+    assert seen == [([], ["device"])]
     with open(os.path.join(path, "metadata.json")) as handle:
         metadata = json.load(handle)
     assert metadata["token_feature_names"] == ["device"]

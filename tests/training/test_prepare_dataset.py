@@ -180,18 +180,18 @@ def test_the_request_reads_the_attributes_and_checks_features(tmp_path):
     request = item_feature_request(_file_config(tmp_path))
     assert request.table.names() == ["genre", "year"]
     # Every column by default; per-interaction names are checked too.
-    assert request.select(["rating", "time_gap"]) == ("genre", "year")
+    assert request.select(["rating", "time_gap"], []) == ("genre", "year")
     config = _file_config(tmp_path, model={"features": ["year", "rating"]})
-    assert item_feature_request(config).select(["rating"]) == ("year",)
+    assert item_feature_request(config).select(["rating"], []) == ("year",)
     config = _file_config(tmp_path, model={"features": ["colour"]})
     with pytest.raises(ValueError, match="--features names 'colour'"):
-        item_feature_request(config).select(["rating"])
+        item_feature_request(config).select(["rating"], [])
     # Without attributes: a request to check --features only.
     config = tiny_config(tmp_path, model={"features": ["genre"]})
     request = item_feature_request(config)
     assert request.table is None
     with pytest.raises(ValueError, match="per item: none"):
-        request.select(["time_gap"])
+        request.select(["time_gap"], [])
 
 
 def test_train_prepared_takes_the_item_features(with_items, tmp_path):
@@ -308,6 +308,8 @@ def test_prepare_carries_the_token_columns_with_either_engine(tmp_path):
     assert device["vocabulary"] == ["web", "app", "tv"]  # kiosk: test only
     # A name the data does not have is still refused, the tokens listed.
     config = dataclasses.replace(config, model={"features": ["devize"]})
-    with pytest.raises(ValueError, match="time_gap, channel, device;"):
+    with pytest.raises(
+        ValueError, match="time_gap, channel \\(token\\), device \\(token\\);"
+    ):
         prepare_dataset(config, str(tmp_path / "x"), verbose=False)
     assert not os.path.exists(tmp_path / "x")

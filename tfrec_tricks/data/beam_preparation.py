@@ -252,10 +252,11 @@ def prepare_with_beam(
         joined = join_item_features(
             item_features,
             # As the local engine: --features may name token columns too.
-            [*summary["feature_names"], *(spec.name for spec in specs)],
+            summary["feature_names"],
             vocabulary,
             statistics,
             trained,
+            token_names=[spec.name for spec in specs],
         )
         write_dataset_files(
             staging,

@@ -54,17 +54,17 @@ class ItemFeatureRequest:
     Attributes:
         table: ItemFeatureTable or None. Every attribute read (a ``.item``
             file, a built-in dataset's metadata); None: there are none.
-        select: callable. Given the data's per-interaction feature names,
-            the names of the item features to join (``--features``
-            against what the data has); raises ValueError for a name the
-            data does not have. Called by the driver once the data is
-            read, before the catalogue is written.
+        select: callable. Given the data's per-interaction feature names
+            (float, then token), the names of the item features to join
+            (``--features`` against what the data has); raises ValueError
+            for a name the data does not have. Called by the driver once
+            the data is read, before the catalogue is written.
         min_count: int. A token held by fewer training items is
             out-of-vocabulary (``encode_item_features``). Defaults to 1.
     """
 
     table: ItemFeatureTable | None
-    select: Callable[[list[str]], Sequence[str]]
+    select: Callable[[list[str], list[str]], Sequence[str]]
     min_count: int = 1
 
 
@@ -129,6 +129,7 @@ def join_item_features(
     vocabulary: Vocabulary,
     statistics: TrainingStatistics,
     trained: np.ndarray | None,
+    token_names: Sequence[str] = (),
 ) -> JoinedItemFeatures:
     """The catalogue with the item features ``request`` selects.
 
@@ -140,12 +141,15 @@ def join_item_features(
 
     Args:
         request: an ``ItemFeatureRequest``, or None (nothing to join).
-        feature_names: the data's per-interaction features (what
-            ``request.select`` checks ``--features`` against).
+        feature_names: the data's per-interaction float features (what
+            ``request.select`` checks ``--features`` against, with
+            ``token_names``).
         vocabulary: the prepared ``Vocabulary``.
         statistics: its ``TrainingStatistics`` (item counts [N]).
         trained: bool [N], the trained items (``item_mask`` of
             ``trained_item_ids``); may be None without a ``request``.
+        token_names: the data's per-interaction token features (prepared
+            too: ``--features`` may name them). Defaults to ().
 
     Returns:
         A ``JoinedItemFeatures``: the inputs unchanged, without
@@ -156,7 +160,7 @@ def join_item_features(
     """
     if request is None:
         return JoinedItemFeatures(vocabulary, statistics)
-    names = list(request.select(list(feature_names)))
+    names = list(request.select(list(feature_names), list(token_names)))
     if not names:
         return JoinedItemFeatures(vocabulary, statistics)
     table = request.table.select(names)

@@ -220,10 +220,11 @@ def write_prepared(
             item_features,
             # Every per-interaction feature is prepared: --features may
             # name any of them (token columns too) beside item features.
-            [*sorted(sequences.features), *(spec.name for spec in specs)],
+            sorted(sequences.features),
             vocabulary,
             training_statistics(sequences, options["max_len"]),
             trained,
+            token_names=[spec.name for spec in specs],
         )
         shard_users = {}
         ends = np.cumsum(sequences.lengths)

@@ -148,9 +148,15 @@ def item_feature_request(config: TrainConfig) -> ItemFeatureRequest | None:
     items = table.names() if table is not None else []
     by_default = config.item_features is not None
 
-    def select(position_names: list[str]) -> tuple[str, ...]:
+    def select(
+        position_names: list[str], token_names: list[str]
+    ) -> tuple[str, ...]:
         return select_features(
-            requested, position_names, items, items_by_default=by_default
+            requested,
+            position_names,
+            items,
+            items_by_default=by_default,
+            token_available=token_names,
         ).item
 
     return ItemFeatureRequest(table, select, config.min_feature_count)
