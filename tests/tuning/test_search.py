@@ -1,6 +1,7 @@
 """Small searches with each tuner: every trial COMPLETED, results usable;
 and ``parse_choices``, the values of ``tune --choices``."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -566,6 +567,48 @@ def test_a_search_with_a_fixed_token_feature_trains_it_as_its_best_config(
     winner = TrainConfig(**values["train"], model=values["model"])
     _, data = prepare_in_memory(winner)
     assert data.token_feature_names == ["device"]
+
+
+@pytest.mark.slow
+def test_a_search_records_its_token_features_and_resumes_only_with_them(
+    token_file, tmp_path
+):
+    from tfrec_tricks.errors import RunDirectoryError
+    from tfrec_tricks.tuning.search_directory import fingerprint_hash
+
+    config = token_config(token_file, epochs=1, model=FIXED)
+    options = SearchOptions(
+        tuner="random",
+        max_trials=1,
+        output_dir=str(tmp_path / "tuning"),
+        verbose=0,
+        compile_options=COMPILE,
+        retrain_top=0,
+    )
+    first = run_search(config, options)
+    path = os.path.join(first.output_dir, "search.json")
+    with open(path) as handle:
+        document = json.load(handle)
+    assert document["fingerprint"]["token_features"] == ["device"]
+    # The same search again: resumed, nothing trained twice.
+    again = run_search(config, options)
+    assert [row["status"] for row in again.trials] == ["COMPLETED"]
+    # A search recorded before token features were searched: its
+    # `features` "all" meant the float features only. Refused, named.
+    del document["fingerprint"]["token_features"]
+    document["fingerprint_sha256"] = fingerprint_hash(document["fingerprint"])
+    with open(path, "w") as handle:
+        json.dump(document, handle)
+    with pytest.raises(
+        RunDirectoryError,
+        match=r"offered the token features none; the data's are now "
+        r"\['device'\].*--overwrite",
+    ):
+        run_search(config, options)
+    # --overwrite starts afresh, the token features recorded.
+    run_search(config, dataclasses.replace(options, overwrite=True))
+    with open(path) as handle:
+        assert json.load(handle)["fingerprint"]["token_features"] == ["device"]
 
 
 def test_a_search_refuses_an_unknown_feature_naming_the_token_features(

@@ -79,11 +79,13 @@ from tfrec_tricks.tuning.item_feature_space import (  # noqa: E402
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
     LIBRARY_FOLDERS,
     SEARCH_FOLDER,
+    check_token_features,
     open_search,
     recorded_without_item_features,
     search_fingerprint,
     start_search,
     wait_for_search_file,
+    with_token_features,
     write_best_config,
 )
 from tfrec_tricks.tuning.search_options import SearchOptions  # noqa: E402
@@ -237,6 +239,12 @@ def run_search(
             search_dir, fingerprint, part, options.overwrite
         )
         hypermodel = _build_search_space(config, options, part, space)
+        fingerprint = with_token_features(
+            fingerprint, list(hypermodel.data.token_feature_names)
+        )
+        # The chief's check (a worker joins the search the chief runs).
+        if action == "resume" and part != "worker":
+            check_token_features(search_dir, fingerprint)
         tuner = _start_tuner(
             config, options, hypermodel, part, search_dir, fingerprint, action
         )

@@ -43,6 +43,11 @@ SEARCH_FILE = "search.json"
 # absent from a search without them (and from those recorded before they
 # were searched), so that its fingerprint is as it was.
 ITEM_FEATURES_KEY = "item_features"
+# The data's categorical per-interaction features, which the `features`
+# choices offer ("all" takes them too). Known once the data is read, so
+# recorded and compared then (``with_token_features``,
+# ``check_token_features``); absent for data without them.
+TOKEN_FEATURES_KEY = "token_features"
 SEARCH_FORMAT = 1
 BEST_CONFIG_FILE = "best_config.json"
 # What a search of an older tfrec_tricks left (no search.json).
@@ -226,6 +231,10 @@ def open_search(
     state = search_state(search_dir)
     if state in ("absent", "empty"):
         return "new"
+    # Compared once the data is read (check_token_features).
+    fingerprint = {
+        k: v for k, v in fingerprint.items() if k != TOKEN_FEATURES_KEY
+    }
     if state == "foreign":
         raise RunDirectoryError(
             f"{search_dir} exists and is not a search folder (no "
@@ -243,6 +252,7 @@ def open_search(
             "older version's away), or choose another --name."
         )
     recorded = read_search_file(search_dir)["fingerprint"]
+    recorded.pop(TOKEN_FEATURES_KEY, None)
     if isinstance(recorded.get("train"), dict):
         # Searches recorded their data paths as written, before they were
         # resolved: resolved now (from this folder), they still resume.
@@ -258,6 +268,47 @@ def open_search(
             "command to resume it, or pass --overwrite to discard it."
         )
     return "resume"
+
+
+def with_token_features(fingerprint: dict, names: list[str]) -> dict:
+    """``fingerprint`` with the data's token features recorded (as it is
+    without any).
+
+    >>> with_token_features({"budget": 1}, ["device"])
+    {'budget': 1, 'token_features': ['device']}
+    >>> with_token_features({"budget": 1}, [])
+    {'budget': 1}
+    """
+    if not names:
+        return fingerprint
+    return {**fingerprint, TOKEN_FEATURES_KEY: list(names)}
+
+
+def check_token_features(search_dir: str, fingerprint: dict) -> None:
+    """Refuses to resume a search whose ``features`` choices offered other
+    token features than the data's now (``with_token_features``).
+
+    The data files are in the fingerprint, so the names differ only for a
+    search started before token features were searched: its trials'
+    ``features`` "all" took the float features only, and the trials to
+    come would take the token ones too, under the same name.
+
+    Raises:
+        RunDirectoryError: the recorded names differ from those now.
+    """
+    recorded = read_search_file(search_dir)["fingerprint"]
+    before = recorded.get(TOKEN_FEATURES_KEY, [])
+    now = fingerprint.get(TOKEN_FEATURES_KEY, [])
+    if before == now:
+        return
+    raise RunDirectoryError(
+        f"{search_dir} holds a search whose `features` choices offered the "
+        f"token features {before or 'none'}; the data's are now "
+        f"{now or 'none'} (a search started before token features were "
+        "searched: its 'all' took the float features only). Its trials "
+        "and the next ones would differ under the same names: pass "
+        "--overwrite to start afresh, or choose another --name."
+    )
 
 
 def wait_for_search_file(
