@@ -183,14 +183,10 @@ def popularity_table(numbers: dict) -> list[str]:
             part = numbers["variants"][name][key].get(group)
             if part is None:
                 cells.append("-")
-            elif name == "id-only":
+            elif name == "id-only" or not reference["mean"]:
                 cells.append(f"{part['mean']:.4f}")
             else:
-                change = (
-                    part["mean"] / reference["mean"] - 1
-                    if reference["mean"]
-                    else float("nan")
-                )
+                change = part["mean"] / reference["mean"] - 1
                 cells.append(f"{part['mean']:.4f} ({change:+.1%})")
         lines.append(
             f"| {group} | {reference['share']:.1%} | "
@@ -222,34 +218,36 @@ def draw_chart(numbers: dict, path: str) -> None:
     axes.set_ylabel("test NDCG@10 (seen items last)")
     axes.set_title(f"Side information: {numbers['data']}, {numbers['encoder']}")
     if base_groups:
-        _draw_popularity_changes(all_axes[0][1], numbers, names[1:])
+        _draw_popularity_groups(all_axes[0][1], numbers)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
 
-def _draw_popularity_changes(axes, numbers: dict, names: list) -> None:
-    """Bars: each variant's change of test NDCG@10 against id-only, by
-    the target's training users (least popular left)."""
+def _draw_popularity_groups(axes, numbers: dict) -> None:
+    """Grouped bars: each variant's test NDCG@10 by the target's training
+    users (least popular left; absolute, so a tiny group's ratio does not
+    dominate the picture)."""
     key = "test ndcg@10 by popularity"
     base = numbers["variants"]["id-only"][key]
-    groups = [g for g, part in base.items() if part["mean"]]
-    width = 0.8 / max(len(names), 1)
+    groups = list(base)
+    names = [n for n, row in numbers["variants"].items() if key in row]
+    width = 0.8 / len(names)
     for offset, name in enumerate(names):
-        row = numbers["variants"][name].get(key, {})
-        changes = [
-            100 * (row[g]["mean"] / base[g]["mean"] - 1) if g in row else 0.0
-            for g in groups
-        ]
-        positions = [i + offset * width for i in range(len(groups))]
-        axes.bar(positions, changes, width, label=name)
-    axes.axhline(0, color="k", lw=0.8)
+        row = numbers["variants"][name][key]
+        axes.bar(
+            [i + offset * width for i in range(len(groups))],
+            [row[g]["mean"] if g in row else 0.0 for g in groups],
+            width,
+            label=name,
+            color="#999999" if name == "id-only" else None,
+        )
     axes.set_xticks(
         [i + width * (len(names) - 1) / 2 for i in range(len(groups))],
-        [f"{g}\n{base[g]['share']:.0%}" for g in groups],
+        [f"{g}\n{base[g]['share']:.0%} of test" for g in groups],
     )
-    axes.set_xlabel("target's training users (share of test)")
-    axes.set_ylabel("change of test NDCG@10 vs id-only (%)")
+    axes.set_xlabel("target's training users")
+    axes.set_ylabel("test NDCG@10 (seen items last)")
     axes.legend()
 
 
