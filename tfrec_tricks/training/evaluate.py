@@ -360,16 +360,19 @@ def _seen_item_results(
                 log=lambda line, split=split: _log(verbose, f"{split}: {line}"),
             )
     if config.eval_seen_excluded:
+        ranked = {}
         for split in ("validation", "test"):
-            ranks, targets = seen_excluded_ranks(
+            ranked[split] = seen_excluded_ranks(
                 model, data.batches(split, batch_size), seen
             )
-            results[f"{split}_seen_excluded"] = metrics_from_ranks(ranks, ks)
+            results[f"{split}_seen_excluded"] = metrics_from_ranks(
+                ranked[split][0], ks
+            )
         # The test targets by their training users: where in the long
         # tail a model wins or loses (the overall mean is the head's).
         results["test_seen_excluded_by_popularity"] = (
             metrics_by_target_popularity(
-                ranks, targets, seen.item_counts(data.num_items), ks
+                *ranked["test"], seen.item_counts(data.num_items), ks
             )
         )
         if model.head.excludes_history(False):
