@@ -42,6 +42,9 @@ VARIANTS = {
     "sum": {"feature_fusion": "sum"},
 }
 METRICS = ("ndcg@10", "hr@10")
+# A variant's test NDCG@10 by target popularity (runs' metrics.json
+# ``test_seen_excluded_by_popularity``).
+POPULARITY_KEY = "test ndcg@10 by popularity"
 
 
 def variant_config(
@@ -107,7 +110,7 @@ def variant_results(results: list[dict]) -> dict:
     out["epochs"] = [r["epochs_run"] for r in results]
     by_group = popularity_results(results)
     if by_group:
-        out["test ndcg@10 by popularity"] = by_group
+        out[POPULARITY_KEY] = by_group
     return out
 
 
@@ -163,7 +166,7 @@ def report_text(args, numbers: dict, command: str) -> str:
 def popularity_table(numbers: dict) -> list[str]:
     """Markdown lines: test NDCG@10 by the target's training users, each
     variant's mean and its change against id-only (none without groups)."""
-    key = "test ndcg@10 by popularity"
+    key = POPULARITY_KEY
     base = numbers["id-only"].get(key)
     if not base:
         return []
@@ -203,7 +206,7 @@ def draw_chart(numbers: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = list(numbers["variants"])
-    key = "test ndcg@10 by popularity"
+    key = POPULARITY_KEY
     base_groups = numbers["variants"]["id-only"].get(key) or {}
     panels = 2 if base_groups else 1
     figure, all_axes = plt.subplots(
@@ -228,7 +231,7 @@ def _draw_popularity_groups(axes, numbers: dict) -> None:
     """Grouped bars: each variant's test NDCG@10 by the target's training
     users (least popular left; absolute, so a tiny group's ratio does not
     dominate the picture)."""
-    key = "test ndcg@10 by popularity"
+    key = POPULARITY_KEY
     base = numbers["variants"]["id-only"][key]
     groups = list(base)
     names = [n for n, row in numbers["variants"].items() if key in row]
