@@ -391,6 +391,20 @@ def module_command(script: str) -> list[str]:
     return [sys.executable, "-m", f"benchmarks.{script}"]
 
 
+def run_settings(config) -> dict:
+    """What a run's options resolve to, as JSON: a ``TrainConfig``'s
+    settings less the seed, the run's name and where runs and data are.
+
+    A report records it beside each seed's metrics, so that a later run
+    of the script carries the seed over only while the same options still
+    mean the same training (a recipe or a default may change).
+    """
+    settings = config.to_dict()
+    for name in ("seed", "name", "output_dir", "data_path"):
+        settings.pop(name)
+    return json.loads(json.dumps(settings))
+
+
 def report_stem(
     directory: str, kind: str, *parts: str, split: str = DEFAULT_SPLIT
 ) -> str:

@@ -19,10 +19,21 @@ against id-only's (the cost of the fused table) and a chart.
 Writes ``benchmarks/results/side_information-<data>-<encoder>.md`` (and
 ``.json``, ``.png``). Finished runs of the same configuration are reused,
 so an interrupted benchmark resumes where it stopped.
+
+A seed need not finish on the machine that reports it: the JSON records
+each seed's metrics with the settings it trained with
+(``common.run_settings``), and a later run of the script carries a
+recorded seed over when no finished run folder is here and the settings
+still match. ``--report-only`` trains nothing and reports the seeds that
+are finished or recorded, so ml-1m's attention encoders (about an hour a
+run) can be measured over several sittings: train some seeds, report
+them, commit the JSON, continue elsewhere.
 """
 
 import argparse
 import dataclasses
+import json
+import os
 import statistics
 import sys
 
@@ -32,6 +43,7 @@ use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.training.recipes import RECIPES, recipe_options  # noqa: E402
+from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.training.training import train  # noqa: E402
 
@@ -42,6 +54,14 @@ VARIANTS = {
     "sum": {"feature_fusion": "sum"},
 }
 METRICS = ("ndcg@10", "hr@10")
+# What a seed's record keeps of its run's metrics.json.
+RECORDED_METRICS = (
+    "validation_seen_excluded",
+    "test_seen_excluded",
+    "test_seen_excluded_by_popularity",
+    "seconds_per_epoch_median",
+    "epochs_run",
+)
 # A variant's test NDCG@10 by target popularity (runs' metrics.json
 # ``test_seen_excluded_by_popularity``).
 POPULARITY_KEY = "test ndcg@10 by popularity"
@@ -85,6 +105,43 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
         model=model,
         **train_options,
     )
+
+
+def recorded_runs(path: str) -> dict:
+    """The seeds an earlier report recorded: ``{(variant, seed):
+    (metrics, settings)}``; ``{}`` without a report or a record."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as handle:
+        variants = json.load(handle).get("variants", {})
+    return {
+        (variant, int(seed)): (run["metrics"], run["settings"])
+        for variant, row in variants.items()
+        for seed, run in row.get("runs", {}).items()
+    }
+
+
+def seed_metrics(
+    config: TrainConfig, recorded: tuple | None, report_only: bool
+) -> tuple[dict | None, bool]:
+    """One seed's metrics and whether they were carried over: a finished
+    run folder's, else the record's (same settings), else a new run's
+    (none with ``report_only``)."""
+    metrics = finished_metrics(config)
+    if metrics is not None:
+        return metrics, False
+    if recorded is not None:
+        then_metrics, then_settings = recorded
+        if then_settings == common.run_settings(config):
+            return then_metrics, True
+        print(
+            f"{config.name}: the record was trained with other settings "
+            "(a recipe or a default changed); not carried over.",
+            file=sys.stderr,
+        )
+    if report_only:
+        return None, False
+    return train(config, verbose=2).metrics, False
 
 
 def summarise(values: list) -> dict:
@@ -158,9 +215,42 @@ def report_text(args, numbers: dict, command: str) -> str:
             f"{row['seconds per epoch']:.1f} ({ratio:.2f}x) | "
             f"{', '.join(map(str, row['epochs']))} |"
         )
+    lines += seed_notes(numbers, args.seeds)
     lines += popularity_table(numbers)
     lines += ["", "```", command, "```"]
     return "\n".join(lines)
+
+
+def seed_notes(numbers: dict, seeds: list[int]) -> list[str]:
+    """Markdown lines naming the seeds carried over from the report's
+    earlier record and those not finished yet (none when every seed of
+    every variant trained here)."""
+    carried, missing = [], []
+    for name, row in numbers["variants"].items():
+        runs = row.get("runs")
+        if runs is None:
+            continue
+        over = [s for s in seeds if runs.get(str(s), {}).get("carried_over")]
+        absent = [s for s in seeds if str(s) not in runs]
+        if over:
+            carried.append(f"{name} seeds {', '.join(map(str, over))}")
+        if absent:
+            missing.append(f"{name} seeds {', '.join(map(str, absent))}")
+    lines = []
+    if carried:
+        lines += [
+            "",
+            "Carried over from this report's earlier record (trained on "
+            "another machine, same settings): " + "; ".join(carried) + ".",
+        ]
+    if missing:
+        lines += [
+            "",
+            "**Not finished yet** (the means are over the seeds that are): "
+            + "; ".join(missing)
+            + ".",
+        ]
+    return lines
 
 
 def popularity_table(numbers: dict) -> list[str]:
@@ -280,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--train-windows", action="store_true")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: report the seeds that are finished here or "
+        "recorded in the report's JSON",
+    )
     common.add_training_options(parser, epochs=100, patience=5)
     common.add_report_dir_option(parser)
     return parser
@@ -291,19 +387,50 @@ def main(argv: list[str] | None = None) -> int:
         args.variants.insert(0, "id-only")
     base = base_config(args)
     encoder = base.model.value("encoder")
-    numbers = {"data": args.data, "encoder": encoder, "variants": {}}
-    for variant in args.variants:
-        results = []
-        for seed in args.seeds:
-            config = variant_config(base, variant, args.features, seed)
-            print(f"== {config.name}", flush=True)
-            results.append(train(config, verbose=2).metrics)
-        numbers["variants"][variant] = variant_results(results)
-    numbers["id-only"] = numbers["variants"]["id-only"]
     stem = common.report_stem(
         args.report_dir, "side_information", args.data, encoder
     )
-    command = common.command_line("side_information", argv)
+    record = recorded_runs(stem + ".json")
+    numbers = {"data": args.data, "encoder": encoder, "variants": {}}
+    for variant in args.variants:
+        runs, results = {}, []
+        for seed in args.seeds:
+            config = variant_config(base, variant, args.features, seed)
+            print(f"== {config.name}", flush=True)
+            metrics, carried = seed_metrics(
+                config, record.get((variant, seed)), args.report_only
+            )
+            if metrics is None:
+                continue
+            runs[str(seed)] = {
+                "metrics": {
+                    name: metrics[name]
+                    for name in RECORDED_METRICS
+                    if name in metrics
+                },
+                "settings": common.run_settings(config),
+                "carried_over": carried,
+            }
+            results.append(metrics)
+        if results:
+            numbers["variants"][variant] = {
+                **variant_results(results),
+                "runs": runs,
+            }
+    if "id-only" not in numbers["variants"]:
+        print(
+            "No id-only seed is finished or recorded: nothing to report "
+            "against (run without --report-only to train).",
+            file=sys.stderr,
+        )
+        return 1
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    # The command that trains what the report shows: without
+    # --report-only, which only reports what is finished or recorded.
+    given = sys.argv[1:] if argv is None else argv
+    command = common.command_line(
+        "side_information", [a for a in given if a != "--report-only"]
+    )
     paths = common.write_report(
         stem,
         report_text(args, numbers, command),

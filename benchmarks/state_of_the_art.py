@@ -145,15 +145,6 @@ def flags_key(flags: str) -> str:
     return " ".join(shlex.split(flags))
 
 
-def row_settings(config: TrainConfig) -> dict:
-    """What a row's flags resolve to, as JSON: the training settings less
-    the seed, the run's name and where runs and data are."""
-    settings = config.to_dict()
-    for name in ("seed", "name", "output_dir", "data_path"):
-        settings.pop(name)
-    return json.loads(json.dumps(settings))
-
-
 def recorded_runs(path: str) -> dict:
     """The seeds an earlier report recorded.
 
@@ -343,14 +334,14 @@ def numbers(
     data: str = ANCHOR_DATA,
 ) -> dict:
     """The report's JSON: each row's flags, the settings they resolve to
-    (``row_settings``) and per-seed metrics."""
+    (``common.run_settings``) and per-seed metrics."""
     return {
         "seeds": args.seeds,
         "rows": [
             {
                 "label": label,
                 "flags": flags,
-                "settings": row_settings(configs[label][0]),
+                "settings": common.run_settings(configs[label][0]),
                 "runs": {
                     str(seed): run
                     for seed, run in zip(args.seeds, results[label])
@@ -443,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     results, carried = {}, {}
     for label, flags in args.row:
         results[label], carried[label] = [], []
-        settings = row_settings(configs[label][0])
+        settings = common.run_settings(configs[label][0])
         for seed, config in zip(args.seeds, configs[label]):
             recorded, then = record.get(
                 (flags_key(flags), str(seed)), (None,) * 2

@@ -121,8 +121,9 @@ DEFAULTS = {
         "data": "ml-100k", "data_path": None, "recipe": None,
         "encoder": None, "features": ["genres", "year"],
         "variants": ["id-only", "concat", "sum"], "seeds": [0, 1, 2],
-        "train_windows": False, "epochs": 100, "patience": 5,
-        "output_dir": "runs/benchmarks", "report_dir": common.RESULTS,
+        "train_windows": False, "report_only": False, "epochs": 100,
+        "patience": 5, "output_dir": "runs/benchmarks",
+        "report_dir": common.RESULTS,
     }),
     "cold_items": ([], {
         "data": "ml-1m", "data_path": None, "file_format": "auto",

@@ -1,4 +1,7 @@
-"""benchmarks.side_information: variants, summaries and the report."""
+"""benchmarks.side_information: variants, summaries, the report and the
+record of seeds carried over between machines."""
+
+import json
 
 from benchmarks import side_information
 from tfrec_tricks.training.train_config import TrainConfig
@@ -121,3 +124,63 @@ def test_runs_without_popularity_groups_give_no_popularity_table():
     assert "test ndcg@10 by popularity" not in (
         side_information.variant_results(results)
     )
+
+
+class _Run:
+    def __init__(self, metrics):
+        self.metrics = metrics
+
+
+def test_recorded_seeds_carry_over_to_another_machine(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_train(config, verbose=0):
+        trained.append(config.name)
+        return _Run(
+            _metrics(0.1 + config.seed / 100, 0.08, groups=_groups(0, 1))
+        )
+
+    monkeypatch.setattr(side_information, "train", fake_train)
+    # No run folder is ever finished here: a new machine each time.
+    monkeypatch.setattr(side_information, "finished_metrics", lambda c: None)
+    places = ["--report-dir", str(tmp_path), "--output-dir", str(tmp_path)]
+    flags = ["--variants", "id-only", "sum", *places, "--seeds", "0", "1"]
+    assert side_information.main(flags) == 0
+    assert len(trained) == 4
+    path = tmp_path / "side_information-ml-100k-gru4rec.json"
+    runs = json.loads(path.read_text())["variants"]["sum"]["runs"]
+    assert sorted(runs) == ["0", "1"]
+    assert runs["1"]["metrics"]["validation_seen_excluded"]["ndcg@10"] == 0.11
+    # Reported again elsewhere: every seed comes from the record.
+    assert side_information.main(["--report-only", *flags]) == 0
+    assert len(trained) == 4
+    text = (tmp_path / "side_information-ml-100k-gru4rec.md").read_text()
+    assert "Carried over from this report's earlier record" in text
+    assert "id-only seeds 0, 1; sum seeds 0, 1" in text
+    assert "| sum | 0.1050 [0.1000, 0.1100] |" in text
+    # The command quoted trains the seeds; --report-only is not in it.
+    assert "--report-only" not in text and "--seeds 0 1" in text
+    # A third seed is not finished: the report says so, means over two.
+    assert side_information.main(["--report-only", *flags, "2"]) == 0
+    text = (tmp_path / "side_information-ml-100k-gru4rec.md").read_text()
+    assert "**Not finished yet**" in text and "sum seeds 2" in text
+    assert len(trained) == 4
+
+
+def test_a_record_of_other_settings_is_not_carried_over(
+    tmp_path, monkeypatch, capsys
+):
+    def fake_train(config, verbose=0):
+        return _Run(_metrics(0.1, 0.08))
+
+    monkeypatch.setattr(side_information, "train", fake_train)
+    monkeypatch.setattr(side_information, "finished_metrics", lambda c: None)
+    places = ["--report-dir", str(tmp_path), "--output-dir", str(tmp_path)]
+    flags = ["--variants", "id-only", *places, "--seeds", "0"]
+    assert side_information.main(flags) == 0
+    # The same command now means 7 epochs: the record is of other runs.
+    status = side_information.main(["--epochs", "7", "--report-only", *flags])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "trained with other settings" in err
+    assert "No id-only seed is finished or recorded" in err
