@@ -216,6 +216,11 @@ def report_text(args, numbers: dict, command: str) -> str:
             f"{', '.join(map(str, row['epochs']))} |"
         )
     lines += seed_notes(numbers, args.seeds)
+    if numbers.get("not started"):
+        lines += [
+            "",
+            "**Not trained yet**: " + ", ".join(numbers["not started"]) + ".",
+        ]
     lines += popularity_table(numbers)
     lines += ["", "```", command, "```"]
     return "\n".join(lines)
@@ -417,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
                 **variant_results(results),
                 "runs": runs,
             }
+        else:
+            numbers.setdefault("not started", []).append(variant)
     if "id-only" not in numbers["variants"]:
         print(
             "No id-only seed is finished or recorded: nothing to report "

@@ -165,6 +165,11 @@ def test_recorded_seeds_carry_over_to_another_machine(tmp_path, monkeypatch):
     text = (tmp_path / "side_information-ml-100k-gru4rec.md").read_text()
     assert "**Not finished yet**" in text and "sum seeds 2" in text
     assert len(trained) == 4
+    # A variant with no seed at all is named too.
+    variants = ["--variants", "id-only", "concat", *places, "--seeds", "0"]
+    assert side_information.main(["--report-only", *variants]) == 0
+    text = (tmp_path / "side_information-ml-100k-gru4rec.md").read_text()
+    assert "**Not trained yet**: concat." in text
 
 
 def test_a_record_of_other_settings_is_not_carried_over(
