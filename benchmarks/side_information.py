@@ -258,14 +258,20 @@ def seed_notes(numbers: dict, seeds: list[int]) -> list[str]:
     return lines
 
 
+def popularity_variants(numbers: dict) -> list[str]:
+    """The variants whose runs reported test NDCG@10 by popularity."""
+    return [
+        n for n, row in numbers["variants"].items() if POPULARITY_KEY in row
+    ]
+
+
 def popularity_table(numbers: dict) -> list[str]:
     """Markdown lines: test NDCG@10 by the target's training users, each
     variant's mean and its change against id-only (none without groups)."""
-    key = POPULARITY_KEY
-    base = numbers["id-only"].get(key)
+    base = numbers["id-only"].get(POPULARITY_KEY)
     if not base:
         return []
-    names = [n for n, row in numbers["variants"].items() if key in row]
+    names = popularity_variants(numbers)
     lines = [
         "",
         "Test NDCG@10 (seen items last) by how many users the target item "
@@ -278,7 +284,7 @@ def popularity_table(numbers: dict) -> list[str]:
     for group, reference in base.items():
         cells = []
         for name in names:
-            part = numbers["variants"][name][key].get(group)
+            part = numbers["variants"][name][POPULARITY_KEY].get(group)
             if part is None:
                 cells.append("-")
             elif name == "id-only" or not reference["mean"]:
@@ -301,8 +307,7 @@ def draw_chart(numbers: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = list(numbers["variants"])
-    key = POPULARITY_KEY
-    base_groups = numbers["variants"]["id-only"].get(key) or {}
+    base_groups = numbers["variants"]["id-only"].get(POPULARITY_KEY) or {}
     panels = 2 if base_groups else 1
     figure, all_axes = plt.subplots(
         1, panels, figsize=(6 * panels, 3.5), squeeze=False
@@ -326,13 +331,12 @@ def _draw_popularity_groups(axes, numbers: dict) -> None:
     """Grouped bars: each variant's test NDCG@10 by the target's training
     users (least popular left; absolute, so a tiny group's ratio does not
     dominate the picture)."""
-    key = POPULARITY_KEY
-    base = numbers["variants"]["id-only"][key]
+    base = numbers["variants"]["id-only"][POPULARITY_KEY]
     groups = list(base)
-    names = [n for n, row in numbers["variants"].items() if key in row]
+    names = popularity_variants(numbers)
     width = 0.8 / len(names)
     for offset, name in enumerate(names):
-        row = numbers["variants"][name][key]
+        row = numbers["variants"][name][POPULARITY_KEY]
         axes.bar(
             [i + offset * width for i in range(len(groups))],
             [row[g]["mean"] if g in row else 0.0 for g in groups],

@@ -231,10 +231,6 @@ def open_search(
     state = search_state(search_dir)
     if state in ("absent", "empty"):
         return "new"
-    # Compared once the data is read (check_token_features).
-    fingerprint = {
-        k: v for k, v in fingerprint.items() if k != TOKEN_FEATURES_KEY
-    }
     if state == "foreign":
         raise RunDirectoryError(
             f"{search_dir} exists and is not a search folder (no "
@@ -252,6 +248,8 @@ def open_search(
             "older version's away), or choose another --name."
         )
     recorded = read_search_file(search_dir)["fingerprint"]
+    # Compared once the data is read (check_token_features): the
+    # fingerprint here is the one before it.
     recorded.pop(TOKEN_FEATURES_KEY, None)
     if isinstance(recorded.get("train"), dict):
         # Searches recorded their data paths as written, before they were
