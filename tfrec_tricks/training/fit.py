@@ -263,6 +263,8 @@ def fit(
         model.load_weights(best_checkpoint(opened.run_dir)).expect_partial()
         return FitOutcome(done, EpochTimer(), {})
     done, timer, run_callbacks = fit_callbacks(config, opened, monitor, verbose)
+    if isinstance(inputs.train, tf.data.Dataset):
+        replay_shuffles(inputs.train, len(done))
     history = model.fit(
         inputs.train,
         steps_per_epoch=inputs.steps_per_epoch,
@@ -273,6 +275,24 @@ def fit(
         verbose=verbose,
     ).history
     return FitOutcome(done, timer, history)
+
+
+def replay_shuffles(train: tf.data.Dataset, epochs: int) -> None:
+    """Draws the shuffle orders of the ``epochs`` run before an
+    interruption, so that the resumed epochs read the training data in the
+    order an uninterrupted run reads it.
+
+    Each pass over ``train`` (Keras starts one per epoch) draws the next
+    order from the dataset's seeded generators: tf.data's reshuffling
+    ``shuffle`` ops, or the NumPy generator of length bucketing, which
+    runs when the first batch is read. Reading one batch of each skipped
+    pass advances both as the skipped epochs did. Dropout masks and
+    sampled negatives (TensorFlow's stateful random ops) are drawn afresh,
+    so a resumed run with them is a statistically equal run, not a
+    bit-identical one (docs/run-directories.md#resuming).
+    """
+    for _ in range(epochs):
+        next(iter(train))
 
 
 def _log(verbose: int, message: str) -> None:
