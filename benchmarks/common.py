@@ -405,6 +405,35 @@ def run_settings(config) -> dict:
     return json.loads(json.dumps(settings))
 
 
+def carried_over(recorded: tuple | None, config, who: str) -> dict | None:
+    """A seed's metrics from a report's record, when they still apply.
+
+    Args:
+        recorded: ``(metrics, settings)`` as the report recorded them (the
+            settings are None in reports from before they were recorded),
+            or None.
+        config: the ``TrainConfig`` the seed would train with now.
+        who: names the seed in the note printed when the record is
+            refused, e.g. ``"Row 'SASRec', seed 1"``.
+
+    Returns:
+        The recorded metrics while they trained with ``config``'s
+        settings (``run_settings``); None otherwise, with a note on
+        stderr when a record was refused.
+    """
+    if recorded is None:
+        return None
+    metrics, settings = recorded
+    if settings is None or settings == run_settings(config):
+        return metrics
+    print(
+        f"{who}: the record was trained with other settings (a recipe or "
+        "a default changed); not carried over.",
+        file=sys.stderr,
+    )
+    return None
+
+
 def report_stem(
     directory: str, kind: str, *parts: str, split: str = DEFAULT_SPLIT
 ) -> str:

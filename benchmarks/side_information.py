@@ -130,15 +130,9 @@ def seed_metrics(
     metrics = finished_metrics(config)
     if metrics is not None:
         return metrics, False
-    if recorded is not None:
-        then_metrics, then_settings = recorded
-        if then_settings == common.run_settings(config):
-            return then_metrics, True
-        print(
-            f"{config.name}: the record was trained with other settings "
-            "(a recipe or a default changed); not carried over.",
-            file=sys.stderr,
-        )
+    metrics = common.carried_over(recorded, config, config.name)
+    if metrics is not None:
+        return metrics, True
     if report_only:
         return None, False
     return train(config, verbose=2).metrics, False

@@ -434,19 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     results, carried = {}, {}
     for label, flags in args.row:
         results[label], carried[label] = [], []
-        settings = common.run_settings(configs[label][0])
         for seed, config in zip(args.seeds, configs[label]):
-            recorded, then = record.get(
-                (flags_key(flags), str(seed)), (None,) * 2
+            recorded = common.carried_over(
+                record.get((flags_key(flags), str(seed))),
+                config,
+                f"Row {label!r}, seed {seed}",
             )
-            if recorded is not None and then not in (None, settings):
-                print(
-                    f"Row {label!r}, seed {seed}: the record was trained with "
-                    "other settings (a recipe or default changed); not "
-                    "carried over.",
-                    file=sys.stderr,
-                )
-                recorded = None
             run = run_results(config, args.report_only, recorded)
             if run is not None and run is recorded:
                 carried[label].append(seed)

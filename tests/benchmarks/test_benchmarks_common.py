@@ -260,3 +260,27 @@ def test_write_report_writes_falsy_numbers(tmp_path):
     paths = common.write_report(str(tmp_path / "r"), "t", numbers={})
     with open(paths["json"]) as handle:
         assert json.load(handle) == {}
+
+
+def test_a_record_carries_over_only_while_its_settings_hold(capsys):
+    from tfrec_tricks.training.train_config import TrainConfig
+
+    config = TrainConfig(synthetic_users=60, synthetic_items=40, seed=1)
+    settings = common.run_settings(config)
+    metrics = {"test": {"ndcg@10": 0.25}}
+    assert common.carried_over((metrics, settings), config, "seed 1") == metrics
+    # The seed, run name and folders are not settings: another machine's
+    # run of the same options carries over.
+    elsewhere = TrainConfig(
+        synthetic_users=60, synthetic_items=40, seed=1, output_dir="/elsewhere"
+    )
+    assert common.carried_over((metrics, settings), elsewhere, "x") == metrics
+    # Records from before settings were recorded are taken as they are.
+    assert common.carried_over((metrics, None), config, "seed 1") == metrics
+    assert common.carried_over(None, config, "seed 1") is None
+    assert capsys.readouterr().err == ""
+    changed = TrainConfig(synthetic_users=60, synthetic_items=40, max_len=7)
+    assert common.carried_over((metrics, settings), changed, "Row 'a'") is None
+    assert capsys.readouterr().err.startswith(
+        "Row 'a': the record was trained with other settings"
+    )
