@@ -83,7 +83,6 @@ from tfrec_tricks.data.item_feature_file import (  # noqa: E402
     ItemFeatureTable,
     read_item_features,
 )
-from tfrec_tricks.data.loaders import FORMATS  # noqa: E402
 from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
     MOVIELENS_METADATA,
     movielens_item_features,
@@ -848,13 +847,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{', '.join(MOVIELENS_METADATA)} (their metadata) or file "
         "(with --item-features). Default: ml-1m",
     )
-    parser.add_argument(
-        "--format",
-        dest="file_format",
-        choices=("auto", *FORMATS),
-        default="auto",
-        help="format of --data file. Default: auto",
-    )
+    common.add_format_option(parser)
     parser.add_argument(
         "--item-features",
         default=None,

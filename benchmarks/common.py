@@ -70,12 +70,8 @@ def add_data_options(
     add_data_path_option(parser)
 
 
-def add_file_options(parser: argparse.ArgumentParser) -> None:
-    """``--format`` of ``--data file`` and ``--max-sessions N``.
-
-    With ``--name``, the option that names the runs and the report
-    (``data_label``), the script must add itself.
-    """
+def add_format_option(parser: argparse.ArgumentParser) -> None:
+    """``--format`` of ``--data file`` (``args.file_format``)."""
     parser.add_argument(
         "--format",
         dest="file_format",
@@ -83,6 +79,15 @@ def add_file_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="format of --data file. Default: auto",
     )
+
+
+def add_file_options(parser: argparse.ArgumentParser) -> None:
+    """``--format`` of ``--data file`` and ``--max-sessions N``.
+
+    With ``--name``, the option that names the runs and the report
+    (``data_label``), the script must add itself.
+    """
+    add_format_option(parser)
     parser.add_argument(
         "--max-sessions",
         type=int,
