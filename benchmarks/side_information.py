@@ -209,6 +209,7 @@ def report_text(args, numbers: dict, command: str) -> str:
             f"{row['seconds per epoch']:.1f} ({ratio:.2f}x) | "
             f"{', '.join(map(str, row['epochs']))} |"
         )
+    lines += paired_table(numbers)
     lines += seed_notes(numbers, args.seeds)
     if numbers.get("not started"):
         lines += [
@@ -218,6 +219,53 @@ def report_text(args, numbers: dict, command: str) -> str:
     lines += popularity_table(numbers)
     lines += ["", "```", command, "```"]
     return "\n".join(lines)
+
+
+def paired_changes(numbers: dict, name: str, split: str) -> dict:
+    """``{seed: change}``: each seed's NDCG@10 against id-only's run of
+    the same seed (the seeds both recorded)."""
+    base = numbers["id-only"].get("runs", {})
+    runs = numbers["variants"][name].get("runs", {})
+    key = f"{split}_seen_excluded"
+    return {
+        seed: run["metrics"][key]["ndcg@10"]
+        / base[seed]["metrics"][key]["ndcg@10"]
+        - 1
+        for seed, run in runs.items()
+        if seed in base
+    }
+
+
+def paired_table(numbers: dict) -> list[str]:
+    """Markdown lines: each variant's change per seed, paired with
+    id-only's run of the same seed, and on how many seeds it is ahead
+    (none without per-seed records)."""
+    rows = []
+    for name in numbers["variants"]:
+        if name == "id-only":
+            continue
+        cells = []
+        for split in ("validation", "test"):
+            changes = paired_changes(numbers, name, split)
+            ahead = sum(change > 0 for change in changes.values())
+            cells += [
+                ", ".join(f"{s}: {c:+.1%}" for s, c in changes.items()),
+                f"{ahead}/{len(changes)}",
+            ]
+        if cells[1] != "0/0":
+            rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        "",
+        "NDCG@10 paired by seed: each seed's change against id-only's run "
+        "of the same seed (seed: change), and on how many seeds the "
+        "variant is ahead.",
+        "",
+        "| variant | validation | ahead | test | ahead |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def seed_notes(numbers: dict, seeds: list[int]) -> list[str]:

@@ -189,3 +189,38 @@ def test_a_record_of_other_settings_is_not_carried_over(
     err = capsys.readouterr().err
     assert "trained with other settings" in err
     assert "No id-only seed is finished or recorded" in err
+
+
+def test_the_report_pairs_each_seed_with_id_only_s_run_of_that_seed():
+    def recorded(*pairs):
+        results = [_metrics(val, test) for val, test in pairs]
+        row = side_information.variant_results(results)
+        row["runs"] = {str(s): {"metrics": m} for s, m in enumerate(results)}
+        return row
+
+    numbers = {
+        "data": "ml-100k",
+        "encoder": "gru4rec",
+        "variants": {
+            "id-only": recorded((0.10, 0.08), (0.12, 0.10)),
+            # Seed 1's validation is behind its id-only run, though its
+            # value is above id-only's mean.
+            "sum": recorded((0.11, 0.09), (0.114, 0.11)),
+            "concat": side_information.variant_results([_metrics(1, 1)]),
+        },
+    }
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    args = side_information.build_parser().parse_args([])
+    text = side_information.report_text(args, numbers, "python -m x")
+    assert "| variant | validation | ahead | test | ahead |" in text
+    assert (
+        "| sum | 0: +10.0%, 1: -5.0% | 1/2 | 0: +12.5%, 1: +10.0% | 2/2 |"
+        in (text)
+    )
+    # A variant without per-seed records (older reports) has no row.
+    assert "| concat | " not in text.split("paired by seed")[1]
+    # Without any record, no paired table.
+    for row in numbers["variants"].values():
+        row.pop("runs", None)
+    text = side_information.report_text(args, numbers, "python -m x")
+    assert "paired by seed" not in text
