@@ -42,7 +42,10 @@ Baselines (user-independent scores; the same cold targets):
   a genre; the out-of-vocabulary token is one genre), ties broken by its
   own training count (0 for a cold item): what attributes plus
   popularity give without a model;
-- references, not baselines: every cold item ranked ahead of every
+- references, not baselines: popularity before the hold-out, the
+  training counts with the held-out items' interactions kept, which knows
+  how popular each new item turns out (whether even that puts them in a
+  top 10); and every cold item ranked ahead of every
   trained one, which knows which items are new (the model is not told),
   the cold items in random order (the exact expectation), by the
   popularity within attribute above, or by the model's scores (a cold
@@ -60,6 +63,7 @@ reused, so an interrupted benchmark resumes where it stopped.
 """
 
 import argparse
+import collections
 import dataclasses
 import os
 import statistics
@@ -121,6 +125,9 @@ BASELINES = {
     "random": "uniform random ranking (exact expectation)",
     "popularity": "training count (cold items all 0)",
     "popularity within attribute": "mean genre popularity, then own count",
+    "popularity before the hold-out": "reference: training count with the "
+    "held-out items' interactions kept (how popular the new items turn "
+    "out; no ranker can know it)",
     "new items, random order": "reference: cold items first, at random "
     "(exact expectation)",
     "new items, by attribute": "reference: cold items first, then by "
@@ -130,6 +137,14 @@ BASELINES = {
 RANDOM_ORDER = ("random", "new items, random order")
 #: The row of the model's scores with the cold items first.
 MODEL_NEW_FIRST = "new items, by the model"
+#: The rows that know what the model cannot: which items are new, or how
+#: popular they turn out. The first of them starts the references.
+REFERENCES = (
+    "popularity before the hold-out",
+    "new items, random order",
+    "new items, by attribute",
+    MODEL_NEW_FIRST,
+)
 
 
 # ----------------------------------------------------------- held-out items
@@ -193,6 +208,8 @@ class HeldOut:
         removed: interactions removed (dropped users' excluded).
         dropped_users: users dropped (``hold_out_sequence``).
         interactions: interactions written.
+        counts_before: each item's training-target count in the
+            sequences before the hold-out (``training_target_counts``).
     """
 
     sequences: list[tuple[str, list[str]]]
@@ -201,6 +218,23 @@ class HeldOut:
     removed: int
     dropped_users: int
     interactions: int
+    counts_before: dict[str, int]
+
+
+def training_target_counts(
+    sequences: Iterable[tuple[str, list[str]]],
+) -> dict[str, int]:
+    """How often each item is a training target: at positions 1 to the
+    last of ``training_length`` (``TrainingStatistics.item_counts``'
+    rule), over every sequence.
+
+    >>> training_target_counts([("u", list("abcbde")), ("v", list("ba"))])
+    {'b': 2, 'c': 1, 'a': 1}
+    """
+    counts = collections.Counter()
+    for _, items in sequences:
+        counts.update(items[1 : training_length(len(items))])
+    return dict(counts)
 
 
 def hold_out(
@@ -226,6 +260,7 @@ def hold_out(
         removed=removed,
         dropped_users=dropped,
         interactions=sum(len(items) for _, items in kept),
+        counts_before=training_target_counts(sequences),
     )
 
 
@@ -540,10 +575,14 @@ def lexicographic(*keys: np.ndarray) -> np.ndarray:
 
 
 def baseline_scores(
-    training: TrainingData, attribute: str
+    training: TrainingData,
+    attribute: str,
+    counts_before: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Each baseline's item scores [N] (``RANDOM_ORDER``'s: ties broken
-    at random)."""
+    at random); with ``counts_before`` (raw id -> training-target count
+    before the hold-out), the "popularity before the hold-out" reference
+    too."""
     data = training.prepared
     counts = np.asarray(data.statistics.item_counts, np.float64)
     cold = cold_items(training)
@@ -554,10 +593,18 @@ def baseline_scores(
             f"{sorted(values)}. Received: {attribute!r}"
         )
     by_attribute = attribute_popularity(values[attribute], counts)
-    return {
+    scores = {
         "random": np.zeros(len(counts)),
         "popularity": counts,
         "popularity within attribute": lexicographic(by_attribute, counts),
+    }
+    if counts_before is not None:
+        names = training.vocabulary.items
+        scores["popularity before the hold-out"] = np.array(
+            [0.0] + [counts_before.get(name, 0) for name in names[1:]]
+        )
+    return {
+        **scores,
         "new items, random order": cold.astype(np.float64),
         "new items, by attribute": lexicographic(cold, by_attribute, counts),
     }
@@ -631,20 +678,25 @@ def baseline_ranks(
 
 
 def baseline_results(
-    training: TrainingData, attribute: str, exclude_history: bool
+    training: TrainingData,
+    attribute: str,
+    exclude_history: bool,
+    counts_before: dict[str, int] | None = None,
 ) -> dict:
     """The baselines' metrics on the test examples: over the cold targets
     (those of the model's ``test_by_target["cold"]``, ``cold_items``) and
     over all; pessimistic ties (the model's rule) and ties at random
     (``RANDOM_ORDER``'s: every column is the expectation, the median rank
     that of the tie ranges' midpoints). ``exclude_history``: rank each
-    example's history last, as the run's head does."""
+    example's history last, as the run's head does. ``counts_before``:
+    see ``baseline_scores``."""
     test = training.prepared.test
     cold = cold_items(training)
     num_real = training.num_items - 1
     is_cold = cold[test.target]
     results = {}
-    for name, scores in baseline_scores(training, attribute).items():
+    all_scores = baseline_scores(training, attribute, counts_before)
+    for name, scores in all_scores.items():
         ranks, ties = baseline_ranks(
             scores, test.history, test.target, exclude_history
         )
@@ -816,9 +868,10 @@ def draw_chart(numbers: dict, path: str) -> None:
             else:
                 value = numbers["baselines"][name]["cold"][metric]
                 axis.barh(i, value, color="#999999")
-        # The references (cold items first) know which items are new.
+        # The references know which items are new, or how popular.
         axis.axhline(
-            names.index("new items, random order") - 0.5,
+            min(names.index(name) for name in REFERENCES if name in names)
+            - 0.5,
             color="k",
             ls="--",
             lw=0.8,
@@ -829,7 +882,7 @@ def draw_chart(numbers: dict, path: str) -> None:
     figure.suptitle(
         f"Cold items: {numbers['data']}, {numbers['encoder']} "
         f"({numbers['targets']['cold']} cold test targets; below the "
-        "line: cold items ranked first)"
+        "line: references that know which items are new, or how popular)"
     )
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -1031,7 +1084,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets,
         "model": model,
         "baselines": baseline_results(
-            training, args.attribute, excludes_history
+            training, args.attribute, excludes_history, held.counts_before
         ),
     }
     stem = common.report_stem(

@@ -319,3 +319,44 @@ def test_main_trains_and_writes_the_report(tiny_files, tmp_path):
         ]
         == numbers["model"]["cold ndcg@10"]
     )
+
+
+def test_popularity_before_the_hold_out_counts_the_removed_interactions(
+    tiny_files, tmp_path
+):
+    args = parse(tiny_args(tiny_files, tmp_path))
+    paths, held = cold_items.write_work_files(args)
+    # The counts before the hold-out are the item counts of the original
+    # file prepared as the runs prepare theirs.
+    original = load_training_data(
+        cold_items.run_config(
+            args, {**paths, "interactions": str(tiny_files[0])}, 0
+        )
+    ).prepared
+    names = original.vocabulary.items
+    expected = {
+        names[i]: int(c) for i, c in enumerate(original.statistics.item_counts)
+    }
+    assert held.counts_before == {k: v for k, v in expected.items() if v}
+    # Held-out items had training targets before the hold-out, none after.
+    assert any(held.counts_before.get(item) for item in held.held)
+    training = load_training_data(cold_items.run_config(args, paths, 0))
+    scores = cold_items.baseline_scores(training, "genres", held.counts_before)
+    before = scores["popularity before the hold-out"]
+    vocabulary = training.vocabulary.items
+    assert before[0] == 0
+    assert [before[i] for i in range(1, len(vocabulary))] == [
+        held.counts_before.get(name, 0) for name in vocabulary[1:]
+    ]
+    results = cold_items.baseline_results(
+        training, "genres", True, held.counts_before
+    )
+    # The reference ranks cold targets above plain popularity, which puts
+    # every cold item last.
+    assert (
+        results["popularity before the hold-out"]["cold"]["median rank"]
+        < results["popularity"]["cold"]["median rank"]
+    )
+    assert "popularity before the hold-out" not in (
+        cold_items.baseline_results(training, "genres", True)
+    )
