@@ -201,11 +201,13 @@ def report_text(args, numbers: dict, command: str) -> str:
         val, test = row["validation ndcg@10"], row["test ndcg@10"]
         hr = row["test hr@10"]
         change = test["mean"] / base["test ndcg@10"]["mean"] - 1
+        # id-only is what the changes are against: its cell stays empty.
+        change_cell = "" if name == "id-only" else f"{change:+.1%}"
         ratio = row["seconds per epoch"] / base["seconds per epoch"]
         lines.append(
             f"| {name} | {val['mean']:.4f} [{val['min']:.4f}, "
             f"{val['max']:.4f}] | {test['mean']:.4f} [{test['min']:.4f}, "
-            f"{test['max']:.4f}] | {change:+.1%} | {hr['mean']:.4f} | "
+            f"{test['max']:.4f}] | {change_cell} | {hr['mean']:.4f} | "
             f"{row['seconds per epoch']:.1f} ({ratio:.2f}x) | "
             f"{', '.join(map(str, row['epochs']))} |"
         )

@@ -224,3 +224,18 @@ def test_the_report_pairs_each_seed_with_id_only_s_run_of_that_seed():
         row.pop("runs", None)
     text = side_information.report_text(args, numbers, "python -m x")
     assert "paired by seed" not in text
+
+
+def test_the_id_only_row_leaves_its_change_empty():
+    numbers = {"data": "d", "encoder": "gru4rec", "variants": {}}
+    numbers["variants"]["id-only"] = side_information.variant_results(
+        [_metrics(0.1, 0.08)]
+    )
+    numbers["id-only"] = numbers["variants"]["id-only"]
+    args = side_information.build_parser().parse_args([])
+    text = side_information.report_text(args, numbers, "python -m x")
+    assert (
+        "| id-only | 0.1000 [0.1000, 0.1000] | 0.0800 [0.0800, 0.0800] |  |"
+        in (text)
+    )
+    assert "+0.0%" not in text
