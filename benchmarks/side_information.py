@@ -246,16 +246,20 @@ def paired_table(numbers: dict) -> list[str]:
     for name in numbers["variants"]:
         if name == "id-only":
             continue
+        by_split = [
+            paired_changes(numbers, name, split)
+            for split in ("validation", "test")
+        ]
+        if not by_split[0]:
+            continue  # no seed recorded by both (a report before records)
         cells = []
-        for split in ("validation", "test"):
-            changes = paired_changes(numbers, name, split)
+        for changes in by_split:
             ahead = sum(change > 0 for change in changes.values())
             cells += [
                 ", ".join(f"{s}: {c:+.1%}" for s, c in changes.items()),
                 f"{ahead}/{len(changes)}",
             ]
-        if cells[1] != "0/0":
-            rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
     if not rows:
         return []
     return [
