@@ -184,18 +184,12 @@ DEFAULTS = {
     }),
 }  # fmt: skip
 
+#: The scripts: the modules run with ``python -m`` (they define ``main``).
+#: Shared code and the studies the scripts import have no options of their own.
 SCRIPTS = sorted(
     path.stem
     for path in BENCHMARKS.glob("*.py")
-    # Shared code and the studies the scripts import: no options of their own.
-    if path.stem
-    not in (
-        "__init__",
-        "common",
-        "train_rows",
-        "repeat_switch",
-        "history_ranking",
-    )
+    if "\ndef main(" in path.read_text(encoding="utf-8")
 )
 
 
