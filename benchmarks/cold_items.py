@@ -57,19 +57,19 @@ attributes): beside the pessimistic numbers (the model's rule) the report
 gives the exact expectation with ties broken at random, for the model's
 rows too.
 
+The hold-out and its work files are ``benchmarks.cold_holdout``'s, the
+baselines' scores and ranks ``benchmarks.cold_baselines``'.
+
 Writes ``benchmarks/results/cold-items/cold_items-<data>-<encoder>.md``
 (and ``.json``, ``.png``). Finished runs of the same configuration are
 reused, so an interrupted benchmark resumes where it stopped.
 """
 
 import argparse
-import collections
-import dataclasses
 import os
 import statistics
 import sys
 import time
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -78,27 +78,24 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
-from tfrec_tricks.data.datasets import (  # noqa: E402
-    default_data_path,
-    load_source,
+from benchmarks.cold_baselines import (  # noqa: E402
+    KS,
+    baseline_results,
+    expected_metrics,
+    row_ties,
 )
-from tfrec_tricks.data.item_feature_file import (  # noqa: E402
-    FLOAT_KINDS,
-    ItemFeatureTable,
-    read_item_features,
+from benchmarks.cold_holdout import (  # noqa: E402
+    SPLIT,
+    data_label,
+    hold_out_label,
+    target_counts,
+    write_work_files,
 )
 from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
     MOVIELENS_METADATA,
-    movielens_item_features,
-)
-from tfrec_tricks.data.user_sequences import (  # noqa: E402
-    split_positions,
-    user_sequences,
 )
 from tfrec_tricks.evaluation.full_ranking import (  # noqa: E402
-    metrics_by_target_kind,
     metrics_from_ranks,
-    ndcg_per_example,
     target_ranks,
 )
 from tfrec_tricks.training.evaluate import (  # noqa: E402
@@ -113,12 +110,8 @@ from tfrec_tricks.training.training_data import (  # noqa: E402
     load_training_data,
 )
 
-SPLIT = "recbole"
 WORK_DIR = os.path.join(common.OUTPUT_DIR, "cold-items")
 REPORT_DIR = os.path.join(common.RESULTS, "cold-items")
-#: Cut-offs: 10, the model's metrics.json's, and 100, where the cold
-#: targets' ranks still tell rankers apart.
-KS = (10, 100)
 #: What the table and the chart show of the cold targets.
 METRICS = ("ndcg@10", "hr@10", "hr@100")
 BASELINES = {
@@ -133,8 +126,6 @@ BASELINES = {
     "new items, by attribute": "reference: cold items first, then by "
     "popularity within attribute",
 }
-#: The baselines whose order is random: every column is the expectation.
-RANDOM_ORDER = ("random", "new items, random order")
 #: The row of the model's scores with the cold items first.
 MODEL_NEW_FIRST = "new items, by the model"
 #: The rows that know what the model cannot: which items are new, or how
@@ -145,250 +136,6 @@ REFERENCES = (
     "new items, by attribute",
     MODEL_NEW_FIRST,
 )
-
-
-# ----------------------------------------------------------- held-out items
-
-
-def held_out_items(items: list[str], share: float, seed: int) -> list[str]:
-    """``round(share * len(items))`` items drawn at random, sorted.
-
-    >>> held_out_items(list("abcdefghij"), 0.2, seed=0)
-    ['g', 'h']
-    """
-    if not 0 < share < 1:
-        raise ValueError(f"share must be in (0, 1). Received: share={share}")
-    count = max(1, round(share * len(items)))
-    rng = np.random.default_rng(seed)
-    chosen = rng.choice(len(items), size=count, replace=False)
-    return sorted(items[i] for i in chosen)
-
-
-def training_length(length: int, split: str = SPLIT) -> int:
-    """How many leading positions of a sequence of ``length`` items are in
-    a training example (as a target or in a history) under ``split``.
-
-    >>> [training_length(n) for n in (1, 2, 3, 4, 6)]
-    [0, 2, 2, 2, 4]
-    """
-    validation, test = split_positions(np.array([length]), split)
-    held = validation[0] if validation[0] >= 0 else test[0]
-    train_end = held - 1 if held >= 0 else length - 1
-    return int(train_end) + 1 if train_end >= 1 else 0
-
-
-def hold_out_sequence(items: list[str], held: set) -> list[str] | None:
-    """A user's sequence without the held-out items' training occurrences.
-
-    Every occurrence of a held-out item goes except at the last two
-    positions (the validation and test targets). None when the shorter
-    sequence would still put a held-out item in a training example (a
-    user left with fewer than 4 items, who has no validation target):
-    that user is dropped.
-
-    >>> hold_out_sequence(list("axbxcdx"), {"x"})
-    ['a', 'b', 'c', 'd', 'x']
-    >>> hold_out_sequence(list("axx"), {"x"}) is None  # x trains: a -> x
-    True
-    """
-    kept = [item for item in items[:-2] if item not in held] + items[-2:]
-    if any(item in held for item in kept[: training_length(len(kept))]):
-        return None
-    return kept
-
-
-@dataclasses.dataclass
-class HeldOut:
-    """The interactions without the held-out items' training occurrences.
-
-    Attributes:
-        sequences: ``(user, items)`` per kept user, in file order.
-        held: the held-out raw item ids, sorted.
-        num_items: distinct items of the source's interactions.
-        removed: interactions removed (dropped users' excluded).
-        dropped_users: users dropped (``hold_out_sequence``).
-        interactions: interactions written.
-        counts_before: each item's training-target count in the
-            sequences before the hold-out (``training_target_counts``).
-    """
-
-    sequences: list[tuple[str, list[str]]]
-    held: list[str]
-    num_items: int
-    removed: int
-    dropped_users: int
-    interactions: int
-    counts_before: dict[str, int]
-
-
-def training_target_counts(
-    sequences: Iterable[tuple[str, list[str]]],
-) -> dict[str, int]:
-    """How often each item is a training target: at positions 1 to the
-    last of ``training_length`` (``TrainingStatistics.item_counts``'
-    rule), over every sequence.
-
-    >>> training_target_counts([("u", list("abcbde")), ("v", list("ba"))])
-    {'b': 2, 'c': 1, 'a': 1}
-    """
-    counts = collections.Counter()
-    for _, items in sequences:
-        counts.update(items[1 : training_length(len(items))])
-    return dict(counts)
-
-
-def hold_out(
-    sequences: Iterable[tuple[str, list[str]]], share: float, seed: int
-) -> HeldOut:
-    """Draws the held-out items and removes their training occurrences."""
-    sequences = list(sequences)
-    names = sorted({item for _, items in sequences for item in items})
-    held = held_out_items(names, share, seed)
-    held_set = set(held)
-    kept, removed, dropped = [], 0, 0
-    for user, items in sequences:
-        shorter = hold_out_sequence(items, held_set)
-        if shorter is None:
-            dropped += 1
-            continue
-        removed += len(items) - len(shorter)
-        kept.append((user, shorter))
-    return HeldOut(
-        sequences=kept,
-        held=held,
-        num_items=len(names),
-        removed=removed,
-        dropped_users=dropped,
-        interactions=sum(len(items) for _, items in kept),
-        counts_before=training_target_counts(sequences),
-    )
-
-
-def source_sequences(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Each user's raw item ids in time order, users in file order (the
-    order ``prepare`` reads them in: equal times keep file order)."""
-    source = load_source(
-        args.data, data_path=args.data_path, file_format=args.file_format
-    )
-    table = source.interactions
-    sequences = user_sequences(
-        table.users,
-        table.items,
-        table.timestamps,
-        numeric_features=False,
-        split=SPLIT,
-        source=table.source,
-    )
-    out = []
-    for user, start, length in zip(
-        sequences.user_names, sequences.starts, sequences.lengths
-    ):
-        ids = sequences.items[start : start + length]
-        out.append((user, [sequences.item_names[i] for i in ids]))
-    return out
-
-
-def item_table(args: argparse.Namespace) -> ItemFeatureTable:
-    """``--item-features``, else the MovieLens dataset's metadata."""
-    if args.item_features:
-        return read_item_features(args.item_features)
-    return movielens_item_features(
-        args.data, args.data_path or default_data_path()
-    )
-
-
-# ----------------------------------------------------------- work files
-
-
-def write_if_changed(path: str, text: str) -> str:
-    """Writes ``text`` unless ``path`` holds it already (runs on the same
-    bytes are reused); ``path``."""
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == text:
-                return path
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    partial = path + ".partial"
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(partial, path)
-    return path
-
-
-def interactions_text(sequences: list[tuple[str, list[str]]]) -> str:
-    """``user item`` lines, user after user (``--format sasrec``).
-
-    >>> interactions_text([("u1", ["a", "b"]), ("u2", ["c"])])
-    'u1 a\\nu1 b\\nu2 c\\n'
-    """
-    lines = []
-    for user, items in sequences:
-        for item in [user, *items]:
-            if not item or any(c.isspace() for c in item):
-                raise ValueError(
-                    "Ids of a sasrec file hold no whitespace. Received: "
-                    f"{item!r} (user {user!r})"
-                )
-        lines += [f"{user} {item}\n" for item in items]
-    return "".join(lines)
-
-
-def item_file_text(table: ItemFeatureTable) -> str:
-    r"""The table as a RecBole ``.item`` file (every row and feature).
-
-    >>> text = item_file_text(ItemFeatureTable(
-    ...     {"genres": "token_seq", "year": "float"},
-    ...     {"1": {"genres": ("Drama", "War"), "year": 1995.0}, "2": {}},
-    ... ))
-    >>> for line in text.splitlines():
-    ...     print(line.split("\t"))
-    ['item_id:token', 'genres:token_seq', 'year:float']
-    ['1', 'Drama War', '1995.0']
-    ['2', '', '']
-    """
-    header = ["item_id:token", *(f"{n}:{k}" for n, k in table.kinds.items())]
-    lines = ["\t".join(header) + "\n"]
-    for item, row in table.rows.items():
-        fields = [item]
-        for name, kind in table.kinds.items():
-            value = row.get(name)
-            if value is None:
-                fields.append("")
-            elif kind in FLOAT_KINDS:
-                values = value if isinstance(value, tuple) else (value,)
-                fields.append(" ".join(repr(float(v)) for v in values))
-            else:
-                values = value if isinstance(value, tuple) else (value,)
-                fields.append(" ".join(values))
-        lines.append("\t".join(fields) + "\n")
-    return "".join(lines)
-
-
-def data_label(args: argparse.Namespace) -> str:
-    """The data's name: the dataset, or the file's stem."""
-    if args.data != "file":
-        return args.data
-    return os.path.splitext(os.path.basename(args.data_path))[0]
-
-
-def hold_out_label(args: argparse.Namespace) -> str:
-    """``<data>-cold<percent>-pick<seed>``: the work files' stem."""
-    return f"{data_label(args)}-cold{args.cold_share * 100:g}-pick{args.seed}"
-
-
-def write_work_files(args: argparse.Namespace) -> tuple[dict, HeldOut]:
-    """Writes the interactions and the ``.item`` file; their paths."""
-    held = hold_out(source_sequences(args), args.cold_share, args.seed)
-    stem = os.path.join(args.work_dir, "data", hold_out_label(args))
-    paths = {
-        "interactions": write_if_changed(
-            stem + ".txt", interactions_text(held.sequences)
-        ),
-        "items": write_if_changed(
-            stem + ".item", item_file_text(item_table(args))
-        ),
-    }
-    return paths, held
 
 
 # ----------------------------------------------------------- runs
@@ -480,17 +227,6 @@ def model_ranks(
     return {key: np.concatenate(parts) for key, parts in out.items()}
 
 
-def row_ties(scores: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Per row of ``scores`` [B, N], the real items scoring as the target
-    does, the target included (at least 1: a NaN target ties nothing).
-
-    >>> row_ties(np.array([[9.0, 1.0, 2.0, 1.0]]), np.array([3]))
-    array([2])
-    """
-    target_scores = scores[np.arange(len(targets)), targets][:, None]
-    return np.maximum((scores[:, 1:] == target_scores).sum(axis=1), 1)
-
-
 def model_results(runs: list[dict]) -> dict:
     """The runs' cold-target and overall test metrics, over the seeds.
 
@@ -524,232 +260,7 @@ def model_results(runs: list[dict]) -> dict:
     out["cold share"] = runs[0]["metrics"]["test_by_target"]["cold"]["share"]
     out["epochs"] = [r["metrics"]["epochs_run"] for r in runs]
     out["training minutes"] = [training_minutes(r["metrics"]) for r in runs]
-    out["wall seconds"] = [r["wall_seconds"] for r in runs]
     return out
-
-
-# ----------------------------------------------------------- baselines
-
-
-def attribute_popularity(tokens: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Each item's mean, over its tokens, of the tokens' popularity.
-
-    A token's popularity is the sum of the training counts of the items
-    holding it; an item holding a token twice counts once. Token id 0 is
-    padding (no token); an item without a token scores 0.
-
-    Args:
-        tokens: int [N, W], the encoded ``token_seq`` feature.
-        counts: int [N], the items' training target counts.
-
-    Returns:
-        float64 [N].
-
-    >>> tokens = np.array([[0, 0], [2, 3], [2, 0], [3, 0]])
-    >>> attribute_popularity(tokens, np.array([0, 5, 1, 0])).tolist()
-    [0.0, 5.5, 6.0, 5.0]
-    """
-    tokens = np.asarray(tokens, np.int64).reshape(len(tokens), -1)
-    member = np.zeros((len(tokens), int(tokens.max(initial=0)) + 1), bool)
-    member[np.arange(len(tokens))[:, None], tokens] = True
-    member[:, 0] = False
-    popularity = np.asarray(counts, np.float64) @ member
-    held = member.sum(axis=1)
-    total = (member * popularity).sum(axis=1)
-    return np.divide(total, held, out=np.zeros(len(tokens)), where=held > 0)
-
-
-def lexicographic(*keys: np.ndarray) -> np.ndarray:
-    """Dense ranks of the tuples ``(keys[0][i], keys[1][i], ...)``: a score
-    ordering items by the first key, then the next, with exact ties.
-
-    >>> lexicographic(np.array([1.0, 2.0, 1.0, 1.0]), np.array([3, 0, 3, 4]))
-    array([0, 2, 0, 1])
-    """
-    _, inverse = np.unique(
-        np.stack([np.asarray(k, np.float64) for k in keys], axis=1),
-        axis=0,
-        return_inverse=True,
-    )
-    return inverse.reshape(-1)
-
-
-def baseline_scores(
-    training: TrainingData,
-    attribute: str,
-    counts_before: dict[str, int] | None = None,
-) -> dict[str, np.ndarray]:
-    """Each baseline's item scores [N] (``RANDOM_ORDER``'s: ties broken
-    at random); with ``counts_before`` (raw id -> training-target count
-    before the hold-out), the "popularity before the hold-out" reference
-    too."""
-    data = training.prepared
-    counts = np.asarray(data.statistics.item_counts, np.float64)
-    cold = cold_items(training)
-    values = data.item_features.values
-    if attribute not in values:
-        raise ValueError(
-            f"--attribute must be a token feature of the run: one of "
-            f"{sorted(values)}. Received: {attribute!r}"
-        )
-    by_attribute = attribute_popularity(values[attribute], counts)
-    scores = {
-        "random": np.zeros(len(counts)),
-        "popularity": counts,
-        "popularity within attribute": lexicographic(by_attribute, counts),
-    }
-    if counts_before is not None:
-        names = training.vocabulary.items
-        scores["popularity before the hold-out"] = np.array(
-            [0.0] + [counts_before.get(name, 0) for name in names[1:]]
-        )
-    return {
-        **scores,
-        "new items, random order": cold.astype(np.float64),
-        "new items, by attribute": lexicographic(cold, by_attribute, counts),
-    }
-
-
-def expected_metrics(
-    higher: np.ndarray,
-    ties: np.ndarray,
-    num_real: int,
-    ks: Iterable[int] = KS,
-) -> dict[str, float]:
-    """Each metric's mean over examples of its mean over the ranks
-    ``higher + 1 .. higher + ties`` (ties broken uniformly at random),
-    ranks up to ``num_real``.
-
-    >>> metrics = expected_metrics(
-    ...     np.array([0, 10]), np.array([2, 1]), 20, [10])
-    >>> {name: round(value, 4) for name, value in metrics.items()}
-    {'ndcg@10': 0.4077, 'hr@10': 0.5, 'mrr@10': 0.375}
-    """
-    higher = np.asarray(higher, np.int64)
-    ties = np.asarray(ties, np.int64)
-    ranks = np.arange(1, num_real + 1, dtype=np.float64)
-    results = {}
-    for k in ks:
-        gains = {
-            f"ndcg@{k}": ndcg_per_example(ranks, k),
-            f"hr@{k}": (ranks <= k).astype(np.float64),
-            f"mrr@{k}": (ranks <= k) / ranks,
-        }
-        for name, gain in gains.items():
-            cumulative = np.r_[0.0, np.cumsum(gain)]
-            expected = (cumulative[higher + ties] - cumulative[higher]) / ties
-            results[name] = float(np.mean(expected))
-    return results
-
-
-#: The score the history-excluding heads give the history's items
-#: (``SequentialRetrievalModel``'s): below every real score, all tied.
-HISTORY_SCORE = -1e9
-
-
-def baseline_ranks(
-    scores: np.ndarray,
-    history: np.ndarray,
-    targets: np.ndarray,
-    exclude_history: bool,
-    batch_size: int = 512,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pessimistic ranks (``target_ranks``) and ties (``row_ties``) of the
-    targets under user-independent ``scores`` [N], with each example's
-    history items scored ``HISTORY_SCORE`` when ``exclude_history`` (as
-    the run's head does).
-
-    >>> baseline_ranks(np.array([0.0, 3.0, 2.0, 2.0, 1.0]),
-    ...                np.array([[1], [0]]), np.array([4, 2]), True)
-    (array([3, 3]), array([1, 2]))
-    """
-    ranks, ties = [], []
-    for start in range(0, len(targets), batch_size):
-        target = np.asarray(targets[start : start + batch_size])
-        rows = np.repeat(
-            np.asarray(scores, np.float64)[None, :], len(target), axis=0
-        )
-        if exclude_history:
-            block = np.asarray(history[start : start + batch_size])
-            rows[np.arange(len(target))[:, None], block] = HISTORY_SCORE
-        ranks.append(target_ranks(rows, target))
-        ties.append(row_ties(rows, target))
-    return np.concatenate(ranks), np.concatenate(ties)
-
-
-def baseline_results(
-    training: TrainingData,
-    attribute: str,
-    exclude_history: bool,
-    counts_before: dict[str, int] | None = None,
-) -> dict:
-    """The baselines' metrics on the test examples: over the cold targets
-    (those of the model's ``test_by_target["cold"]``, ``cold_items``) and
-    over all; pessimistic ties (the model's rule) and ties at random
-    (``RANDOM_ORDER``'s: every column is the expectation, the median rank
-    that of the tie ranges' midpoints). ``exclude_history``: rank each
-    example's history last, as the run's head does. ``counts_before``:
-    see ``baseline_scores``."""
-    test = training.prepared.test
-    cold = cold_items(training)
-    num_real = training.num_items - 1
-    is_cold = cold[test.target]
-    results = {}
-    all_scores = baseline_scores(training, attribute, counts_before)
-    for name, scores in all_scores.items():
-        ranks, ties = baseline_ranks(
-            scores, test.history, test.target, exclude_history
-        )
-        higher = ranks - ties
-        tied = expected_metrics(higher[is_cold], ties[is_cold], num_real)
-        if name in RANDOM_ORDER:
-            middle = higher[is_cold] + (ties[is_cold] + 1) / 2
-            results[name] = {
-                "cold": {**tied, "median rank": float(np.median(middle))},
-                "all": expected_metrics(higher, ties, num_real),
-                "cold ties at random": dict(tied),
-            }
-            continue
-        by_kind = metrics_by_target_kind(
-            ranks, test.history, test.target, KS, cold
-        )
-        results[name] = {
-            "cold": {
-                **{k: v for k, v in by_kind["cold"].items() if k != "share"},
-                "median rank": float(np.median(ranks[is_cold])),
-            },
-            "all": metrics_from_ranks(ranks, KS),
-            "cold ties at random": tied,
-        }
-    return results
-
-
-def target_counts(training: TrainingData, held: list[str]) -> dict:
-    """How many test targets are cold, and how many of those held out.
-
-    Raises:
-        RuntimeError: a held-out item is in a training example.
-    """
-    target = training.prepared.test.target
-    cold = cold_items(training)
-    names = training.vocabulary.items
-    held_set = set(held)
-    is_held = np.array([names[i] in held_set for i in range(len(names))])
-    trained_held = [names[i] for i in np.flatnonzero(is_held & ~cold)]
-    if trained_held:
-        raise RuntimeError(
-            "Held-out items are in training examples: the hold-out is "
-            f"broken. Received: {trained_held[:5]}"
-        )
-    return {
-        "test targets": int(len(target)),
-        "cold": int(cold[target].sum()),
-        "held out": int(is_held[target].sum()),
-        "cold share": float(cold[target].mean()),
-        "distinct cold targets": int(len(np.unique(target[cold[target]]))),
-        "catalogue": int(training.num_items - 1),
-        "cold items": int(cold[1:].sum()),
-    }
 
 
 # ----------------------------------------------------------- report
@@ -972,23 +483,21 @@ def build_parser() -> argparse.ArgumentParser:
 def train_runs(
     args: argparse.Namespace, paths: dict, training: TrainingData
 ) -> list[dict]:
-    """One run per seed (reused when finished): its metrics, wall seconds,
-    whether its head ranks the history last, and the cold targets'
-    metrics from its test scores (``model_ranks``), as they are and with
-    the cold items first."""
+    """One run per seed (reused when finished): its metrics (their
+    training minutes survive a reuse, unlike a wall clock here), whether
+    its head ranks the history last, and the cold targets' metrics from
+    its test scores (``model_ranks``), as they are and with the cold
+    items first."""
     cold = cold_items(training)
     runs = []
     for seed in args.seeds:
         config = run_config(args, paths, seed)
         print(f"== {config.name}", flush=True)
-        start = time.perf_counter()
         result = train(config, verbose=2)
-        seconds = time.perf_counter() - start
         ranks = model_ranks(result.model, training, config, cold)
         runs.append(
             {
                 "metrics": result.metrics,
-                "wall_seconds": seconds,
                 "excludes_history": bool(
                     result.model.head.excludes_history(False)
                 ),

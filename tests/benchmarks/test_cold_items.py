@@ -1,13 +1,12 @@
-"""cold_items: the held-out filter, the baselines' formulas, the report."""
+"""cold_items on a tiny file: the hold-out as the runs prepare it, the
+baselines against a hand ranking, the report end to end."""
 
-import itertools
 import json
-import math
 
 import numpy as np
 import pytest
 
-from benchmarks import cold_items
+from benchmarks import cold_baselines, cold_holdout, cold_items
 from tfrec_tricks.evaluation.full_ranking import metrics_from_ranks
 from tfrec_tricks.training.training_data import load_training_data
 
@@ -76,7 +75,7 @@ def test_held_out_items_are_only_at_the_last_two_positions(
     tiny_files, tmp_path
 ):
     args = parse(tiny_args(tiny_files, tmp_path))
-    paths, held = cold_items.write_work_files(args)
+    paths, held = cold_holdout.write_work_files(args)
     assert len(held.held) == 6 == round(0.2 * held.num_items)
     original = read_sequences(tiny_files[0])
     written = read_sequences(paths["interactions"])
@@ -87,7 +86,7 @@ def test_held_out_items_are_only_at_the_last_two_positions(
     assert len(dropped) == held.dropped_users == 1
     assert list(written) == [u for u in original if u not in dropped]
     for user in dropped:
-        assert cold_items.hold_out_sequence(original[user], held_set) is None
+        assert cold_holdout.hold_out_sequence(original[user], held_set) is None
     removed = 0
     for user, items in written.items():
         before = original[user]
@@ -106,7 +105,7 @@ def test_held_out_items_are_only_at_the_last_two_positions(
     # Prepared as the runs prepare it: no held-out item trains, and some
     # test targets are cold.
     training = load_training_data(cold_items.run_config(args, paths, 0))
-    targets = cold_items.target_counts(training, held.held)
+    targets = cold_holdout.target_counts(training, held.held)
     assert 0 < targets["held out"] <= targets["cold"] < targets["test targets"]
     names = training.vocabulary.items
     assert {
@@ -115,86 +114,13 @@ def test_held_out_items_are_only_at_the_last_two_positions(
     # The same bytes again: the files are not rewritten (runs reused).
     stamp = (tmp_path / "work" / "data").stat().st_mtime_ns
     before = {k: open(p).read() for k, p in paths.items()}
-    again, _ = cold_items.write_work_files(args)
+    again, _ = cold_holdout.write_work_files(args)
     assert again == paths
     assert {k: open(p).read() for k, p in again.items()} == before
     assert (tmp_path / "work" / "data").stat().st_mtime_ns == stamp
 
 
-def test_a_user_whose_held_out_item_would_train_is_dropped():
-    held = {"x"}
-    # 5 items left: training positions 0..2 hold no x.
-    assert cold_items.hold_out_sequence(list("axbcdx"), held) == list("abcdx")
-    # Left with a x x: no validation target (fewer than 4 items), so the
-    # x at position 1 is a training target.
-    assert cold_items.hold_out_sequence(list("axx"), held) is None
-    assert cold_items.hold_out_sequence(list("ab"), {"b"}) is None
-    assert cold_items.hold_out_sequence(list("a"), {"a"}) == ["a"]
-    result = cold_items.hold_out(
-        [("u1", list("abcdef")), ("u2", list("ab"))], share=0.5, seed=0
-    )
-    assert len(result.held) == 3
-    assert result.dropped_users + len(result.sequences) == 2
-
-
 # ------------------------------------------------------- baselines
-
-
-def test_attribute_popularity_by_hand():
-    # Items 1..4 (0 padding). Tokens: 2 = Drama, 3 = War, 1 = OOV.
-    tokens = np.array([[0, 0], [2, 3], [2, 0], [3, 3], [1, 0]])
-    counts = np.array([0, 4, 6, 0, 0])
-    # Drama: items 1, 2 -> 4 + 6 = 10; War: items 1, 3 -> 4; OOV: 0.
-    # Item 1: (10 + 4) / 2; item 2: 10; item 3 (War twice): 4; item 4: 0.
-    np.testing.assert_allclose(
-        cold_items.attribute_popularity(tokens, counts),
-        [0.0, 7.0, 10.0, 4.0, 0.0],
-    )
-
-
-def test_lexicographic_orders_by_the_first_key_then_the_next():
-    primary = np.array([0.0, 7.0, 7.0, 4.0, 7.0])
-    secondary = np.array([0, 4, 0, 0, 4])
-    scores = cold_items.lexicographic(primary, secondary)
-    assert scores[1] == scores[4] > scores[2] > scores[3] > scores[0]
-
-
-def test_random_expectation_by_hand():
-    # 25 real items: every rank 1..25 equally likely.
-    expected = metrics_from_ranks(np.arange(1, 26))
-    ndcg = sum(1 / math.log2(r + 1) for r in range(1, 11)) / 25
-    assert expected["ndcg@10"] == pytest.approx(ndcg)
-    assert expected["hr@10"] == pytest.approx(10 / 25)
-
-
-@pytest.mark.parametrize("exclude_history", [False, True])
-def test_ties_at_random_average_every_tie_order(exclude_history):
-    scores = np.array([9.0, 1.0, 3.0, 3.0, 3.0, 0.0, 3.0])
-    history = np.array([[2, 0], [6, 1]])
-    targets = np.array([3, 5])
-    ranks, ties = cold_items.baseline_ranks(
-        scores, history, targets, exclude_history
-    )
-    # Brute force: every order of the real items (the history's left out
-    # when excluded: they rank below) that keeps the scores sorted,
-    # equally likely; the mean of each metric over them.
-    brute = []
-    for row, target in zip(history, targets):
-        real = [i for i in range(1, 7) if not (exclude_history and i in row)]
-        orders = [
-            order
-            for order in itertools.permutations(real)
-            if all(scores[a] >= scores[b] for a, b in zip(order, order[1:]))
-        ]
-        brute.append([order.index(target) + 1 for order in orders])
-    # Pessimistic: the last of its ties.
-    assert ranks.tolist() == [max(r) for r in brute]
-    exact = cold_items.expected_metrics(ranks - ties, ties, 6, (1, 10))
-    for name, value in exact.items():
-        by_order = np.mean(
-            [metrics_from_ranks(r, (1, 10))[name] for r in brute]
-        )
-        assert value == pytest.approx(by_order)
 
 
 @pytest.mark.parametrize("exclude_history", [False, True])
@@ -202,7 +128,7 @@ def test_baselines_against_a_hand_ranking(
     tiny_files, tmp_path, exclude_history
 ):
     args = parse(tiny_args(tiny_files, tmp_path))
-    paths, held = cold_items.write_work_files(args)
+    paths, held = cold_holdout.write_work_files(args)
     training = load_training_data(cold_items.run_config(args, paths, 0))
     data = training.prepared
     counts = data.statistics.item_counts
@@ -245,7 +171,9 @@ def test_baselines_against_a_hand_ranking(
         "popularity": lambda i: counts[i],
         "new items, by attribute": lambda i: (cold[i], *key(i)),
     }
-    results = cold_items.baseline_results(training, "genres", exclude_history)
+    results = cold_baselines.baseline_results(
+        training, "genres", exclude_history
+    )
     for name, score in by_hand.items():
         ranks = [pessimistic_rank(t, h, score) for h, t in examples]
         expected = metrics_from_ranks(ranks, (10, 100))
@@ -325,7 +253,7 @@ def test_popularity_before_the_hold_out_counts_the_removed_interactions(
     tiny_files, tmp_path
 ):
     args = parse(tiny_args(tiny_files, tmp_path))
-    paths, held = cold_items.write_work_files(args)
+    paths, held = cold_holdout.write_work_files(args)
     # The counts before the hold-out are the item counts of the original
     # file prepared as the runs prepare theirs.
     original = load_training_data(
@@ -341,14 +269,16 @@ def test_popularity_before_the_hold_out_counts_the_removed_interactions(
     # Held-out items had training targets before the hold-out, none after.
     assert any(held.counts_before.get(item) for item in held.held)
     training = load_training_data(cold_items.run_config(args, paths, 0))
-    scores = cold_items.baseline_scores(training, "genres", held.counts_before)
+    scores = cold_baselines.baseline_scores(
+        training, "genres", held.counts_before
+    )
     before = scores["popularity before the hold-out"]
     vocabulary = training.vocabulary.items
     assert before[0] == 0
     assert [before[i] for i in range(1, len(vocabulary))] == [
         held.counts_before.get(name, 0) for name in vocabulary[1:]
     ]
-    results = cold_items.baseline_results(
+    results = cold_baselines.baseline_results(
         training, "genres", True, held.counts_before
     )
     # The reference ranks cold targets above plain popularity, which puts
@@ -358,5 +288,5 @@ def test_popularity_before_the_hold_out_counts_the_removed_interactions(
         < results["popularity"]["cold"]["median rank"]
     )
     assert "popularity before the hold-out" not in (
-        cold_items.baseline_results(training, "genres", True)
+        cold_baselines.baseline_results(training, "genres", True)
     )
