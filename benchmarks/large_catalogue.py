@@ -46,9 +46,13 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-import numpy as np  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.large_catalogue_data import (  # noqa: E402
+    MIN_LENGTH,
+    write_interactions,
+)
+from benchmarks.large_catalogue_report import plot, report  # noqa: E402
 
 #: Where the interaction file, the prepared dataset, runs and models go.
 WORK_DIR = os.path.join(tempfile.gettempdir(), "tfrec_tricks_large_catalogue")
@@ -62,17 +66,6 @@ TRAIN_FLAGS = (
     "--epochs",
     "1",
 )
-#: Every user's fewest interactions (a training, validation and test
-#: example each, and some history).
-MIN_LENGTH = 5
-#: A repeat copies one of the user's last this many items.
-REPEAT_WINDOW = 10
-#: Users written to the file at a time.
-USERS_PER_CHUNK = 20_000
-#: Seconds between a user's interactions.
-GAP_SECONDS = 60
-GB = 1e9
-
 #: The ``serve`` stage: plain TensorFlow, no ``tfrec_tricks``. argv: the
 #: SavedModel, the request JSON (``{"instances": [...]}``), the result.
 SERVE_SCRIPT = """\
@@ -112,134 +105,6 @@ with open(result_path, "w") as handle:
         handle,
     )
 """
-
-
-# ------------------------------------------------------------- the file
-
-
-def user_lengths(
-    rng: np.random.Generator, interactions: int, users: int
-) -> np.ndarray:
-    """Interactions per user: at least ``MIN_LENGTH``, ``interactions`` in all.
-
-    Beyond ``MIN_LENGTH`` each, the interactions fall on users uniformly
-    (a multinomial: about Poisson lengths).
-
-    Raises:
-        ValueError: fewer than ``MIN_LENGTH`` interactions per user.
-    """
-    spare = interactions - MIN_LENGTH * users
-    if users < 1 or spare < 0:
-        raise ValueError(
-            f"Every user needs at least {MIN_LENGTH} interactions. Received: "
-            f"interactions={interactions}, users={users}"
-        )
-    extra = rng.multinomial(spare, np.full(users, 1.0 / users))
-    return (MIN_LENGTH + extra).astype(np.int64)
-
-
-def item_pool(
-    rng: np.random.Generator, count: int, items: int, exponent: float = 1.0
-) -> np.ndarray:
-    """``count`` item ids in 1..``items`` in random order: the fresh draws.
-
-    Each item once (a random ``count`` of them when ``count < items``),
-    then draws of Zipf popularity (the r-th most popular item, ids
-    shuffled, with probability ~ ``r ** -exponent``). So every item occurs
-    and the popularity has a head and a long tail.
-    """
-    ids = rng.permutation(items).astype(np.int32) + 1
-    once = ids[: min(count, items)]
-    popularity = np.cumsum(
-        np.arange(1, items + 1, dtype=np.float64) ** -exponent
-    )
-    popularity /= popularity[-1]
-    ranks = np.searchsorted(popularity, rng.random(count - len(once)))
-    drawn = ids[np.minimum(ranks, items - 1)]
-    return rng.permutation(np.concatenate([once, drawn]))
-
-
-def item_sequences(
-    rng: np.random.Generator,
-    lengths: np.ndarray,
-    items: int,
-    repeat_probability: float,
-    exponent: float = 1.0,
-) -> np.ndarray:
-    """The users' items, user after user: int32 ``[sum(lengths)]``.
-
-    A user's interaction is, with ``repeat_probability`` (never the first),
-    a copy of one of their last ``REPEAT_WINDOW`` items, else the next
-    fresh item of ``item_pool``.
-    """
-    total = int(lengths.sum())
-    starts = np.cumsum(lengths) - lengths
-    repeats = rng.random(total) < repeat_probability
-    repeats[starts] = False
-    sequence = np.zeros(total, np.int32)
-    sequence[~repeats] = item_pool(rng, int((~repeats).sum()), items, exponent)
-    # Position by position, over every user at once: a copy reads an
-    # earlier position, already final.
-    for position in range(1, int(lengths.max())):
-        at = starts[lengths > position] + position
-        at = at[repeats[at]]
-        back = rng.integers(1, min(position, REPEAT_WINDOW) + 1, len(at))
-        sequence[at] = sequence[at - back]
-    return sequence
-
-
-def write_interactions(
-    path: str,
-    interactions: int,
-    users: int,
-    items: int,
-    repeat_probability: float,
-    seed: int = 0,
-) -> dict:
-    """Writes the random ``udata`` file (see the module doc).
-
-    Written a chunk of users at a time, under a temporary name renamed
-    when complete.
-
-    Returns:
-        ``{"interactions", "users", "items"}``: the file's counts (items:
-        distinct items that occur).
-    """
-    rng = np.random.default_rng(seed)
-    lengths = user_lengths(rng, interactions, users)
-    sequence = item_sequences(rng, lengths, items, repeat_probability)
-    ratings = rng.integers(1, 6, len(sequence))
-    user_start = 1_000_000_000 + rng.integers(0, 30 * 86400, users)
-    ends = np.cumsum(lengths)
-    partial = path + ".part"
-    with open(partial, "w") as handle:
-        for first in range(0, users, USERS_PER_CHUNK):
-            last = min(first + USERS_PER_CHUNK, users)
-            begin, end = ends[first] - lengths[first], ends[last - 1]
-            chunk = lengths[first:last]
-            user = np.repeat(np.arange(first + 1, last + 1), chunk)
-            position = np.arange(end - begin) - np.repeat(
-                np.cumsum(chunk) - chunk, chunk
-            )
-            stamp = np.repeat(user_start[first:last], chunk)
-            stamp = stamp + GAP_SECONDS * position
-            handle.write(
-                "".join(
-                    f"{u}\t{i}\t{r}\t{t}\n"
-                    for u, i, r, t in zip(
-                        user.tolist(),
-                        sequence[begin:end].tolist(),
-                        ratings[begin:end].tolist(),
-                        stamp.tolist(),
-                    )
-                )
-            )
-    os.replace(partial, path)
-    return {
-        "interactions": int(len(sequence)),
-        "users": int(users),
-        "items": int(len(np.unique(sequence))),
-    }
 
 
 # ------------------------------------------------------------ the stages
@@ -464,227 +329,6 @@ def run_head(head: str, args: argparse.Namespace, prepared: str) -> dict:
     return stages
 
 
-# ------------------------------------------------------------ the report
-
-
-def stage_rows(results: dict) -> list[tuple[str, dict]]:
-    """``(label, measurement)`` of every stage run, in order."""
-    rows = [
-        (name, results[name])
-        for name in ("generate", "prepare")
-        if name in results
-    ]
-    for head, stages in results.get("heads", {}).items():
-        rows += [(f"{stage} ({head})", m) for stage, m in stages.items()]
-    return rows
-
-
-def epoch_hours(train: dict) -> float | None:
-    """Hours a whole epoch would take at the run's median step time.
-
-    >>> epoch_hours({"step_seconds": 1.2, "epoch_examples": 384_000,
-    ...              "batch_size": 128})
-    1.0
-    """
-    if train.get("step_seconds") is None:
-        return None
-    steps = -(-train["epoch_examples"] // train["batch_size"])
-    return steps * train["step_seconds"] / 3600
-
-
-def _milliseconds(seconds: float | None) -> str:
-    return "" if seconds is None else f"{seconds * 1e3:.0f}"
-
-
-def _failed(result: dict) -> str:
-    log = os.path.basename(result["log"])
-    return f"failed (exit {result['returncode']}, {log})"
-
-
-def stage_table(results: dict) -> str:
-    """Markdown: seconds and peak RSS of each stage, and what it did."""
-    lines = [
-        "| stage | seconds | CPU seconds | peak RSS GB | |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for label, result in stage_rows(results):
-        note = ""
-        if result["returncode"]:
-            note = _failed(result)
-        elif label == "generate":
-            note = (
-                f"{result['interactions']:,} interactions, "
-                f"{result['users']:,} users, {result['items']:,} items"
-            )
-        elif label == "prepare":
-            note = f"N = {results['num_items']:,} (padding included)"
-        elif label.startswith("train"):
-            epoch = "the whole epoch"
-            if not result["whole_epoch"]:
-                epoch = (
-                    f"{result['steps']:,} steps, {result['examples']:,} of "
-                    f"the epoch's {result['epoch_examples']:,} examples"
-                )
-                hours = epoch_hours(result)
-                if hours is not None:
-                    epoch += f" (the whole epoch: {hours:.1f} h at this rate)"
-            note = (
-                f"{epoch}; then validation and test over all N, "
-                f"{result['eval_batch_size']} examples per batch"
-            )
-        elif label.startswith("export"):
-            note = os.path.basename(os.path.dirname(result["path"]))
-        elif label.startswith("serve"):
-            note = (
-                f"load {result['load_seconds']:.1f} s, "
-                f"{result['rows']} rows: first call "
-                f"{result['first_call_seconds'] * 1e3:.0f} ms, then "
-                f"{result['call_seconds'] * 1e3:.0f} ms"
-            )
-        lines.append(
-            f"| {label} | {result['seconds']:.0f} | "
-            f"{result.get('cpu_seconds', 0):.0f} | "
-            f"{result['peak_rss'] / GB:.2f} | {note} |"
-        )
-    return "\n".join(lines)
-
-
-def head_table(results: dict) -> str:
-    """Markdown: per head, the training numbers and the test metrics."""
-    lines = [
-        "| head | ms/step | CPU ms/step | train s | validation s (in fit) "
-        "| after fit s | test NDCG@10 | test HR@10 | train peak RSS GB | "
-        "one [test examples, N] float32 matrix, GB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for head, stages in results.get("heads", {}).items():
-        train = stages["train"]
-        if train["returncode"]:
-            lines.append(f"| {head} | {_failed(train)} ||||||||| ")
-            continue
-        test = train["metrics"]["test"]
-        step = _milliseconds(train["step_seconds"])
-        cpu = _milliseconds(train.get("step_cpu_seconds"))
-        matrix = train["test_examples"] * train["num_items"] * 4
-        lines.append(
-            f"| {head} | {step} | {cpu} | {train['train_seconds']:.0f} | "
-            f"{train['validation_seconds'] or 0:.0f} | "
-            f"{train['after_fit_seconds']:.0f} | {test['ndcg@10']:.4f} | "
-            f"{test['hr@10']:.4f} | {train['peak_rss'] / GB:.2f} | "
-            f"{matrix / GB:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def batched_evaluation(results: dict) -> list[str]:
-    """Lines on whether each run evaluated in batches."""
-    lines = []
-    for head, stages in results.get("heads", {}).items():
-        train = stages["train"]
-        if train["returncode"]:
-            continue
-        matrix = train["test_examples"] * train["num_items"] * 4
-        batched = train["peak_rss"] < matrix / 10
-        lines.append(
-            f"- {head}: {train['validation_examples']:,} validation and "
-            f"{train['test_examples']:,} test examples ranked over "
-            f"N = {train['num_items']:,} items; peak RSS "
-            f"{train['peak_rss'] / GB:.2f} GB against "
-            f"{matrix / GB:,.0f} GB for one [test examples, N] float32 "
-            "matrix: "
-            + (
-                "evaluated in batches."
-                if batched
-                else "NOT clearly batched (peak above a tenth of it)."
-            )
-        )
-    return lines
-
-
-def plot(results: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = stage_rows(results)
-    at = np.arange(len(rows))
-    fig, (seconds, memory) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    seconds.barh(
-        at - 0.2,
-        [r["seconds"] for _, r in rows],
-        height=0.4,
-        color="tab:blue",
-        label="wall",
-    )
-    seconds.barh(
-        at + 0.2,
-        [r.get("cpu_seconds", 0) for _, r in rows],
-        height=0.4,
-        color="tab:cyan",
-        label="CPU (all threads)",
-    )
-    memory.barh(at, [r["peak_rss"] / GB for _, r in rows], color="tab:orange")
-    seconds.set_yticks(at, [label for label, _ in rows])
-    seconds.set_xlabel("seconds")
-    seconds.legend(fontsize=8)
-    memory.set_xlabel("peak RSS, GB")
-    seconds.invert_yaxis()  # shared: the first stage on top in both
-    for ax in (seconds, memory):
-        ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(
-        f"A catalogue of {results.get('num_items', 0) - 1:,} items, end to "
-        "end (one process per stage)"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def report(results: dict, args: argparse.Namespace, command: str) -> str:
-    """The markdown report."""
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    return "\n".join(
-        [
-            f"Command: `{command}`",
-            "",
-            f"Random udata file: {args.interactions:,} interactions of "
-            f"{args.users:,} users (at least {MIN_LENGTH} each) over "
-            f"{args.items:,} items (each once, the rest of Zipf popularity), "
-            f"{args.repeat_probability:.0%} repeats of one of the user's "
-            f"last {REPEAT_WINDOW} items. Training: `tfrec-tricks train "
-            f"--prepared DIR {' '.join(TRAIN_FLAGS)} "
-            f"{' '.join(common.optimizer_flags(args.optimizer))} --head H` "
-            "(GRU4Rec, batch 128; in-batch sampled softmax with logQ "
-            "correction)"
-            + (
-                f", stopped after {args.train_steps:,} steps (a prefix of "
-                "the shuffled epoch; the table gives the whole epoch's time "
-                "at the measured rate)"
-                if args.train_steps
-                else ", one epoch"
-            )
-            + "; validation and test rank every example over the whole "
-            "catalogue. One fresh process per stage; load average at the "
-            f"end: {load}.",
-            "",
-            stage_table(results),
-            "",
-            head_table(results),
-            "",
-            "ms/step: median of the compiled calls (16 steps each) after "
-            "the first, wall time; CPU ms/step the same of the process's "
-            "CPU time (user + system, all threads), which a busy shared "
-            "machine inflates less. After fit: `train`'s validation pass "
-            "of the restored weights, the test pass and the saving.",
-            "",
-            *batched_evaluation(results),
-            "",
-            "![seconds and peak RSS per stage](large_catalogue.png)",
-        ]
-    )
-
-
 # ------------------------------------------------------------ main
 
 
@@ -828,7 +472,12 @@ def main(argv: list[str] | None = None) -> int:
             head: run_head(head, args, prepared) for head in args.heads
         }
     command = common.command_line("large_catalogue", argv)
-    text = report(results, args, command)
+    text = report(
+        results,
+        args,
+        command,
+        [*TRAIN_FLAGS, *common.optimizer_flags(args.optimizer)],
+    )
     common.write_report(
         common.report_stem(args.report_dir, "large_catalogue"),
         text,

@@ -1,4 +1,5 @@
-"""benchmarks.large_catalogue: the random file, the options, the report."""
+"""benchmarks.large_catalogue: the random file, the options; its report
+(benchmarks.large_catalogue_report)."""
 
 import argparse
 import json
@@ -8,9 +9,14 @@ import sys
 import numpy as np
 import pytest
 
-from benchmarks import common, large_catalogue
+from benchmarks import (
+    common,
+    large_catalogue,
+    large_catalogue_data,
+    large_catalogue_report,
+)
 
-GB = large_catalogue.GB
+GB = large_catalogue_report.GB
 
 
 def parse(*argv):
@@ -19,36 +25,36 @@ def parse(*argv):
 
 def test_user_lengths_sum_to_the_interactions_with_a_minimum():
     rng = np.random.default_rng(0)
-    lengths = large_catalogue.user_lengths(rng, 3_000, 100)
+    lengths = large_catalogue_data.user_lengths(rng, 3_000, 100)
     assert lengths.sum() == 3_000 and len(lengths) == 100
-    assert lengths.min() >= large_catalogue.MIN_LENGTH
-    exact = large_catalogue.user_lengths(rng, 500, 100)
-    assert (exact == large_catalogue.MIN_LENGTH).all()
+    assert lengths.min() >= large_catalogue_data.MIN_LENGTH
+    exact = large_catalogue_data.user_lengths(rng, 500, 100)
+    assert (exact == large_catalogue_data.MIN_LENGTH).all()
     with pytest.raises(ValueError, match="interactions=499, users=100"):
-        large_catalogue.user_lengths(rng, 499, 100)
+        large_catalogue_data.user_lengths(rng, 499, 100)
 
 
 def test_item_pool_holds_every_item_and_a_zipf_head():
     rng = np.random.default_rng(1)
-    pool = large_catalogue.item_pool(rng, 20_000, 2_000)
+    pool = large_catalogue_data.item_pool(rng, 20_000, 2_000)
     assert len(pool) == 20_000 and pool.dtype == np.int32
     counts = np.bincount(pool, minlength=2_001)
     assert counts[0] == 0 and (counts[1:] >= 1).all()
     # Zipf: the most popular item is far above the mean (10 per item).
     assert counts.max() > 100
     # Fewer draws than items: distinct items, as many as drawn.
-    small = large_catalogue.item_pool(rng, 50, 2_000)
+    small = large_catalogue_data.item_pool(rng, 50, 2_000)
     assert len(np.unique(small)) == 50
 
 
 def test_repeats_copy_one_of_the_users_last_items():
     rng = np.random.default_rng(2)
-    lengths = large_catalogue.user_lengths(rng, 40_000, 1_000)
+    lengths = large_catalogue_data.user_lengths(rng, 40_000, 1_000)
     starts = np.cumsum(lengths) - lengths
-    window = large_catalogue.REPEAT_WINDOW
+    window = large_catalogue_data.REPEAT_WINDOW
 
     def repeat_share(probability):
-        items = large_catalogue.item_sequences(
+        items = large_catalogue_data.item_sequences(
             rng, lengths, 100_000, probability
         )
         repeated = []
@@ -67,7 +73,7 @@ def test_repeats_copy_one_of_the_users_last_items():
 
 def test_the_file_is_a_udata_log_user_after_user(tmp_path):
     path = str(tmp_path / "x.udata")
-    counts = large_catalogue.write_interactions(
+    counts = large_catalogue_data.write_interactions(
         path, 3_000, 200, 500, 0.2, seed=3
     )
     assert not (tmp_path / "x.udata.part").exists()
@@ -86,10 +92,10 @@ def test_the_file_is_a_udata_log_user_after_user(tmp_path):
     assert (np.diff(users) >= 0).all()
     assert np.unique(users).tolist() == list(range(1, 201))
     same = np.diff(users) == 0
-    assert (np.diff(stamps)[same] == large_catalogue.GAP_SECONDS).all()
-    assert np.bincount(users)[1:].min() >= large_catalogue.MIN_LENGTH
+    assert (np.diff(stamps)[same] == large_catalogue_data.GAP_SECONDS).all()
+    assert np.bincount(users)[1:].min() >= large_catalogue_data.MIN_LENGTH
     again = str(tmp_path / "y.udata")
-    large_catalogue.write_interactions(again, 3_000, 200, 500, 0.2, seed=3)
+    large_catalogue_data.write_interactions(again, 3_000, 200, 500, 0.2, seed=3)
     assert open(path).read() == open(again).read()
 
 
@@ -201,8 +207,14 @@ def test_the_report_tables_and_the_batched_evaluation_check(tmp_path):
     results = fake_results()
     args = parse("--report-dir", str(tmp_path), "--train-steps", "480")
     command = common.command_line("large_catalogue", [])
-    text = large_catalogue.report(results, args, command)
+    flags = [*large_catalogue.TRAIN_FLAGS, *common.optimizer_flags("adagrad")]
+    text = large_catalogue_report.report(results, args, command, flags)
     assert text.startswith("Command: `python -m benchmarks.large_catalogue`")
+    assert (
+        "Training: `tfrec-tricks train --prepared DIR --objective sampled "
+        "--embedding-dim 32 --epochs 1 --optimizer adagrad --learning-rate "
+        "0.1 --head H`" in text
+    )
     assert "stopped after 480 steps" in text
     assert "| generate | 30 | 20 | 0.70 | 3,000,000 interactions" in text
     assert "| prepare | 60 | 20 | 1.20 | N = 1,000,001" in text
@@ -224,7 +236,7 @@ def test_the_report_tables_and_the_batched_evaluation_check(tmp_path):
         str(tmp_path / "large_catalogue"),
         text,
         results,
-        chart=lambda path: large_catalogue.plot(results, path),
+        chart=lambda path: large_catalogue_report.plot(results, path),
     )
     assert (tmp_path / "large_catalogue.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads(open(paths["json"]).read())["num_items"] == 1_000_001
@@ -233,7 +245,7 @@ def test_the_report_tables_and_the_batched_evaluation_check(tmp_path):
 def test_a_peak_near_the_full_matrix_is_not_called_batched():
     results = fake_results()
     results["heads"]["cpr"]["train"]["peak_rss"] = 100 * GB
-    (line,) = large_catalogue.batched_evaluation(results)
+    (line,) = large_catalogue_report.batched_evaluation(results)
     assert line.endswith("NOT clearly batched (peak above a tenth of it).")
 
 
