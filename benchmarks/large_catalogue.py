@@ -46,7 +46,6 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-
 from benchmarks import common  # noqa: E402
 from benchmarks.large_catalogue_data import (  # noqa: E402
     MIN_LENGTH,
