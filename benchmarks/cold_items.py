@@ -67,7 +67,6 @@ reused, so an interrupted benchmark resumes where it stopped.
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -161,15 +160,6 @@ def run_config(args: argparse.Namespace, paths: dict, seed: int) -> TrainConfig:
     )
 
 
-def summarise(values: list[float]) -> dict:
-    return {
-        "mean": statistics.fmean(values),
-        "min": min(values),
-        "max": max(values),
-        "values": values,
-    }
-
-
 def cold_metrics(
     ranks: np.ndarray,
     targets: np.ndarray,
@@ -240,21 +230,21 @@ def model_results(runs: list[dict]) -> dict:
             r["metrics"]["test_by_target"]["cold"].get(metric) for r in runs
         ]
         rescored = [r["rescored"][metric] for r in runs]
-        out[f"cold {metric}"] = summarise(
+        out[f"cold {metric}"] = common.summarise(
             rescored if None in official else official
         )
-    out["cold median rank"] = summarise(
+    out["cold median rank"] = common.summarise(
         [r["rescored"]["median rank"] for r in runs]
     )
     out["rescored ndcg@10"] = [r["rescored"]["ndcg@10"] for r in runs]
     tied = "ndcg@10 ties at random"
     out[MODEL_NEW_FIRST] = {
-        name: summarise([r["cold first"][name] for r in runs])
+        name: common.summarise([r["cold first"][name] for r in runs])
         for name in (*METRICS, "median rank", tied)
     }
-    out[f"cold {tied}"] = summarise([r["rescored"][tied] for r in runs])
+    out[f"cold {tied}"] = common.summarise([r["rescored"][tied] for r in runs])
     for metric in ("ndcg@10", "hr@10"):
-        out[f"test {metric}"] = summarise(
+        out[f"test {metric}"] = common.summarise(
             [r["metrics"]["test"][metric] for r in runs]
         )
     out["cold share"] = runs[0]["metrics"]["test_by_target"]["cold"]["share"]

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -437,6 +438,21 @@ def carried_over(recorded: tuple | None, config, who: str) -> dict | None:
         file=sys.stderr,
     )
     return None
+
+
+def summarise(values: list[float]) -> dict:
+    """A metric over seeds: its mean, range and values, as the reports
+    give it (``mean [min, max]``).
+
+    >>> summarise([2.0, 1.0, 6.0])
+    {'mean': 3.0, 'min': 1.0, 'max': 6.0, 'values': [2.0, 1.0, 6.0]}
+    """
+    return {
+        "mean": statistics.fmean(values),
+        "min": min(values),
+        "max": max(values),
+        "values": values,
+    }
 
 
 def report_stem(

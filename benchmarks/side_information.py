@@ -138,21 +138,12 @@ def seed_metrics(
     return train(config, verbose=2).metrics, False
 
 
-def summarise(values: list) -> dict:
-    return {
-        "mean": statistics.fmean(values),
-        "min": min(values),
-        "max": max(values),
-        "values": values,
-    }
-
-
 def variant_results(results: list[dict]) -> dict:
     """Means and ranges of one variant's runs (seen items excluded)."""
     out = {}
     for split in ("validation", "test"):
         for metric in METRICS:
-            out[f"{split} {metric}"] = summarise(
+            out[f"{split} {metric}"] = common.summarise(
                 [r[f"{split}_seen_excluded"][metric] for r in results]
             )
     out["seconds per epoch"] = statistics.median(
@@ -177,7 +168,7 @@ def popularity_results(results: list[dict]) -> dict:
         if all("ndcg@10" in part for part in parts):
             out[name] = {
                 "share": statistics.fmean(p["share"] for p in parts),
-                **summarise([p["ndcg@10"] for p in parts]),
+                **common.summarise([p["ndcg@10"] for p in parts]),
             }
     return out
 
