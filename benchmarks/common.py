@@ -455,6 +455,18 @@ def summarise(values: list[float]) -> dict:
     }
 
 
+def signed_percent(change: float) -> str:
+    """A relative change as the reports print it: signed, one decimal.
+    A change that rounds to zero prints unsigned, so -0.02% does not
+    read as a loss.
+
+    >>> signed_percent(0.0234), signed_percent(-0.016), signed_percent(-0.0002)
+    ('+2.3%', '-1.6%', '0.0%')
+    """
+    text = f"{change:+.1%}"
+    return "0.0%" if text in ("+0.0%", "-0.0%") else text
+
+
 def report_stem(
     directory: str, kind: str, *parts: str, split: str = DEFAULT_SPLIT
 ) -> str:

@@ -193,7 +193,7 @@ def report_text(args, numbers: dict, command: str) -> str:
         hr = row["test hr@10"]
         change = test["mean"] / base["test ndcg@10"]["mean"] - 1
         # id-only is what the changes are against: its cell stays empty.
-        change_cell = "" if name == "id-only" else f"{change:+.1%}"
+        change_cell = "" if name == "id-only" else common.signed_percent(change)
         ratio = row["seconds per epoch"] / base["seconds per epoch"]
         lines.append(
             f"| {name} | {val['mean']:.4f} [{val['min']:.4f}, "
@@ -247,7 +247,10 @@ def paired_table(numbers: dict) -> list[str]:
         for changes in by_split:
             ahead = sum(change > 0 for change in changes.values())
             cells += [
-                ", ".join(f"{s}: {c:+.1%}" for s, c in changes.items()),
+                ", ".join(
+                    f"{s}: {common.signed_percent(c)}"
+                    for s, c in changes.items()
+                ),
                 f"{ahead}/{len(changes)}",
             ]
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -330,7 +333,9 @@ def popularity_table(numbers: dict) -> list[str]:
                 cells.append(f"{part['mean']:.4f}")
             else:
                 change = part["mean"] / reference["mean"] - 1
-                cells.append(f"{part['mean']:.4f} ({change:+.1%})")
+                cells.append(
+                    f"{part['mean']:.4f} ({common.signed_percent(change)})"
+                )
         lines.append(
             f"| {group} | {reference['share']:.1%} | "
             + " | ".join(cells)

@@ -109,7 +109,7 @@ def test_the_report_splits_test_ndcg_by_target_popularity(tmp_path):
     args = side_information.build_parser().parse_args([])
     text = side_information.report_text(args, numbers, "python -m x")
     assert "| 1-9 | 25.0% | 0.0200 | 0.0400 (+100.0%) |" in text
-    assert "| 10+ | 75.0% | 0.1200 | 0.1200 (+0.0%) |" in text
+    assert "| 10+ | 75.0% | 0.1200 | 0.1200 (0.0%) |" in text
     # Against an id-only group of NDCG 0, no ratio: the values alone.
     numbers["id-only"]["test ndcg@10 by popularity"]["1-9"]["mean"] = 0.0
     text = side_information.report_text(args, numbers, "python -m x")
