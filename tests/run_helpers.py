@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -49,8 +50,18 @@ def cluster_env(workers: int) -> list[dict]:
     ]
 
 
+def _signals_at_default() -> None:
+    # A test runner started in the background (`cmd &` in a script) passes
+    # SIGINT on ignored, one started with nohup SIGHUP; the CLI leaves an
+    # ignored signal ignored, as programs do. The child starts as a
+    # terminal's foreground job would, so the signal tests test the CLI.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def start_cli(*args, cwd=None, env=None) -> subprocess.Popen:
-    """Starts ``tfrec-tricks ARGS`` in a fresh process, output to a pipe."""
+    """Starts ``tfrec-tricks ARGS`` in a fresh process, output to a pipe,
+    SIGINT, SIGTERM and SIGHUP at their defaults."""
     return subprocess.Popen(
         [sys.executable, "-m", "tfrec_tricks.cli", *args],
         stdout=subprocess.PIPE,
@@ -58,6 +69,7 @@ def start_cli(*args, cwd=None, env=None) -> subprocess.Popen:
         text=True,
         cwd=cwd,
         env={**os.environ, **(env or {})},
+        preexec_fn=_signals_at_default,
     )
 
 

@@ -22,7 +22,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from tests.run_helpers import TINY_FLAGS, snapshot
+from tests.run_helpers import TINY_FLAGS, snapshot, start_cli
 from tfrec_tricks import cli
 from tfrec_tricks.errors import NO_SPACE, NOT_WRITABLE, write_failure
 
@@ -275,25 +275,6 @@ def test_tune_trial_on_a_full_disk_resumes(tmp_path, monkeypatch, capsys):
     assert "| 1 | COMPLETED |" in trials, trials
 
 
-def _start(*args, cwd):
-    """``tfrec-tricks ARGS`` in a subprocess, SIGTERM and SIGHUP at their
-    defaults (a test runner started with ``nohup`` would pass SIGHUP on
-    ignored, and the CLI leaves an ignored signal ignored)."""
-
-    def defaults():
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-    return subprocess.Popen(
-        [sys.executable, "-m", "tfrec_tricks.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=cwd,
-        preexec_fn=defaults,
-    )
-
-
 def _signal_after(process, signum, epochs=2):
     """Sends ``signum`` once ``process`` starts its ``epochs``-th epoch
     (the one before is saved); returns its exit code and output."""
@@ -313,13 +294,13 @@ def test_sigterm_and_sighup_end_a_run_that_resumes(tmp_path):
     # Enough epochs that the run is still training when the signal comes.
     args = ["train", *TINY_FLAGS, "--epochs", "30", "--patience", "30"]
     args += ["--output-dir", "runs", "--name", "run"]
-    code, output = _signal_after(_start(*args, cwd=tmp_path), signal.SIGTERM)
+    code, output = _signal_after(start_cli(*args, cwd=tmp_path), signal.SIGTERM)
     assert code == 143, output[-2000:]
     assert "terminated. Run the same command again to resume" in output
     assert "Traceback" not in output
     assert _leftovers(tmp_path) == []
 
-    code, output = _signal_after(_start(*args, cwd=tmp_path), signal.SIGHUP)
+    code, output = _signal_after(start_cli(*args, cwd=tmp_path), signal.SIGHUP)
     assert code == 129, output[-2000:]
     assert RESUMED in output
     assert "hung up. Run the same command again to resume" in output
