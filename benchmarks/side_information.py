@@ -72,10 +72,16 @@ def variant_config(
 ) -> TrainConfig:
     """One variant's ``TrainConfig`` at one seed."""
     model = dict(base.model)
+    item_features = base.item_features
     if variant != "id-only":
         model.update(VARIANTS[variant], features=list(features))
+    else:
+        # Ids only: the .item file is not read (its rows would add cold
+        # items; the benchmarks' data has none, so the catalogue is one).
+        item_features = None
     return dataclasses.replace(
         base,
+        item_features=item_features,
         seed=seed,
         name=f"{base.run_name}-{variant}-seed{seed}",
         model=model,
@@ -98,13 +104,29 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     # Runs of another recipe or encoder on the same data keep apart.
     setting = args.recipe or model.get("encoder") or "gru4rec"
     return TrainConfig(
-        name=f"{args.data.replace(':', '-').replace('/', '-')}-{setting}",
+        name=f"{data_label(args)}-{setting}",
         data=args.data,
         data_path=args.data_path,
+        item_features=args.item_features,
         output_dir=args.output_dir,
         model=model,
         **train_options,
     )
+
+
+def data_label(args: argparse.Namespace) -> str:
+    """The data's name in run and report names: ``--data``, or the stem
+    of ``--data-path`` for ``--data file`` (``sports`` of
+    ``amazon-sports/sports.inter``).
+
+    >>> data_label(argparse.Namespace(data="tfds:movielens/100k-ratings"))
+    'tfds-movielens-100k-ratings'
+    >>> data_label(argparse.Namespace(data="file", data_path="a/sports.inter"))
+    'sports'
+    """
+    if args.data == "file":
+        return os.path.splitext(os.path.basename(args.data_path))[0]
+    return args.data.replace(":", "-").replace("/", "-")
 
 
 def recorded_runs(path: str) -> dict:
@@ -177,7 +199,7 @@ def report_text(args, numbers: dict, command: str) -> str:
     """The markdown table of every variant against id-only."""
     base = numbers["id-only"]
     lines = [
-        f"# Side information on {args.data} ({numbers['encoder']})",
+        f"# Side information on {data_label(args)} ({numbers['encoder']})",
         "",
         f"Item features {', '.join(args.features)}; seeds "
         f"{', '.join(map(str, args.seeds))}; full ranking, seen items "
@@ -403,6 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", default="ml-100k", help="dataset name")
     common.add_data_path_option(parser)
     parser.add_argument(
+        "--item-features",
+        metavar="FILE",
+        help="the items' attributes (a RecBole .item file), e.g. "
+        "../shared/data/amazon-sports/sports.item with --data file "
+        "--data-path ../shared/data/amazon-sports/sports.inter",
+    )
+    parser.add_argument(
         "--recipe", choices=sorted(RECIPES), help="a named recipe's settings"
     )
     parser.add_argument(
@@ -441,10 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     base = base_config(args)
     encoder = base.model.value("encoder")
     stem = common.report_stem(
-        args.report_dir, "side_information", args.data, encoder
+        args.report_dir, "side_information", data_label(args), encoder
     )
     record = recorded_runs(stem + ".json")
-    numbers = {"data": args.data, "encoder": encoder, "variants": {}}
+    numbers = {"data": data_label(args), "encoder": encoder, "variants": {}}
     for variant in args.variants:
         runs, results = {}, []
         for seed in args.seeds:

@@ -239,3 +239,22 @@ def test_the_id_only_row_leaves_its_change_empty():
         in (text)
     )
     assert "+0.0%" not in text
+
+
+def test_a_data_file_with_an_item_file_names_runs_by_the_file():
+    args = side_information.build_parser().parse_args(
+        [
+            "--data", "file",
+            "--data-path", "data/amazon-sports/sports.inter",
+            "--item-features", "data/amazon-sports/sports.item",
+            "--encoder", "sasrec",
+        ]
+    )  # fmt: skip
+    base = side_information.base_config(args)
+    plain = side_information.variant_config(base, "id-only", ["a"], 0)
+    fused = side_information.variant_config(base, "sum", ["a"], 0)
+    assert plain.name == "sports-sasrec-id-only-seed0"
+    # Ids only read no .item file: its rows would add cold items.
+    assert plain.item_features is None
+    assert fused.item_features == "data/amazon-sports/sports.item"
+    assert list(fused.model.value("features")) == ["a"]
