@@ -11,10 +11,14 @@ they compute:
 - the served top-10 of fixed requests, by the index and by the full
   catalogue (``tfrec_tricks.export.ServingModule``), ids and scores.
 
+Two configurations fuse item attributes of every kind (seeded synthetic
+ones, rows of several widths, cold items) with the id embeddings.
+
 Run it before the change (``--save before.npz``) and after (``--compare
 before.npz``): the comparison lists every array that differs, with its
 largest difference, and exits 1 if any does. Every array must be equal
-bit for bit (``np.array_equal``), not merely close.
+bit for bit (``np.array_equal``, NaN equal to NaN: a float attribute's
+"no value"), not merely close.
 
 Usage:
 
@@ -43,6 +47,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import prepare, synthetic  # noqa: E402
+from tfrec_tricks.data.item_feature_file import (  # noqa: E402
+    ItemFeatureTable,
+)
+from tfrec_tricks.data.item_side_information import (  # noqa: E402
+    with_item_features,
+)
 from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.export.serving_module import ServingModule  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
@@ -83,11 +93,49 @@ CONFIGS = {
         "features": ("time_gap",),
     },
 }
+# Models with item attributes (``ModelConfig.item_features``): trained on
+# the data joined with ``_item_table``'s attributes, cold items included.
+ITEM_FEATURE_CONFIGS = {
+    "gru4rec-item-features-sum": {},
+    "sasrec-item-features-concat": {
+        "encoder": "sasrec",
+        "feature_fusion": "concat",
+        "item_id_dropout": 0.2,
+        "sse_seed": 5,
+    },
+}
+CONFIGS.update(ITEM_FEATURE_CONFIGS)
 
 
 def _data():
     source = synthetic.generate(num_users=60, num_items=40, num_clusters=4)
     return prepare(source.interactions, max_len=MAX_LEN)
+
+
+def _item_table(data) -> ItemFeatureTable:
+    """Seeded attributes of every kind: lists of 0 to 6 genres (one item
+    with 30), a brand, a price and 0 to 3 sizes; rows for 3 items without
+    interactions (cold items) and none for 2 catalogue items."""
+    rng = np.random.default_rng(1)
+    items = [*data.vocabulary.items[3:], "new-1", "new-2", "new-3"]
+    rows = {}
+    for k, item in enumerate(items):
+        genres = rng.integers(0, 12, 30 if k == 5 else rng.integers(0, 7))
+        sizes = rng.normal(40.0, 4.0, rng.integers(0, 4))
+        rows[item] = {
+            "genres": tuple(f"g{g}" for g in genres),
+            "brand": f"b{rng.integers(0, 5)}",
+            "price": float(rng.lognormal(3.0, 1.0)),
+            "sizes": tuple(float(s) for s in sizes),
+        }
+        rows[item] = {key: v for key, v in rows[item].items() if v != ()}
+    kinds = {
+        "genres": "token_seq",
+        "brand": "token",
+        "price": "float",
+        "sizes": "float_seq",
+    }
+    return ItemFeatureTable(kinds, rows, "synthetic.item")
 
 
 def _requests(data) -> tf.Tensor:
@@ -102,8 +150,12 @@ def _requests(data) -> tf.Tensor:
 
 def run_config(name: str, data) -> dict:
     """The arrays one configuration computes (see the module docstring)."""
+    if name in ITEM_FEATURE_CONFIGS:
+        data = with_item_features(data, _item_table(data))
     tf.keras.utils.set_random_seed(0)
     overrides = dict(CONFIGS[name])
+    if name in ITEM_FEATURE_CONFIGS:
+        overrides["item_features"] = tuple(data.item_features.spec_dicts())
     config = ModelConfig(
         num_items=data.num_items,
         max_len=MAX_LEN,
@@ -176,7 +228,7 @@ def compare(path: str, names: list[str] | None = None) -> list[str]:
             lines.append(
                 f"{key}: {old.dtype}{old.shape} -> {new.dtype}{new.shape}"
             )
-        elif not np.array_equal(old, new):
+        elif not np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"):
             if old.dtype.kind in "fc":
                 gap = float(np.nanmax(np.abs(old - new)))
                 lines.append(f"{key}: differs (largest difference {gap:.3g})")
