@@ -118,8 +118,8 @@ DEFAULTS = {
     "repeat_headroom": ([], {**TRAINING_RUNS, "seed": 0, "folds": 2}),
     "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
     "side_information": ([], {
-        "data": "ml-100k", "data_path": None, "recipe": None,
-        "encoder": None, "features": ["genres", "year"],
+        "data": "ml-100k", "data_path": None, "item_features": None,
+        "recipe": None, "encoder": None, "features": ["genres", "year"],
         "variants": ["id-only", "concat", "sum"], "seeds": [0, 1, 2],
         "train_windows": False, "report_only": False, "epochs": 100,
         "patience": 5, "output_dir": "runs/benchmarks",
