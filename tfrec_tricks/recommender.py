@@ -40,6 +40,7 @@ from tfrec_tricks.atomic_files import (  # noqa: E402
 from tfrec_tricks.data.datasets import SOURCES, resolved_path  # noqa: E402
 from tfrec_tricks.errors import OutputError, writes_named  # noqa: E402
 from tfrec_tricks.export import export_for_serving  # noqa: E402
+from tfrec_tricks.export.model_identity import ModelIdentity  # noqa: E402
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
 from tfrec_tricks.recommendation import recommend_frame  # noqa: E402
@@ -140,6 +141,9 @@ class Recommender:
         self._config = _train_config({**self.options, **given})
         self.run_dir: str | None = None
         self._model = None
+        # The identity of the run's model when _model was read: export
+        # refuses the run once it holds another (retrained elsewhere).
+        self._identity: ModelIdentity | None = None
         self._temporary: tempfile.TemporaryDirectory | None = None
 
     def __repr__(self) -> str:
@@ -206,6 +210,9 @@ class Recommender:
         result = train(config, verbose=verbose, overwrite=overwrite)
         self._temporary = temporary
         self.run_dir, self._model = result.run_dir, result.model
+        self._identity = ModelIdentity.of_run(
+            result.run_dir, read_run_file(result.run_dir)
+        )
         return self
 
     def recommend(
@@ -272,7 +279,10 @@ class Recommender:
     def model(self) -> Any:
         """The trained ``SequentialRetrievalModel`` (a Keras model)."""
         if self._model is None:
-            self._model = load_model(self._fitted_run())
+            run_dir = self._fitted_run()
+            run = check_finished_run(run_dir)
+            self._model = load_model(run_dir)
+            self._identity = ModelIdentity.of_run(run_dir, run)
         return self._model
 
     def save(self, directory: str, overwrite: bool = False) -> str:
@@ -367,24 +377,40 @@ class Recommender:
         Returns:
             The path of the SavedModel version folder.
 
+        The version records the model it holds (``export.model_identity``),
+        which ``tfrec-tricks recommend --engine beam --saved-model``
+        checks.
+
         Raises:
             ValueError: not fitted, a bad name, ``k`` above the catalogue,
-                or an existing version.
+                an existing version, or a run that holds another model
+                than this ``Recommender``'s (retrained since, by another
+                ``fit`` or ``tfrec-tricks train --overwrite``).
         """
         run_dir = self._fitted_run()
-        check_finished_run(run_dir)
+        identity = ModelIdentity.of_run(run_dir, check_finished_run(run_dir))
+        model = self.model
+        if self._identity.sha256 != identity.sha256:
+            raise ValueError(
+                f"{run_dir} now holds another model than this Recommender's "
+                f"({identity.facts()}): it was retrained since. "
+                "Recommender.load(run_dir) exports the run's model, fit "
+                "trains this one's again. Received: this Recommender's "
+                f"{self._identity.describe()}"
+            )
         name = name or os.path.basename(os.path.normpath(run_dir))
         model_dir = os.path.join(base_path, name)
         vocabulary = os.path.join(run_dir, "vocabulary.json")
         with writes_named(base_path):
             return export_for_serving(
-                self.model,
+                model,
                 model_dir,
                 vocabulary,
                 version=version,
                 k=k,
                 scoring=scoring,
                 inputs=(run_dir,),
+                identity=identity,
             )
 
     def _fitted_run(self) -> str:

@@ -5,6 +5,7 @@ dataset; a folder of shards published whole, nothing left by an error,
 an existing output refused."""
 
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -92,11 +93,18 @@ def run(tmp_path_factory):
 def saved_model(run, tmp_path_factory):
     """The run exported as `tfrec-tricks export` exports it, k=8."""
     from tfrec_tricks.export import export_for_serving
+    from tfrec_tricks.export.model_identity import ModelIdentity
     from tfrec_tricks.training.persistence import load_model
+    from tfrec_tricks.training.run_directory import check_finished_run
 
     root = tmp_path_factory.mktemp("served")
+    identity = ModelIdentity.of_run(run, check_finished_run(run))
     return export_for_serving(
-        load_model(run), str(root / "tiny"), vocabulary(run), k=8
+        load_model(run),
+        str(root / "tiny"),
+        vocabulary(run),
+        k=8,
+        identity=identity,
     )
 
 
@@ -302,19 +310,27 @@ def test_a_folder_of_shards_published_whole(run, saved_model, tmp_path):
 
 @pytest.mark.slow
 def test_refusals_come_before_anything_is_written(run, saved_model, tmp_path):
+    from tfrec_tricks.export.model_identity import IDENTITY_FILE
+
     job = RecommendationJob(run, RecommendationOptions(k=9))
+    # The export as an older tfrec-tricks wrote it: no record of its model.
+    unrecorded = str(tmp_path / "old" / "1")
+    shutil.copytree(saved_model, unrecorded)
+    os.remove(os.path.join(unrecorded, IDENTITY_FILE))
+    before = snapshot(tmp_path)
     output = str(tmp_path / "recs.csv")
     cases = [
         (dict(file_format="xml"), "must be one of"),
         (dict(num_shards=0), "Received: num_shards=0"),
         (dict(saved_model=saved_model), "returns at most 8 items"),
         (dict(saved_model=run), "is not a SavedModel folder"),
+        (dict(saved_model=unrecorded), "does not say which model it was"),
     ]
     for change, fragment in cases:
         arguments = {"file_format": "csv", **change}
         with pytest.raises(ValueError, match=fragment):
             recommend_with_beam(job, output, **arguments)
-    assert list(tmp_path.iterdir()) == []
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import tensorflow as tf
 
+from tfrec_tricks.export.model_identity import ModelIdentity
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.recommendation import beam_model_handler, local_engine
 from tfrec_tricks.recommendation.beam_model_handler import (
@@ -28,6 +29,8 @@ from tfrec_tricks.recommendation.local_engine import ListFilters, LocalEngine
 ITEMS = ["[PAD]"] + [f"i{i}" for i in range(1, 13)]
 MAX_LEN = 4
 K = 5
+# The model the export records (a model of no run: an identity made up).
+IDENTITY = ModelIdentity("a" * 64, "/runs/m", seed=3)
 # Raw user -> contiguous item ids: an empty history, one with an item the
 # catalogue lacks (0), one longer than max_len, one that has seen most.
 HISTORIES = {
@@ -82,7 +85,12 @@ def exported(engine, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("served")
     return export_for_serving(
-        engine.module.model, str(root / "m"), ITEMS, k=K + 1, warmup=False
+        engine.module.model,
+        str(root / "m"),
+        ITEMS,
+        k=K + 1,
+        warmup=False,
+        identity=IDENTITY,
     )
 
 
@@ -180,7 +188,7 @@ def test_the_savedmodel_gives_its_catalogue_features_and_k(exported):
     assert info.items == ITEMS
     assert info.feature_names == ("time_gap",)
     assert info.k == K + 1
-    check_saved_model(exported, ITEMS, ["time_gap"], K + 1)
+    check_saved_model(exported, ITEMS, ["time_gap"], K + 1, IDENTITY)
 
 
 @pytest.mark.slow
@@ -194,9 +202,15 @@ def test_exports_that_cannot_give_the_runs_lists_are_refused(
         (dict(items=ITEMS[:-1]), "another catalogue", "11 items"),
         (dict(features=[]), "other features", "Received: ['time_gap']"),
         (dict(k=K + 2), "returns at most 6 items", f"--k {K + 2} or more"),
+        (dict(identity=ModelIdentity("b" * 64, "/runs/m", seed=4)),
+         "exported from another model than the run's \\(/runs/m: seed 4",
+         "Received: an export of the model trained in /runs/m (seed 3, "
+         "weights aaaaaaaaaaaa)"),
     ]  # fmt: skip
     for change, reason, received in cases:
-        arguments = dict(items=ITEMS, features=["time_gap"], k=K)
+        arguments = dict(
+            items=ITEMS, features=["time_gap"], k=K, identity=IDENTITY
+        )
         arguments.update(change)
         with pytest.raises(ValueError, match=reason) as error:
             check_saved_model(
@@ -204,6 +218,7 @@ def test_exports_that_cannot_give_the_runs_lists_are_refused(
                 arguments["items"],
                 arguments["features"],
                 arguments["k"],
+                arguments["identity"],
             )
         assert received in str(error.value)
     # A SavedModel that is no tfrec-tricks export.
@@ -214,6 +229,6 @@ def test_exports_that_cannot_give_the_runs_lists_are_refused(
     )
     tf.saved_model.save(module, plain, signatures={"serving_default": module.f})
     with pytest.raises(ValueError, match="is not a tfrec-tricks export") as e:
-        check_saved_model(plain, ITEMS, ["time_gap"], K)
+        check_saved_model(plain, ITEMS, ["time_gap"], K, IDENTITY)
     assert "Received: signatures ['serving_default']" in str(e.value)
     assert os.path.isdir(plain)

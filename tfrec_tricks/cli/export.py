@@ -112,12 +112,16 @@ def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.training.run_directory import check_finished_run
 
     # The run must be finished and whole before anything is loaded.
-    check_finished_run(args.run_dir)
+    run_record = check_finished_run(args.run_dir)
 
     from tfrec_tricks.errors import writes_named
     from tfrec_tricks.export import export_for_serving
+    from tfrec_tricks.export.model_identity import ModelIdentity
     from tfrec_tricks.training.persistence import load_model
 
+    # The version records the model it holds: recommend --saved-model
+    # refuses it once the run holds another.
+    identity = ModelIdentity.of_run(args.run_dir, run_record)
     vocabulary = os.path.join(args.run_dir, "vocabulary.json")
     model = load_model(args.run_dir)
     inputs = (args.run_dir,)
@@ -128,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
         model, vocabulary = extended.model, extended.items
         inputs += (args.add_items,)
         added = _added_summary(extended, args.add_items)
+        identity = identity.with_added_items(
+            args.add_items, len(extended.added)
+        )
     # --base-path holds all it writes: the version, models.config and the
     # request example.
     with writes_named(args.base_path):
@@ -139,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             k=args.k,
             scoring=args.scoring,
             inputs=inputs,
+            identity=identity,
         )
     root = os.path.abspath(args.base_path)
     print(

@@ -18,6 +18,7 @@ from tfrec_tricks.atomic_files import (
     write_text_atomic,
 )
 from tfrec_tricks.errors import OutputError
+from tfrec_tricks.export.model_identity import ModelIdentity, write_identity
 from tfrec_tricks.export.models_config import (
     check_model_name,
     read_models_config,
@@ -172,6 +173,7 @@ def export_for_serving(
     server_base_path: str | None = None,
     warmup: bool = True,
     inputs: tuple[str, ...] = (),
+    identity: ModelIdentity | None = None,
 ) -> str:
     """Writes ``<base_path>/<version>/``, a SavedModel TF Serving loads.
 
@@ -202,7 +204,9 @@ def export_for_serving(
     rank 2) fails with INVALID_ARGUMENT naming the inputs and shapes.
 
     Also written: ``<version>/assets.extra/tf_serving_warmup_requests``;
-    next to ``base_path``, the model's entry in ``models.config`` (added
+    with ``identity``, ``<version>/assets.extra/tfrec_tricks_model.json``
+    (``model_identity``), which ``recommend --saved-model`` checks; next
+    to ``base_path``, the model's entry in ``models.config`` (added
     or updated), ``<name>.request.json`` and
     ``<name>.filtered_request.json``, REST requests (``instances``
     format) for ``serving_default`` and ``recommend_filtered``.
@@ -226,6 +230,10 @@ def export_for_serving(
         warmup: bool. Write the warmup records. Defaults to True.
         inputs: paths the export reads (the run directory): ``base_path``
             may not be, contain or lie inside one. Defaults to none.
+        identity: ``ModelIdentity`` or None. The trained model ``model``
+            is (``ModelIdentity.of_run``), recorded in the version; None
+            records none (a model of no run: no consumer accepts the
+            export as a run's). Defaults to None.
 
     Returns:
         str, the path of the written version folder.
@@ -272,6 +280,11 @@ def export_for_serving(
     # k above the catalogue would serve padding or repeats: refused before
     # anything (a lock, a folder) is written.
     check_k(k, model.config.num_items)
+    if identity is not None and not isinstance(identity, ModelIdentity):
+        raise ValueError(
+            "`identity` must be a ModelIdentity (ModelIdentity.of_run) or "
+            f"None. Received: identity={identity!r}"
+        )
     root = os.path.dirname(base_path) or "."
     check_target(base_path, MODEL_VERSIONS, inputs)
     if os.path.lexists(root) and not os.path.isdir(root):
@@ -286,7 +299,7 @@ def export_for_serving(
     ):
         return _export(
             model, base_path, name, vocabulary, version, k, scoring,
-            server_base_path, warmup,
+            server_base_path, warmup, identity,
         )  # fmt: skip
 
 
@@ -300,6 +313,7 @@ def _export(
     scoring: str,
     server_base_path: str | None,
     warmup: bool,
+    identity: ModelIdentity | None = None,
 ) -> str:
     root = os.path.dirname(base_path) or "."
     config_path = os.path.join(root, MODELS_CONFIG)
@@ -332,6 +346,8 @@ def _export(
             write_warmup_requests(
                 staging, name, _warmup_requests(module, items)
             )
+        if identity is not None:
+            write_identity(staging, identity.record())
 
     # A failed export (a full disk, Ctrl-C) leaves no folder it made: the
     # model's folder of versions goes too when this export created it.

@@ -7,7 +7,8 @@ ranks, items, and scores within float32 rounding) with Apache Beam:
 
 1. the model: the run exported (``export_for_serving``) into a temporary
    folder, or ``saved_model``, an exported version folder (checked
-   against the run: ``beam_model_handler.check_saved_model``);
+   against the run: made from its model, ``beam_model_handler.
+   check_saved_model``);
 2. the users' whole histories, one ``UserRequest`` each: the job's
    histories in memory (the run's data, or new users' histories) through
    ``beam.Create`` of batches, or, for a run trained on a prepared
@@ -148,7 +149,8 @@ def recommend_with_beam(
     Raises:
         ValueError: a bad ``file_format`` or ``num_shards``, or a
             ``saved_model`` that cannot give the run's lists
-            (``check_saved_model``), before anything is written.
+            (``check_saved_model``: exported from another model than the
+            run's, or of another catalogue), before anything is written.
         OutputError: ``output`` exists, lies inside ``saved_model`` or
             a folder another command owns (``writers.check_output``), or
             is being written (``TargetBusyError``).
@@ -190,7 +192,11 @@ def recommend_with_beam(
     if saved_model is not None:
         engine = job.engine
         check_saved_model(
-            saved_model, engine.items, engine.feature_names, job.k
+            saved_model,
+            engine.items,
+            engine.feature_names,
+            job.k,
+            job.model_identity,
         )
     with (
         target_lock(output, RECOMMENDATION_SHARDS),

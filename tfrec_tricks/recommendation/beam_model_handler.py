@@ -13,8 +13,10 @@ function on one tensor, and it needs ``tensorflow_hub``; a ``ModelHandler``
 subclass is Beam's documented way for other models.
 
 ``check_saved_model`` refuses, before a pipeline runs, a folder that is
-not such an export, or one that serves another catalogue or other
-features than the run's, or shorter lists than asked for.
+not such an export, one exported from another model than the run's (or
+that does not say which: ``export.model_identity``), or one that serves
+another catalogue or other features than the run's, or shorter lists than
+asked for.
 
 Needs Apache Beam: ``pip install "tfrec_tricks[beam]"``.
 
@@ -47,6 +49,10 @@ import numpy as np
 import pandas as pd
 import tensorflow as tf
 
+from tfrec_tricks.export.model_identity import (
+    ModelIdentity,
+    check_exported_model,
+)
 from tfrec_tricks.recommendation.local_engine import (
     ListFilters,
     ServedLists,
@@ -178,7 +184,11 @@ def load_saved_model(path: str) -> tuple[Any, SavedModelInfo]:
 
 
 def check_saved_model(
-    path: str, items: Sequence[str], feature_names: Sequence[str], k: int
+    path: str,
+    items: Sequence[str],
+    feature_names: Sequence[str],
+    k: int,
+    identity: ModelIdentity,
 ) -> None:
     """Refuses an export that cannot give a run's lists.
 
@@ -187,14 +197,19 @@ def check_saved_model(
         items: the run's vocabulary, raw item ids by contiguous id.
         feature_names: the features the run's model reads.
         k: int. The list length asked for.
+        identity: ``ModelIdentity``. The run's model
+            (``ModelIdentity.of_run``): the export must be made from it.
 
     Raises:
-        ValueError: not an export (``load_saved_model``); another
-            catalogue (e.g. an export with ``--add-items``) or other
-            features than the run's; an exported ``k`` below ``k``. Each
-            names what was received.
+        ValueError: not an export (``load_saved_model``); exported from
+            another model than ``identity``, or without a record of its
+            model (``model_identity.check_exported_model``, naming both);
+            another catalogue (e.g. an export with ``--add-items``) or
+            other features than the run's; an exported ``k`` below ``k``.
+            Each names what was received.
     """
     _, info = load_saved_model(path)
+    check_exported_model(path, identity)
     items = [str(item) for item in items]
     if info.items != items:
         first = next(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.export.model_identity import ModelIdentity
 from tfrec_tricks.export.serving_module import check_k
 from tfrec_tricks.recommendation.history_frames import frame_sequences
 from tfrec_tricks.recommendation.id_lists import check_known
@@ -95,6 +96,9 @@ class RecommendationJob:
         num_users: int. The users the job ranks.
         histories: the ``UserHistories`` ranked.
         engine: the ``LocalEngine``.
+        model_identity: the ``ModelIdentity`` of the run's model, which
+            an export the job ranks with must hold
+            (``beam_model_handler.check_saved_model``).
 
     Raises:
         ValueError: (``DataError``, ``RunDirectoryError``) naming what
@@ -105,6 +109,7 @@ class RecommendationJob:
         self.k = _positive_int("k", options.k)
         self.batch_size = _positive_int("batch_size", options.batch_size)
         run = check_finished_run(run_dir)
+        self.model_identity = ModelIdentity.of_run(run_dir, run)
         vocabulary = Vocabulary.load(os.path.join(run_dir, "vocabulary.json"))
         catalogue = [str(item) for item in vocabulary.items]
         check_k(self.k, len(catalogue))
