@@ -57,6 +57,14 @@ attributes): beside the pessimistic numbers (the model's rule) the report
 gives the exact expectation with ties broken at random, for the model's
 rows too.
 
+The report's "new items into the list" section asks what it takes to
+put the new items into a top 10, from the same runs' scores
+(``benchmarks.cold_tradeoff``): a new-item offset added to every cold
+item's score, the largest whose validation warm NDCG@10 stays within 2%
+of the model's own list, and 1 to 3 slots of the list reserved for the
+best cold items; each with its test cold HR@10 and warm cost, and a chart
+of the whole offset curve (``<stem>-lists.png``).
+
 The hold-out and its work files are ``benchmarks.cold_holdout``'s, the
 baselines' scores and ranks ``benchmarks.cold_baselines``'.
 
@@ -89,6 +97,12 @@ from benchmarks.cold_holdout import (  # noqa: E402
     hold_out_label,
     target_counts,
     write_work_files,
+)
+from benchmarks.cold_tradeoff import (  # noqa: E402
+    OFFSET_STEPS,
+    SLOTS,
+    TradeOff,
+    choose_offset,
 )
 from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
     MOVIELENS_METADATA,
@@ -217,6 +231,58 @@ def model_ranks(
     return {key: np.concatenate(parts) for key, parts in out.items()}
 
 
+def score_scale(model, training: TrainingData, config: TrainConfig) -> float:
+    """The standard deviation of the model's scores of real items on its
+    first validation batch (history and padding, at -1e9, left out): the
+    unit of the new-item offsets, since models differ in scale."""
+    batch = next(
+        iter(
+            training.batches(
+                "validation",
+                eval_batch_size(training.num_items),
+                bucket_by_length=config.bucket_by_length,
+            )
+        )
+    )
+    scores = model(batch, training=False).numpy()[:, 1:]
+    return float(np.std(scores[scores > -1e8]))
+
+
+def trade_offs(
+    model, training: TrainingData, config: TrainConfig, cold: np.ndarray
+) -> dict:
+    """What a new-item offset and reserved slots do on validation and test
+    (``benchmarks.cold_tradeoff``), and the offset chosen on validation:
+    the largest whose warm NDCG@10 stays within 2% of the model's own."""
+    scale = score_scale(model, training, config)
+    offsets = tuple(float(step) * scale for step in OFFSET_STEPS)
+    out: dict = {"scale": scale, "steps": list(OFFSET_STEPS)}
+    for split in ("validation", "test"):
+        trade = TradeOff(cold=cold, offsets=offsets)
+        for batch in training.batches(
+            split,
+            eval_batch_size(training.num_items),
+            bucket_by_length=config.bucket_by_length,
+        ):
+            target = batch["target"].numpy().reshape(-1)
+            trade.add(model(batch, training=False).numpy(), target)
+        results = trade.results()
+        # By step (the offset in score deviations), JSON-friendly keys.
+        out[split] = {
+            "offset": {
+                str(step): results["offset"][offset]
+                for step, offset in zip(OFFSET_STEPS, offsets)
+            },
+            "slots": {str(r): results["slots"][r] for r in SLOTS},
+        }
+    chosen = choose_offset(
+        {float(k): v for k, v in out["validation"]["offset"].items()}
+    )
+    out["chosen step"] = chosen
+    out["chosen"] = out["test"]["offset"][str(chosen)]
+    return out
+
+
 def model_results(runs: list[dict]) -> dict:
     """The runs' cold-target and overall test metrics, over the seeds.
 
@@ -250,6 +316,38 @@ def model_results(runs: list[dict]) -> dict:
     out["cold share"] = runs[0]["metrics"]["test_by_target"]["cold"]["share"]
     out["epochs"] = [r["metrics"]["epochs_run"] for r in runs]
     out["training minutes"] = [training_minutes(r["metrics"]) for r in runs]
+    out["new items into the list"] = list_results(runs)
+    return out
+
+
+#: The trade-off rows' metrics, on the test split.
+TRADE_METRICS = ("cold hr@10", "cold ndcg@10", "warm ndcg@10")
+
+
+def list_results(runs: list[dict]) -> dict:
+    """Over the seeds, on test: the model's own list, the new-item offset
+    chosen on validation (and the step chosen per seed), each reserved
+    slot count, and every offset's (for the chart)."""
+    trades = [r["trade-offs"] for r in runs]
+
+    def summary(rows: list[dict]) -> dict:
+        return {m: common.summarise([row[m] for row in rows])
+                for m in TRADE_METRICS}  # fmt: skip
+
+    out = {
+        "model's list": summary([t["test"]["offset"]["0.0"] for t in trades]),
+        "offset chosen on validation": summary([t["chosen"] for t in trades]),
+        "chosen steps": [t["chosen step"] for t in trades],
+        "slots": {
+            r: summary([t["test"]["slots"][r] for t in trades])
+            for r in trades[0]["test"]["slots"]
+            if r != "0"
+        },
+        "offsets": {
+            step: summary([t["test"]["offset"][step] for t in trades])
+            for step in trades[0]["test"]["offset"]
+        },
+    }
     return out
 
 
@@ -327,6 +425,7 @@ def report_text(args, numbers: dict, command: str) -> str:
         f"{cell(first['median rank'], 0)} | "
         f"{cell(first['ndcg@10 ties at random'])} | |"
     )
+    lines += list_table(numbers)
     minutes = model["training minutes"]
     lines += [
         "",
@@ -343,6 +442,98 @@ def report_text(args, numbers: dict, command: str) -> str:
         "```",
     ]
     return "\n".join(lines)
+
+
+def list_table(numbers: dict) -> list[str]:
+    """The report's "new items into the list" section: the model's list,
+    the offset chosen on validation, reserved slots; on test."""
+    lists = numbers["model"].get("new items into the list")
+    if not lists:
+        return []
+    own = lists["model's list"]
+    random_hr = numbers["baselines"]["random"]["cold"]["hr@10"]
+    within = numbers["baselines"]["popularity within attribute"]["cold"]
+    rows = [("the model's list", own)]
+    steps = ", ".join(f"{step:g}" for step in lists["chosen steps"])
+    rows.append(
+        (f"new-item offset chosen on validation ({steps} score sd)",
+         lists["offset chosen on validation"])
+    )  # fmt: skip
+    for slots, row in lists["slots"].items():
+        rows.append((f"{slots} reserved slot{'s' * (slots != '1')}", row))
+    lines = [
+        "",
+        "### New items into the list (test)",
+        "",
+        "The same runs' scores, with every cold item's score raised by an "
+        "offset (the largest, in standard deviations of the validation "
+        "scores, whose validation warm NDCG@10 stays within 2% of the "
+        "model's list) or with the list's last slots reserved for the best "
+        "cold items. Warm: the test targets that are trained items. Random "
+        f"gives a cold HR@10 of {random_hr:.4f} (10x: {10 * random_hr:.4f}); "
+        f"popularity within attribute {within['hr@10']:.4f}.",
+        "",
+        "| list | cold HR@10 | cold NDCG@10 | warm NDCG@10 | warm change |",
+        "|---|---|---|---|---|",
+    ]
+    chart = numbers.get("lists chart")
+    base = own["warm ndcg@10"]["mean"]
+    for name, row in rows:
+        change = row["warm ndcg@10"]["mean"] / base - 1 if base else 0.0
+        lines.append(
+            f"| {name} | {cell(row['cold hr@10'])} | "
+            f"{cell(row['cold ndcg@10'])} | {cell(row['warm ndcg@10'])} | "
+            f"{common.signed_percent(change) if name != rows[0][0] else ''} |"
+        )
+    if chart:
+        lines += ["", f"![new items into the list]({chart})"]
+    return lines
+
+
+def draw_trade_off(numbers: dict, path: str) -> None:
+    """Cold HR@10 against the warm NDCG@10's change, on test: the offsets
+    as a curve, reserved slots as squares, random (x1, x10) as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lists = numbers["model"]["new items into the list"]
+    base = lists["model's list"]["warm ndcg@10"]["mean"]
+
+    def point(row: dict) -> tuple[float, float]:
+        change = 100 * (row["warm ndcg@10"]["mean"] / base - 1)
+        return change, row["cold hr@10"]["mean"]
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    curve = [point(row) for row in lists["offsets"].values()]
+    axis.plot(*zip(*curve), "o-", color="#4c72b0", label="new-item offset")
+    for (x, y), step in zip(curve, lists["offsets"]):
+        if round(float(step) * 10) % 5:
+            continue  # every half deviation
+        axis.annotate(f"{float(step):g}", (x, y), fontsize=7,
+                      textcoords="offset points", xytext=(3, 3))  # fmt: skip
+    slots = [point(row) for row in lists["slots"].values()]
+    axis.plot(*zip(*slots), "s", color="#dd8452", label="reserved slots (1-3)")
+    chosen = point(lists["offset chosen on validation"])
+    axis.plot(*chosen, "*", ms=14, color="#c44e52",
+              label="offset chosen on validation")  # fmt: skip
+    random_hr = numbers["baselines"]["random"]["cold"]["hr@10"]
+    axis.axhline(random_hr, color="#999999", ls=":", label="random")
+    axis.axhline(10 * random_hr, color="#999999", ls="--", label="10x random")
+    axis.axvline(-2, color="k", lw=0.8, ls="--", label="-2% warm")
+    axis.set_xlabel(
+        "warm targets' NDCG@10, change against the model's list (%)"
+    )
+    axis.set_ylabel("cold targets' HR@10")
+    axis.set_title(
+        f"New items into the list: {numbers['data']}, {numbers['encoder']} "
+        "(offsets in score sd)"
+    )
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def draw_chart(numbers: dict, path: str) -> None:
@@ -500,6 +691,7 @@ def train_runs(
                     cold,
                     ranks["cold first ties"],
                 ),
+                "trade-offs": trade_offs(result.model, training, config, cold),
             }
         )
         del result
@@ -589,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = common.report_stem(
         args.report_dir, "cold_items", *report_parts(args)
     )
+    numbers["lists chart"] = os.path.basename(stem) + "-lists.png"
     command = common.command_line("cold_items", argv)
     report = write_report_files(stem, args, numbers, command)
     print(report)
@@ -602,6 +795,8 @@ def write_report_files(stem: str, args, numbers: dict, command: str) -> str:
     common.write_report(
         stem, text, numbers, lambda path: draw_chart(numbers, path)
     )
+    if numbers["model"].get("new items into the list"):
+        draw_trade_off(numbers, stem + "-lists.png")
     return text
 
 

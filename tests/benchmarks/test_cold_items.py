@@ -239,6 +239,16 @@ def test_main_trains_and_writes_the_report(tiny_files, tmp_path):
     text = stem.with_suffix(".md").read_text()
     assert "| model |" in text and "| popularity within attribute |" in text
     assert "python -m benchmarks.cold_items --data file" in text
+    # New items into the list: offset 0 is the model's own list, scored
+    # as the run's ranks are; the chosen offset and slots are reported.
+    lists = model["new items into the list"]
+    assert lists["model's list"]["cold hr@10"]["values"] == pytest.approx(
+        model["cold hr@10"]["values"], abs=1e-6
+    )
+    assert set(lists["slots"]) == {"1", "2", "3"}
+    assert "### New items into the list (test)" in text
+    assert "| 2 reserved slots |" in text
+    assert (tmp_path / "report" / (stem.name + "-lists.png")).is_file()
     # Run again: the finished run is reused, the report is the same.
     assert cold_items.main(argv) == 0
     assert (
