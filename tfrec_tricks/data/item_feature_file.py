@@ -72,6 +72,9 @@ class ItemFeatureTable:
             (``float_seq``); a feature the item has no value of is absent
             from its dict (an item may have an empty dict: it has a row).
         source: str. The file read, for messages.
+        lines: dict of str to int. Raw item id -> the line of its row in
+            ``source`` (1-based), for messages; empty when not read from a
+            file.
 
     Example:
 
@@ -91,6 +94,9 @@ class ItemFeatureTable:
     kinds: dict[str, str]
     rows: dict[str, dict[str, Any]]
     source: str = ""
+    lines: dict[str, int] = dataclasses.field(
+        default_factory=dict, compare=False
+    )
 
     def names(self) -> list[str]:
         """The feature names, in file order."""
@@ -135,7 +141,7 @@ class ItemFeatureTable:
             item: {name: v for name, v in values.items() if name in kept}
             for item, values in self.rows.items()
         }
-        return ItemFeatureTable(kinds=kept, rows=rows, source=self.source)
+        return ItemFeatureTable(kept, rows, self.source, self.lines)
 
 
 def read_item_features(path: str) -> ItemFeatureTable:
@@ -209,7 +215,7 @@ def read_item_features(path: str) -> ItemFeatureTable:
             if value is not None:
                 values[name] = value
         rows[item] = values
-    return ItemFeatureTable(kinds=kinds, rows=rows, source=path)
+    return ItemFeatureTable(kinds, rows, path, first_line)
 
 
 def _header(path: str, number: int, line: str) -> list[tuple[str, str]]:
