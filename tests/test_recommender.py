@@ -256,6 +256,39 @@ def test_the_export_serves_the_recommended_lists(fitted, tmp_path):
 
 
 @pytest.mark.slow
+def test_export_refuses_a_run_retrained_since_it_was_fitted(tmp_path):
+    from tests.run_helpers import snapshot
+    from tfrec_tricks.export.model_identity import (
+        ModelIdentity,
+        read_identity,
+    )
+
+    options = {**TINY, "output_dir": str(tmp_path / "runs"), "name": "a"}
+    first = Recommender(**options).fit(interactions(), verbose=0)
+    run = first.run_dir
+    trained = ModelIdentity.of_run(run, check_finished_run(run))
+    # The version records the model it holds.
+    path = first.export(str(tmp_path / "served"), name="m")
+    assert read_identity(path) == trained
+    # Another Recommender retrains the run: other weights.
+    Recommender(**options, learning_rate=0.01).fit(
+        interactions(), verbose=0, overwrite=True
+    )
+    now = ModelIdentity.of_run(run, check_finished_run(run))
+    assert now.sha256 != trained.sha256
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError) as error:
+        first.export(str(tmp_path / "served"), name="m")
+    assert str(error.value) == (
+        f"{run} now holds another model than this Recommender's "
+        f"({now.facts()}): it was retrained since. Recommender.load(run_dir) "
+        "exports the run's model, fit trains this one's again. Received: "
+        f"this Recommender's {trained.describe()}"
+    )
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.slow
 def test_fit_on_a_file_names_the_run_after_it(tmp_path):
     path = tmp_path / "clicks.tsv"
     frame = interactions(30)

@@ -21,8 +21,10 @@ from tfrec_tricks.export.catalogue_extension import (
     extend_catalogue,
     load_feature_specs,
 )
+from tfrec_tricks.export.model_identity import ModelIdentity, read_identity
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.testing.test_case import BLOCK_PACKAGE_PREAMBLE
+from tfrec_tricks.training.run_directory import check_finished_run
 
 ITEMS = ["[PAD]", "a", "b", "c", "d", "e", "f", "g"]
 SPECS = [
@@ -435,6 +437,12 @@ def test_added_items_are_served_and_old_scores_are_kept(runs, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"Added 2 items of {new_file} (20 -> 22 items)" in out
     assert "left as trained: 1 of its items" in out
+    # Each version records the run's model; version 2 what it added to it.
+    identity = ModelIdentity.of_run(run_dir, check_finished_run(run_dir))
+    assert read_identity(str(base / "m/1")) == identity
+    assert read_identity(str(base / "m/2")) == identity.with_added_items(
+        new_file, 2
+    )
 
     candidates = old_items[1:] + ["twin", "odd"]
     histories = [
