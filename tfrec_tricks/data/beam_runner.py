@@ -1,9 +1,18 @@
-"""Running a Beam preparation's pipeline, and bringing a worker's
-DataError back to the user as itself.
+"""Running a Beam pipeline (``prepare`` and ``recommend --engine beam``),
+and bringing a worker's DataError, or an interruption, back as itself.
 
 A ``DataError`` raised on a worker crosses the runner wrapped in its
 traceback: ``worker_data_error`` marks its message, and ``run_pipeline``
 finds the marked message again and raises it as a ``DataError``.
+
+A Ctrl-C (or the command line's SIGTERM and SIGHUP, ``cli.Signalled``)
+lands in whatever the main thread runs, on the DirectRunner often a DoFn;
+Beam then logs it with its traceback and raises a ``RuntimeError``
+(``KeyboardInterrupt [while running 'Rank']``). ``run_pipeline`` drops
+the record and raises the ``KeyboardInterrupt`` itself, so the command
+line ends as it does anywhere else: one line, exit code 130 (143, 129).
+Beam's temporary folders of the run are removed
+(``beam_temporary_files``).
 
 Example:
 
@@ -23,6 +32,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
+from tfrec_tricks.data.beam_temporary_files import BeamTemporaryDirectory
 from tfrec_tricks.errors import DataError
 
 DEFAULT_RUNNER = "DirectRunner"
@@ -57,26 +67,64 @@ def marked_message(error: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-class _QuietDataErrors(logging.Filter):
-    """Drops Beam's log record (with a traceback) of a worker's DataError:
-    ``run_pipeline`` raises it again, as the message the user reads."""
+def interruption(error: BaseException | None) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` in ``error`` or its chain, if any.
+
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt:
+    ...         raise RuntimeError("KeyboardInterrupt [while running 'Map']")
+    ... except RuntimeError as wrapped:
+    ...     type(interruption(wrapped)).__name__
+    'KeyboardInterrupt'
+    >>> interruption(ValueError("other")) is None
+    True
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class _QuietWorkerErrors(logging.Filter):
+    """Drops Beam's log record (with a traceback) of a worker's DataError
+    or of an interruption: ``run_pipeline`` raises them again, as the
+    message the user reads, or as the interruption."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return _ERROR_OPEN not in record.getMessage()
+        if _ERROR_OPEN in record.getMessage():
+            return False
+        raised = record.exc_info[1] if record.exc_info else None
+        return interruption(raised) is None
 
 
 def run_pipeline(pipeline: beam.Pipeline) -> None:
-    """Runs ``pipeline``; a worker's DataError comes back as itself.
+    """Runs ``pipeline``; a worker's DataError or an interruption comes
+    back as itself, and Beam's temporary folders of the run are removed
+    (``BeamTemporaryDirectory``).
 
     Raises:
+        KeyboardInterrupt: Ctrl-C (or ``cli.Signalled``) during the run,
+            wherever Beam wrapped it.
         DataError: a worker raised a ``worker_data_error``.
         RuntimeError: the pipeline ended in another state than DONE.
     """
-    quiet = _QuietDataErrors()
+    quiet = _QuietWorkerErrors()
     logging.getLogger(_DOFN_ERROR_LOGGER).addFilter(quiet)
     try:
-        state = pipeline.run().wait_until_finish()
+        with BeamTemporaryDirectory() as temporary:
+            result = pipeline.run()
+            state = result.wait_until_finish()
+            if not _served_by_a_job_server(result):
+                temporary.finished_here()
     except Exception as error:
+        interrupt = interruption(error)
+        if interrupt is not None:
+            raise interrupt from None
         message = marked_message(error)
         if message is None:
             raise
@@ -85,3 +133,14 @@ def run_pipeline(pipeline: beam.Pipeline) -> None:
         logging.getLogger(_DOFN_ERROR_LOGGER).removeFilter(quiet)
     if state is not None and state != PipelineState.DONE:
         raise RuntimeError(f"The Beam pipeline ended in state {state}.")
+
+
+def _served_by_a_job_server(result: object) -> bool:
+    """Whether a job service (Prism, Flink, ...) ran the pipeline: the
+    DirectRunner's Prism job server then serves the process until it
+    exits, its folder with it."""
+    from apache_beam.runners.portability.portable_runner import (
+        PipelineResult,
+    )
+
+    return isinstance(result, PipelineResult)
