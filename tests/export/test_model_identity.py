@@ -107,6 +107,10 @@ def test_the_record_reads_back(tmp_path):
         ('{"format": 2, "model": {"sha256": "x"}}', "not a tfrec-tricks"),
         ('{"format": 1, "model": {"digest": "x"}}', "not a tfrec-tricks"),
         ("[1]", "not a tfrec-tricks model identity of format 1"),
+        (
+            '{"format": 1, "model": {"sha256": "x", "added_items": {}}}',
+            "not a tfrec-tricks",
+        ),
     ],
 )
 def test_a_damaged_record_is_refused(tmp_path, text, fragment):

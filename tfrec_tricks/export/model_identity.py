@@ -185,6 +185,7 @@ class ModelIdentity:
         """
         model = record.get("model") if isinstance(record, dict) else None
         fields = {field.name for field in dataclasses.fields(cls)}
+        fields.discard("added_items")  # beside "model", not in it
         if (
             not isinstance(model, dict)
             or record.get("format") != IDENTITY_FORMAT
