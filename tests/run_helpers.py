@@ -84,6 +84,19 @@ def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     )
 
 
+def run_in_process(capsys, *args) -> tuple[int, str]:
+    """``tfrec-tricks ARGS`` in this process (``cli.main``, no TensorFlow
+    import to wait for): its exit code and all its output, which must hold
+    no traceback."""
+    from tfrec_tricks import cli
+
+    capsys.readouterr()
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    return code, out + err
+
+
 def assert_clean_error(result: subprocess.CompletedProcess, *fragments):
     """``result`` (``run_cli``'s) exited 1 with a message holding every
     fragment, and no traceback."""

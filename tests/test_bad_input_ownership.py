@@ -1,8 +1,9 @@
 """Ownership by record through the real CLI: a user's file in or beside
 any folder the tool writes survives every command, ``--overwrite`` or
-not; a target has one real path (a symlinked name reaches the same lock);
-a training that reads a prepared dataset keeps ``prepare --overwrite``
-of it out.
+not, but in the folders libraries write (a run's ``checkpoints/``), which
+are the tool's as a whole; a target has one real path (a symlinked name
+reaches the same lock); a training that reads a prepared dataset keeps
+``prepare --overwrite`` of it out.
 
 The commands run in-process (``cli.main``), but for the live holders of a
 lock, which are other processes. docs/run-directories.md ("Outputs", "One
@@ -23,7 +24,9 @@ from tests.run_helpers import (
     start_cli,
     tiny_config,
 )
+from tests.run_helpers import run_in_process as _main
 from tfrec_tricks import cli, ownership
+from tfrec_tricks.atomic_files import file_sha256
 
 pytestmark = pytest.mark.slow
 
@@ -33,15 +36,6 @@ TUNE = ["tune", *TINY_FLAGS, "--tuner", "random", "--max-trials", "1"]
 TUNE += ["--epochs", "1", "--retrain-top", "1"]
 PREPARE = ["prepare", *TINY_DATA, "--output", "prepared"]
 EXPORT = ["export", "runs/run", "--name", "m"]
-
-
-def _main(capsys, *args) -> tuple[int, str]:
-    """``tfrec-tricks ARGS`` in this process: exit code and all output."""
-    capsys.readouterr()
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, (out + err)[-3000:]
-    return code, out + err
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +117,27 @@ COMMANDS = {
 }
 
 
+def _owned_as_a_whole(path):
+    """Whether ``path`` is a folder its owner owns as a whole (a run's
+    ``checkpoints/``): whatever is put there is the run's."""
+    owner = ownership.owner_of(path)
+    if owner is None:
+        return False
+    relative = os.path.relpath(path, owner).replace(os.sep, "/") + "/"
+    return relative in ownership.whole_folders(ownership.read_record(owner))
+
+
 def _subfolders(folder):
-    """Every folder below ``folder`` (itself included), relative."""
+    """Every folder below ``folder`` (itself included), relative, but for
+    the folders owned as a whole and what they hold."""
     found = [""]
     for root, dirs, _ in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and not _owned_as_a_whole(os.path.join(root, d))
+        ]
         found += [os.path.relpath(os.path.join(root, d), folder) for d in dirs]
     return sorted(found)
 
@@ -156,7 +166,12 @@ def test_a_users_entry_anywhere_survives_every_command(copy, capsys, seed):
     relative = "/".join([*parts, name])
     path = copy / target / relative
     path.parent.mkdir(parents=True, exist_ok=True)
-    if rng.random() < 0.2:
+    if rng.random() < 0.2 and ownership.STAGING_NAME.fullmatch(name):
+        # Named as a staging folder, and holding someone's file.
+        path.mkdir()
+        (path / "cat.jpg").write_text("someone's")
+        shown = relative + "/cat.jpg"
+    elif rng.random() < 0.2:
         path.mkdir()
         # What the refusal names: the empty folder, or the first folder
         # nobody recorded.
@@ -227,9 +242,9 @@ def test_a_dated_backup_beside_a_target_survives_a_rerun(copy, capsys):
 @pytest.mark.parametrize(
     "target, inside, args",
     [
-        ("runs/run", "checkpoints/notes.txt", [*TRAIN, "--name", "run"]),
-        ("runs/run", "tensorboard/notes.txt", [*TRAIN, "--name", "run"]),
-        ("tuning/synthetic", "search/notes.txt", TUNE),
+        ("runs/run", "notes.txt", [*TRAIN, "--name", "run"]),
+        ("runs/run", "model/notes.txt", [*TRAIN, "--name", "run"]),
+        ("tuning/synthetic", "selection/notes.txt", TUNE),
         ("tuning/synthetic", "selection/defaults-seed0/model/x", TUNE),
     ],
 )
@@ -244,6 +259,40 @@ def test_overwrite_keeps_a_users_file_inside_a_subfolder(
     assert code == 1
     assert inside in output
     assert snapshot(copy) == before
+
+
+@pytest.mark.parametrize(
+    "target, inside, args",
+    [
+        (
+            "runs/run",
+            "checkpoints/notes/ckpt-1_temp/part-0",
+            [*TRAIN, "--name", "run"],
+        ),
+        ("tuning/synthetic", "search/notes.txt", TUNE),
+    ],
+)
+def test_a_folder_a_library_writes_is_owned_as_a_whole(
+    copy, capsys, target, inside, args
+):
+    # Libraries name their files (and crashes leave them unrecorded), so
+    # a run's checkpoints/ or a search's search/ is the tool's, as a build
+    # folder is: --overwrite replaces it with all it holds. A foreign
+    # file beside it is still refused, and one beside the target kept.
+    path = copy / target / inside
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("in a library's folder")
+    beside = copy / target / "notes.txt"
+    beside.write_text("mine")
+    code, output = _main(capsys, *args, "--overwrite")
+    assert code == 1 and "(notes.txt)" in output
+    os.rename(beside, copy / "notes.txt")
+    before = file_sha256(copy / "notes.txt")
+    code, output = _main(capsys, *args, "--overwrite")
+    assert code == 0, output[-2000:]
+    assert not path.exists()
+    assert file_sha256(copy / "notes.txt") == before
+    assert ownership.foreign_entries(str(copy / target)) == []
 
 
 @pytest.mark.parametrize(

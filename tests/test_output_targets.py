@@ -236,19 +236,37 @@ def _marked(path, target):
     return path
 
 
-def test_only_marked_leftovers_are_removed_under_the_lock(tmp_path):
+def _holding(path, name="photo.jpg"):
+    path.mkdir()
+    (path / name).write_text("someone's")
+    return path
+
+
+def test_only_the_tools_leftovers_are_removed_under_the_lock(tmp_path):
     target = _own(tmp_path / "out", "model/")
     stale = [
         _marked(tmp_path / ".out.abcd1234.staging", target),
         _marked(tmp_path / ".out.abcd_234.old", target),
         _marked(target / ".run.json.q1w2e3r4.tmp", target / "run.json"),
         _marked(target / "model" / ".w.q1w2e3r4.tmp", target / "model/w"),
+        # Killed before its marker was written: empty, named for the
+        # target by mkdtemp's pattern.
+        tmp_path / ".out.k1ll3d00.tmp",
+        target / ".model.k1ll3d00.staging",
+        # The record's temporary file of a killed writer.
+        target / (ownership.RECORD_FILE + ".4242.tmp"),
     ]
+    stale[4].mkdir()
+    stale[5].mkdir()
+    stale[6].write_text("")
     kept = [
-        # Shaped like leftovers, but unmarked: someone's, never removed.
-        tmp_path / ".out.abcd1234.old",
+        # Shaped like leftovers, but unmarked and holding something:
+        # someone's, never removed.
+        _holding(tmp_path / ".out.abcd1234.old"),
+        _holding(tmp_path / ".out.20240101.old", "saved_model.pb"),
+        # Empty, but not named as mkdtemp names.
         tmp_path / ".out-zz99yy88",
-        tmp_path / ".out.20240101.old",
+        tmp_path / ".out.2024-01-01.old",
         # Another target's leftover.
         _marked(tmp_path / ".outer.abcd1234.staging", tmp_path / "outer"),
         target / "model",

@@ -6,13 +6,17 @@ folder or the new one, never half of one. Small files (``run.json``,
 ``models.config``) are replaced the same way.
 
 Everything is written in a staging folder that carries the tool's marker
-(``ownership.mark_staging``): ``.<name>.<random>.staging`` beside a
-published folder ``<name>``, ``.<name>.<random>.old`` for the folder it
-replaces, ``.<name>.<random>.tmp`` beside a file ``<name>`` (the file is
-written in it, then moved out). The next command that writes the same
-target, holding its lock (``tfrec_tricks.output_targets``), removes what a
-killed process left: only marked folders (``ownership.remove_leftovers``),
-never a name that merely looks like one.
+(``ownership.mark_staging``), and moved out of it by one rename:
+``.<name>.<random>.staging/<name>/`` beside a published folder ``<name>``,
+``.<name>.<random>.old`` for the folder it replaces,
+``.<name>.<random>.tmp`` beside a file ``<name>``. Until that rename the
+write lies in a marked folder, and after it the folder is published: no
+moment leaves an unmarked half of one. The staging folder is removed
+last, its marker after the rest (``ownership.remove_staging``). The next
+command that writes the same target, holding its lock
+(``tfrec_tricks.output_targets``), removes what a killed process left:
+only staging folders of the tool's (``ownership.remove_leftovers``), never
+a name that merely looks like one.
 
 What is published is recorded (``tfrec_tricks.ownership``): a published
 folder holds the record of every file in it, and is listed, like a written
@@ -111,24 +115,24 @@ def remove_empty_folders(folders: list[str]) -> None:
 def _staging_folder(target: str, suffix: str) -> str:
     parent, name = os.path.split(os.path.abspath(target))
     folder = tempfile.mkdtemp(prefix=f".{name}.", suffix=suffix, dir=parent)
-    # Marked at once: only a marked folder is ever removed as a leftover.
-    ownership.mark_staging(folder, target)
-    os.chmod(folder, default_mode(folder=True))
+    try:
+        # Marked at once: a marked folder is removed as a leftover (and an
+        # empty one, or one holding a marker cut short, by its name).
+        ownership.mark_staging(folder, target)
+    except BaseException:
+        ownership.remove_staging(folder)
+        raise
     return folder
 
 
 def _record_tree(folder: str, kind: str) -> None:
-    """Records everything ``write`` put in the staging ``folder``."""
+    """Records everything ``write`` put in ``folder``."""
     entries = []
     for root, dirs, files in os.walk(folder):
         relative = os.path.relpath(root, folder).replace(os.sep, "/")
         prefix = "" if relative == "." else relative + "/"
         entries += [prefix + d + "/" for d in dirs]
-        entries += [
-            prefix + f
-            for f in files
-            if prefix or f not in (ownership.STAGING_MARKER,)
-        ]
+        entries += [prefix + f for f in files]
     ownership.write_record(folder, kind, entries)
 
 
@@ -147,9 +151,9 @@ def publish_directory(
 
     Args:
         target: str. The folder to publish.
-        write: called with the staging folder (a sibling of ``target``
-            named ``.<name>.<random>.staging``, marked as the tool's, mode
-            from the umask) to fill it.
+        write: called with the folder to fill: ``<name>`` inside a
+            marked staging folder beside ``target``
+            (``.<name>.<random>.staging``), mode from the umask.
         replace: bool. Replace an existing ``target`` (else it must not
             exist: ``FileExistsError``, checked before ``write`` runs).
             The caller decides that ``target`` is its own to replace
@@ -173,18 +177,19 @@ def publish_directory(
         _check_replaceable(target, real)
     staging = _staging_folder(real, ".staging")
     try:
-        write(staging)
-        _record_tree(staging, kind)
+        folder = os.path.join(staging, os.path.basename(real))
+        os.mkdir(folder)
+        write(folder)
+        _record_tree(folder, kind)
         # Listed in its parent's record before it appears there.
         ownership.claim([real + os.sep])
         if os.path.exists(real):
             _check_replaceable(target, real)
             withdraw_directory(real)
-        os.remove(os.path.join(staging, ownership.STAGING_MARKER))
-        os.rename(staging, real)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        # Out of the marked folder in one rename: published.
+        os.rename(folder, real)
+    finally:
+        ownership.remove_staging(staging)
     return target
 
 
@@ -200,7 +205,7 @@ def withdraw_directory(folder: str) -> None:
         shutil.rmtree(folder)
         return
     os.rename(folder, os.path.join(old, "replaced"))
-    shutil.rmtree(old)
+    ownership.remove_staging(old)
 
 
 def _check_replaceable(target: str, real: str) -> None:
@@ -233,8 +238,9 @@ def write_text_atomic(path: str, text: str) -> str:
     try:
         with open(temporary, "w", encoding="utf-8") as out:
             out.write(text)
+            ownership.synced(out)
         os.chmod(temporary, mode)
         os.replace(temporary, path)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        ownership.remove_staging(staging)
     return path

@@ -15,8 +15,8 @@ Every command that writes a folder (``train``'s run directory,
 - ``target_lock`` holds an OS lock (``flock``) on the target while the
   command writes it. The kernel releases it when the process dies, so a
   killed run never blocks the next one; a second live writer is refused,
-  naming the holder. Holding the lock, it removes the marked staging
-  folders killed writers left (``ownership.remove_leftovers``);
+  naming the holder. Holding the lock, it removes the staging folders and
+  temporary files killed writers left (``ownership.remove_leftovers``);
 - ``read_lock`` holds the same lock shared while a command reads a
   target (``train --prepared DIR``): a writer of it is refused meanwhile.
 
@@ -119,8 +119,9 @@ def check_target(
     """Refuses a ``target`` that the command must not write.
 
     Checked before anything is written, ``--overwrite`` or not: a missing
-    target or an empty folder is fine, and so is a folder of ``kind`` by
-    record (``TargetKind.recognise``).
+    target or an empty folder is fine (one holding only the tool's
+    temporaries, ``ownership.holds_nothing``, is empty), and so is a
+    folder of ``kind`` by record (``TargetKind.recognise``).
 
     Args:
         target: str. The folder the command writes (or replaces).
@@ -162,8 +163,9 @@ def check_target(
         raise OutputError(f"{target!r} is a file, not {a_kind}" + refuse)
     # A live writer's files are not yet all recorded: busy, not foreign.
     _refuse_if_busy(real, target, kind)
-    entries = sorted(os.listdir(real))
-    if not entries:
+    # Empty, or holding only what a writer killed before its first record
+    # left (``ownership.holds_nothing``): removed under the lock.
+    if ownership.holds_nothing(real):
         return
     recorded = ownership.record_kind(real)
     if recorded is None:
@@ -243,9 +245,9 @@ def target_lock(target: str, kind: TargetKind) -> Iterator[None]:
     The lock is ``flock`` on ``.<name>.lock`` beside the target's real
     path (a symbolic link and its folder share it), which records the
     holder (process id, command, start time) and is removed when the lock
-    is released. On entry, the marked staging folders killed writers of
-    ``target`` left are removed; folders created only to hold the lock are
-    removed again if the block fails.
+    is released. On entry, what killed writers of ``target`` left (staging
+    folders, the record's temporary files) is removed; folders created
+    only to hold the lock are removed again if the block fails.
 
     Raises:
         TargetBusyError: another live process holds the lock (writing or
@@ -255,6 +257,10 @@ def target_lock(target: str, kind: TargetKind) -> Iterator[None]:
     created = make_folders(os.path.dirname(real))
     path = _lock_path(real)
     try:
+        # Inside an owned folder (a run in a search's ``selection/``), the
+        # lock file is recorded before it exists: one a killed holder left
+        # there is the tool's.
+        ownership.claim([path])
         handle = _acquire(path, target, kind, fcntl.LOCK_EX)
     except BaseException:
         remove_empty_folders(created)

@@ -5,7 +5,8 @@ prepared dataset, a model's folder of versions and each version, a run's
 ``model/``, an ablation report) holds a record, ``.tfrec-tricks-owned.json``:
 
     {"format": 1, "kind": "run directory",
-     "entries": ["run.json", "checkpoints/", "checkpoints/best.index"]}
+     "entries": ["run.json", "checkpoints/", "tensorboard/"],
+     "whole": ["backup/", "checkpoints/", "tensorboard/"]}
 
 ``entries`` are paths relative to the folder, ``/``-separated, folders
 with a trailing ``/``. A folder the tool wrote inside an owned folder
@@ -13,37 +14,62 @@ with a trailing ``/``. A folder the tool wrote inside an owned folder
 run in a search's ``selection/``) holds its own record and is listed in
 its parent's.
 
-Ownership is never guessed from names: ``--overwrite`` and the removal of
-what killed writers left delete only
+``whole`` lists the folders owned as a whole: those that libraries write
+under names they choose (Keras' checkpoints and backups, TensorBoard's
+event files, KerasTuner's trials). Everything below them, at any depth,
+is the tool's, recorded or not, as a build folder is. They are listed
+before the command creates them (``start_record``), so that no moment
+leaves a library's file unowned: a command killed at any point is resumed
+or replaced by the same command. A record written before ``whole``
+existed owns its kind's library folders (``IMPLIED_WHOLE``).
 
-- recorded entries (``remove_owned``), and
+Ownership is never guessed from names alone: ``--overwrite`` and the
+removal of what killed writers left delete only
+
+- recorded entries and what whole-owned folders hold (``remove_owned``);
 - staging folders that carry the tool's marker file,
   ``.tfrec-tricks-staging`` (``mark_staging``): the folders a write is
-  prepared in before one rename publishes it.
+  prepared in before one rename publishes it;
+- the tool's temporaries, which hold nothing of anyone's: the record's
+  temporary file (``.tfrec-tricks-owned.json.<pid>.tmp``), and a folder
+  named as a staging folder (``.<name>.<8 characters>.staging``, ``.old``
+  or ``.tmp``) that is empty or holds its marker file only (a writer
+  killed before or while it wrote the marker). A folder holding nothing
+  else is empty.
 
 Anything else in an owned folder, at any depth, is *foreign*
 (``foreign_entries``): a target that holds a foreign entry is refused,
 naming it, and nothing in it is removed.
 
 Names the tool chooses (``run.json``, ``history.csv``) are recorded before
-they are written, so a killed write leaves nothing unrecorded. Files that
-libraries name (Keras' checkpoints, TensorBoard's event files, KerasTuner's
-trial folders) are claimed right after the write that made them
-(``claim_below``); a file a user adds to such a subfolder while a command
-runs is claimed with them.
+they are written, so a killed write leaves nothing unrecorded.
 """
 
+import contextlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from tfrec_tricks.errors import OutputError
 
 RECORD_FILE = ".tfrec-tricks-owned.json"
 RECORD_FORMAT = 1
 STAGING_MARKER = ".tfrec-tricks-staging"
+# The record's list of folders owned as a whole.
+WHOLE = "whole"
+# The library folders of the kinds whose records were written before
+# ``whole`` existed (tfrec-tricks 0.1.0): what their libraries wrote there
+# was claimed after the fact, so a crash could leave it unclaimed.
+IMPLIED_WHOLE = {
+    "run directory": ("backup/", "checkpoints/", "tensorboard/"),
+    "search folder": ("search/", "tensorboard/"),
+}
+# A staging folder's name: ``tempfile.mkdtemp``'s 8 random characters
+# between the target's name and the suffix (``atomic_files``).
+STAGING_NAME = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.(?:staging|old|tmp)")
 # Foreign entries named in a message.
 SHOWN_ENTRIES = 5
 
@@ -56,8 +82,9 @@ class Entry(NamedTuple):
             a folder with a trailing ``/``.
         path: str. Its path on disk.
         is_dir: bool. A folder (not a symbolic link to one).
-        owned: bool. Recorded, the record itself, in a marked staging
-            folder, or a folder holding only such entries.
+        owned: bool. Recorded, the record itself, below a folder owned
+            as a whole, in a staging folder of the tool's, or a folder
+            holding only such entries.
     """
 
     shown: str
@@ -92,9 +119,28 @@ def read_record(folder: str) -> dict | None:
         or not isinstance(record.get("kind"), str)
         or not isinstance(record.get("entries"), list)
         or not all(isinstance(e, str) for e in record["entries"])
+        or not isinstance(record.get(WHOLE, []), list)
+        or not all(
+            isinstance(e, str) and e.endswith("/")
+            for e in record.get(WHOLE, [])
+        )
     ):
         return None
     return record
+
+
+def whole_folders(record: dict) -> frozenset[str]:
+    """The folders ``record`` owns as a whole: relative, ``/``-separated,
+    with a trailing ``/``.
+
+    >>> sorted(whole_folders({"kind": "x", "entries": [], "whole": ["a/"]}))
+    ['a/']
+    >>> sorted(whole_folders({"kind": "search folder", "entries": []}))
+    ['search/', 'tensorboard/']
+    """
+    if WHOLE in record:
+        return frozenset(record[WHOLE])
+    return frozenset(IMPLIED_WHOLE.get(record["kind"], ()))
 
 
 def record_kind(folder: str) -> str | None:
@@ -103,33 +149,69 @@ def record_kind(folder: str) -> str | None:
     return None if record is None else record["kind"]
 
 
-def write_record(folder: str, kind: str, entries: Iterable[str]) -> None:
+def write_record(
+    folder: str,
+    kind: str,
+    entries: Iterable[str],
+    whole: Iterable[str] | None = None,
+) -> None:
     """Writes ``folder``'s record: ``kind`` and ``entries`` (relative,
     ``/``-separated, folders with a trailing ``/``), replacing any.
 
     The record is written under a temporary name and renamed; one writer
     per owned folder (the target's lock), so the temporary name is the
     process's, and the foreign check counts it as part of the record.
+
+    Args:
+        folder: str. The owned folder.
+        kind: str. What it is ("run directory").
+        entries: what the tool wrote (or will write) in it.
+        whole: the folders owned as a whole (``WHOLE``), or None for a
+            record without the list (its kind's ``IMPLIED_WHOLE``).
     """
     record = {
         "format": RECORD_FORMAT,
         "kind": kind,
         "entries": sorted(set(entries)),
     }
+    if whole is not None:
+        record[WHOLE] = sorted(set(whole))
     path = os.path.join(folder, RECORD_FILE)
     temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1)
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1)
+            synced(handle)
+        os.replace(temporary, path)
+    except BaseException:
+        # A full disk: the old record stands, and no temporary stays.
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
 
 
-def start_record(folder: str, kind: str) -> None:
+def start_record(folder: str, kind: str, whole: Iterable[str] = ()) -> None:
     """Gives ``folder`` (created if missing) a record of ``kind``, keeping
     an existing record of the same kind, and lists ``folder`` in the
     record of the nearest owned folder above it, if any.
 
+    Args:
+        folder: str. The folder a command writes.
+        kind: str. What it is.
+        whole: its subfolders that libraries write (e.g. "checkpoints"),
+            owned as a whole from now on (``WHOLE``): called before any
+            library writes there. An existing record gains those it lacks.
+
     Raises:
         OutputError: ``folder`` holds a record of another kind.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> start_record(folder, "thing", whole=["logs"])
+    >>> os.makedirs(os.path.join(folder, "logs", "day1"))
+    >>> open(os.path.join(folder, "logs", "day1", "x.log"), "w").close()
+    >>> foreign_entries(folder)
+    []
     """
     os.makedirs(folder, exist_ok=True)
     record = read_record(folder)
@@ -139,8 +221,12 @@ def start_record(folder: str, kind: str) -> None:
             f"kind={kind!r}"
         )
     claim([folder.rstrip("/" + os.sep) + os.sep])
+    wanted = {name.strip("/") + "/" for name in whole}
     if record is None:
-        write_record(folder, kind, ())
+        write_record(folder, kind, wanted, wanted or None)
+    elif not wanted <= set(record.get(WHOLE, ())):
+        owned = whole_folders(record) | wanted
+        write_record(folder, kind, set(record["entries"]) | owned, owned)
 
 
 def owner_of(path: str) -> str | None:
@@ -183,6 +269,8 @@ def claim(paths: Iterable[str]) -> None:
         relative = _relative(os.path.abspath(path), owner)
         if relative.startswith("../") or relative == "..":
             continue
+        if _below_whole(relative, owner):
+            continue
         parts = relative.split("/")
         names = by_owner.setdefault(owner, set())
         for depth in range(1, len(parts)):
@@ -192,56 +280,21 @@ def claim(paths: Iterable[str]) -> None:
         record = read_record(owner)
         if record is None or names <= set(record["entries"]):
             continue
-        write_record(owner, record["kind"], set(record["entries"]) | names)
+        write_record(
+            owner,
+            record["kind"],
+            set(record["entries"]) | names,
+            record.get(WHOLE),
+        )
 
 
-def claim_below(folder: str, names: Iterable[str]) -> list[str]:
-    """Claims every entry below ``folder``'s ``names`` (files or folders,
-    at any depth) that its record does not list yet: what libraries wrote
-    there under names they choose; recorded entries below ``names`` that
-    are gone are dropped. ``folder`` without a record is left as it is.
-
-    Only for subfolders this command writes, after the command's start
-    refused any foreign entry there (``output_targets.check_target``).
-
-    Returns:
-        The entries claimed, relative to ``folder``.
-    """
-    record = read_record(folder)
-    if record is None:
-        return []
-    recorded = set(record["entries"])
-    found = []
-    for name in names:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            found.append(name.rstrip("/") + "/")
-            for root, dirs, files in os.walk(path):
-                if _is_marked(root) or (
-                    root != path and read_record(root) is not None
-                ):
-                    dirs[:] = []
-                    continue
-                relative = _relative(root, folder)
-                found += [f"{relative}/{d}/" for d in dirs]
-                found += [f"{relative}/{f}" for f in files]
-        elif os.path.lexists(path):
-            found.append(name)
-    new = sorted(set(found) - recorded)
-    # What the libraries deleted again (Keras keeps its last checkpoints
-    # only) leaves the record, so that it does not grow with every epoch;
-    # files here are recorded after they appear, never before.
-    prefixes = tuple(name.rstrip("/") + "/" for name in names)
-    gone = {
-        entry
-        for entry in recorded
-        if entry.startswith(prefixes) and entry not in found
-    }
-    if new or gone:
-        record = read_record(folder)
-        entries = (set(record["entries"]) - gone) | set(new)
-        write_record(folder, record["kind"], entries)
-    return new
+def _below_whole(relative: str, owner: str) -> bool:
+    """Whether ``relative`` (to ``owner``) lies below a folder ``owner``
+    owns as a whole: owned without a claim."""
+    record = read_record(owner)
+    return record is not None and any(
+        relative.startswith(folder) for folder in whole_folders(record)
+    )
 
 
 def mark_staging(folder: str, target: str) -> None:
@@ -249,6 +302,14 @@ def mark_staging(folder: str, target: str) -> None:
     a killed write, removed by the next writer of ``target``."""
     with open(os.path.join(folder, STAGING_MARKER), "w") as handle:
         json.dump({"target": os.path.abspath(target)}, handle)
+        synced(handle)
+
+
+def synced(handle: IO) -> None:
+    """Flushes the open file ``handle`` to the disk: renamed into place
+    after this, it is whole after a power loss, never empty."""
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def staging_target(folder: str) -> str | None:
@@ -268,6 +329,59 @@ def _is_marked(folder: str) -> bool:
     return staging_target(folder) is not None
 
 
+def _is_stillborn(folder: str) -> bool:
+    """A folder named as a staging folder that holds nothing but, maybe, a
+    marker file (readable or not): a writer killed before or while it
+    marked it. Nothing of anyone's is in it.
+
+    >>> import os, tempfile
+    >>> folder = os.path.join(tempfile.mkdtemp(), ".model.k1ll3d00.staging")
+    >>> os.mkdir(folder)
+    >>> _is_stillborn(folder)
+    True
+    >>> open(os.path.join(folder, "photo.jpg"), "w").close()
+    >>> _is_stillborn(folder)
+    False
+    """
+    if not STAGING_NAME.fullmatch(os.path.basename(folder)):
+        return False
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    marker = os.path.join(folder, STAGING_MARKER)
+    return not names or (
+        names == [STAGING_MARKER]
+        and os.path.isfile(marker)
+        and not os.path.islink(marker)
+    )
+
+
+def _is_staging(folder: str) -> bool:
+    """A staging folder of the tool's: marked, or stillborn."""
+    return _is_dir(folder) and (_is_marked(folder) or _is_stillborn(folder))
+
+
+def remove_staging(folder: str) -> None:
+    """Removes a staging folder of the tool's, its marker last: a removal
+    cut short (killed, or a file that cannot be removed) leaves a folder
+    still marked, never an unmarked one with files in it."""
+    for name in _listdir(folder):
+        if name == STAGING_MARKER:
+            continue
+        path = os.path.join(folder, name)
+        if _is_dir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+    if set(_listdir(folder)) <= {STAGING_MARKER}:
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(folder, STAGING_MARKER))
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
 def _is_dir(path: str) -> bool:
     return os.path.isdir(path) and not os.path.islink(path)
 
@@ -277,56 +391,67 @@ def entries_below(folder: str) -> Iterator[Entry]:
     their folder, each marked owned or foreign.
 
     A folder with its own record is examined against that record when the
-    parent's record lists it; unlisted, it is foreign as a whole. A marked
-    staging folder is owned as a whole. A folder that is not recorded is
-    owned only when it holds foreign entries (named instead of it).
+    parent's record lists it; unlisted, it is foreign as a whole. A folder
+    owned as a whole (``WHOLE``) and a staging folder of the tool's are
+    owned with everything in them. A folder that is not recorded is owned
+    only when it holds foreign entries (named instead of it). An owned
+    folder's record comes after its other entries, and a staging folder's
+    marker after the other files in it: a removal in this order, cut
+    short, leaves what remains still owned.
     """
-    yield from _walk(folder, _recorded(folder), "", "")
-
-
-def _recorded(folder: str) -> set[str]:
-    record = read_record(folder)
-    return set(record["entries"]) if record else set()
+    yield from _walk(folder, read_record(folder), "", "")
 
 
 def _walk(
-    folder: str, recorded: set[str], relative: str, prefix: str
+    folder: str, record: dict | None, relative: str, prefix: str
 ) -> Iterator[Entry]:
+    recorded = set(record["entries"]) if record else set()
+    whole = whole_folders(record) if record else frozenset()
     here = os.path.join(folder, *relative.split("/")) if relative else folder
     try:
         names = sorted(os.listdir(here))
     except (FileNotFoundError, NotADirectoryError):
         return
+    records = []
     for name in names:
         rel = relative + name
         path = os.path.join(here, name)
         shown = prefix + rel
         if not relative and _is_record_file(name):
-            yield Entry(shown, path, False, True)
+            records.append(Entry(shown, path, False, True))
         elif not _is_dir(path):
-            yield Entry(shown, path, False, rel in recorded)
-        elif _is_marked(path):
-            for root, dirs, files in os.walk(path, topdown=False):
-                for entry in files + dirs:
-                    inner = os.path.join(root, entry)
-                    yield Entry(
-                        shown + "/" + _relative(inner, path),
-                        inner,
-                        _is_dir(inner),
-                        True,
-                    )
-            yield Entry(shown + "/", path, True, True)
+            owned = rel in recorded or _is_record_temporary(name)
+            yield Entry(shown, path, False, owned)
+        elif rel + "/" in whole or _is_staging(path):
+            yield from _all_below(path, shown)
         elif read_record(path) is not None:
             if rel + "/" in recorded:
-                yield from _walk(path, _recorded(path), "", shown + "/")
+                yield from _walk(path, read_record(path), "", shown + "/")
                 yield Entry(shown + "/", path, True, True)
             else:
                 yield Entry(shown + "/", path, True, False)
         else:
-            below = list(_walk(folder, recorded, rel + "/", prefix))
+            below = list(_walk(folder, record, rel + "/", prefix))
             yield from below
             owned = rel + "/" in recorded or any(not e.owned for e in below)
             yield Entry(shown + "/", path, True, owned)
+    yield from records
+
+
+def _all_below(folder: str, shown: str) -> Iterator[Entry]:
+    """Everything below ``folder``, owned, children first; a staging
+    marker after the other entries of its folder; then ``folder``."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        names = sorted(files, key=lambda name: name == STAGING_MARKER)
+        for entry in dirs + names:
+            inner = os.path.join(root, entry)
+            yield Entry(
+                shown + "/" + _relative(inner, folder),
+                inner,
+                _is_dir(inner),
+                True,
+            )
+    yield Entry(shown + "/", folder, True, True)
 
 
 def foreign_entries(folder: str) -> list[str]:
@@ -376,8 +501,8 @@ def owned_entries(folder: str, consequence: str) -> list[Entry]:
     """
     real = os.path.realpath(folder)
     if read_record(real) is None:
-        if not os.listdir(real):
-            return []
+        if holds_nothing(real):
+            return list(_temporaries(real))
         raise OutputError(
             f"{folder!r} has no record of what tfrec-tricks wrote there, so "
             f"{consequence} ({describe(sorted(os.listdir(real)))}). Nothing "
@@ -394,12 +519,45 @@ def owned_entries(folder: str, consequence: str) -> list[Entry]:
     return entries
 
 
+def _temporaries(folder: str) -> Iterator[Entry]:
+    """The tool's temporaries at the top of ``folder``: the record's
+    temporary files and staging folders (with what they hold)."""
+    for name in sorted(_listdir(folder)):
+        path = os.path.join(folder, name)
+        if _is_staging(path):
+            yield from _all_below(path, name)
+        elif _is_record_temporary(name) and not _is_dir(path):
+            yield Entry(name, path, False, True)
+
+
+def holds_nothing(folder: str) -> bool:
+    """Whether ``folder`` is empty but for the tool's temporaries: a
+    record's temporary file, staging folders (a folder whose first record
+    a killed writer never completed).
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> holds_nothing(folder)
+    True
+    >>> open(os.path.join(folder, RECORD_FILE + ".42.tmp"), "w").close()
+    >>> holds_nothing(folder)
+    True
+    >>> open(os.path.join(folder, "notes.txt"), "w").close()
+    >>> holds_nothing(folder)
+    False
+    """
+    tops = {entry.path for entry in _temporaries(folder)}
+    return all(os.path.join(folder, name) in tops for name in _listdir(folder))
+
+
 def remove_owned(folder: str, what: str = "folder") -> None:
     """Removes what ``folder``'s records list (and marked staging folders
     in it), deepest first; ``folder`` itself stays, empty.
 
     Refuses first, removing nothing, when ``folder`` holds a foreign entry
-    or has no record. A folder is removed only if it ends empty.
+    or has no record (but for a folder holding only the tool's
+    temporaries, ``holds_nothing``). A folder is removed only if it ends
+    empty.
 
     Args:
         folder: str. An owned folder (a symbolic link to one: its target's
@@ -439,9 +597,11 @@ def remove_owned(folder: str, what: str = "folder") -> None:
 
 
 def leftovers(target: str) -> list[str]:
-    """The marked staging folders killed writers of ``target`` left: beside
-    it (marked for ``target`` or an entry of it) and anywhere in it, except
-    inside folders with their own record (their own writers' to remove).
+    """What killed writers of ``target`` left: staging folders of the
+    tool's (marked or stillborn) beside it (marked for ``target`` or an
+    entry of it, or named for it) and anywhere in it, and the record's
+    temporary files in it; except inside folders with their own record
+    (their own writers' to remove).
 
     Only safe to remove while holding ``target``'s lock.
     """
@@ -450,19 +610,31 @@ def leftovers(target: str) -> list[str]:
     found = []
     for entry in _listdir(parent):
         path = os.path.join(parent, entry)
-        marked_for = staging_target(path) if _is_dir(path) else None
-        if marked_for is None or path == real:
+        if path == real or not _is_dir(path):
             continue
-        # By name as well as by path: a moved folder's markers still name
-        # their own target's folder name.
-        if os.path.basename(marked_for) == name or _inside(marked_for, real):
-            found.append(path)
+        marked_for = staging_target(path)
+        if marked_for is not None:
+            # By name as well as by path: a moved folder's markers still
+            # name their own target's folder name.
+            if os.path.basename(marked_for) == name or _inside(
+                marked_for, real
+            ):
+                found.append(path)
+        elif _is_stillborn(path):
+            named = STAGING_NAME.fullmatch(entry)
+            if named and named.group(1) == name:
+                found.append(path)
     if _is_dir(real):
-        for root, dirs, _ in os.walk(real):
+        for root, dirs, files in os.walk(real):
+            found += [
+                os.path.join(root, file)
+                for file in files
+                if _is_record_temporary(file)
+            ]
             kept = []
             for entry in dirs:
                 path = os.path.join(root, entry)
-                if _is_marked(path):
+                if _is_staging(path):
                     found.append(path)
                 elif read_record(path) is None:
                     kept.append(entry)
@@ -474,15 +646,29 @@ def remove_leftovers(target: str) -> list[str]:
     """Removes ``leftovers(target)``; returns what was removed."""
     removed = leftovers(target)
     for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
+        if _is_dir(path):
+            remove_staging(path)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
     return removed
 
 
 def _is_record_file(name: str) -> bool:
     """The record, or its temporary file (``write_record``): never a
     user's ``.tfrec-tricks-owned.json.bak``."""
-    if name == RECORD_FILE:
-        return True
+    return name == RECORD_FILE or _is_record_temporary(name)
+
+
+def _is_record_temporary(name: str) -> bool:
+    """The record's temporary file (``write_record``), wherever a killed
+    writer left it (a folder whose first record it never completed).
+
+    >>> _is_record_temporary(RECORD_FILE + ".4242.tmp")
+    True
+    >>> _is_record_temporary(RECORD_FILE + ".bak")
+    False
+    """
     pid, _, suffix = name[len(RECORD_FILE) + 1 :].partition(".")
     return (
         name.startswith(RECORD_FILE + ".") and pid.isdigit() and suffix == "tmp"

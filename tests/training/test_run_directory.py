@@ -469,12 +469,16 @@ def test_only_what_train_writes_is_a_run_directory(tmp_path):
     staging.mkdir()
     ownership.mark_staging(str(staging), str(run / "run.json"))
     assert is_run_directory(str(run))
+    # What the libraries' folders hold is the run's, whatever its name (a
+    # crash leaves it unrecorded); anywhere else, a file is someone's.
     (run / "checkpoints").mkdir()
-    (run / "checkpoints" / "photo.jpg").write_text("")
+    (run / "checkpoints" / "ckpt-1_temp").mkdir()
+    assert is_run_directory(str(run))
+    (run / "photo.jpg").write_text("")
     assert not is_run_directory(str(run))
     # Names prove nothing: the same files without a record are no run.
     os.remove(run / ownership.RECORD_FILE)
-    os.remove(run / "checkpoints" / "photo.jpg")
+    os.remove(run / "photo.jpg")
     assert not is_run_directory(str(run))
     mine = tmp_path / "mine"
     mine.mkdir()

@@ -201,8 +201,13 @@ def test_only_what_tune_writes_is_a_search_folder(tmp_path):
     (search / "search").mkdir(parents=True)
     (search / "trials.md").write_text("")
     assert is_search_folder(str(search))
-    # Someone's file inside search/ is not tune's.
-    (search / "search" / "notes.txt").write_text("")
+    # What KerasTuner's and TensorBoard's folders hold is the search's,
+    # whatever its name (a crash leaves it unrecorded); anywhere else, a
+    # file is someone's.
+    (search / "search" / "trial_0").mkdir()
+    (search / "search" / "trial_0" / "checkpoint.weights.h5").write_text("")
+    assert is_search_folder(str(search))
+    (search / "notes.txt").write_text("")
     assert not is_search_folder(str(search))
     # An older search's files beside someone's are not a search folder:
     # --overwrite must never remove them.

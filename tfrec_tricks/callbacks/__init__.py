@@ -1,6 +1,5 @@
 """Keras callbacks for long, interruptible training runs."""
 
-from tfrec_tricks.callbacks.claim_written_files import ClaimWrittenFiles
 from tfrec_tricks.callbacks.epoch_timer import EpochTimer
 from tfrec_tricks.callbacks.resumable_csv_logger import ResumableCSVLogger
 from tfrec_tricks.callbacks.resumable_early_stopping import (
@@ -11,7 +10,6 @@ from tfrec_tricks.callbacks.resumable_early_stopping import (
 from tfrec_tricks.callbacks.stop_on_divergence import StopOnDivergence
 
 __all__ = [
-    "ClaimWrittenFiles",
     "EpochTimer",
     "ResumableCSVLogger",
     "ResumableEarlyStopping",

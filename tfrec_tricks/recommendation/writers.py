@@ -5,16 +5,16 @@ the file) into a staging folder beside the target,
 ``.<name>.<random>.tmp/``, marked as the tool's
 (``ownership.mark_staging``), and published by one link or rename when
 complete: a reader never sees half a file. An error or Ctrl-C removes
-the staging folder; a killed process leaves it marked, and the next
-writer of the same file removes it (``output_targets.target_lock``). The
-target must not exist: it is never replaced.
+the staging folder (its marker last); a killed process leaves it marked
+(or empty, killed before it marked it), and the next writer of the same
+file removes it (``output_targets.target_lock``). The target must not
+exist: it is never replaced.
 """
 
 import abc
 import contextlib
 import errno
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
@@ -258,7 +258,7 @@ def staged_output(path: str, file_format: str) -> Iterator[Any]:
                 writer.close()
             _publish(writer.path, real, path)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            ownership.remove_staging(staging)
 
 
 def _publish(staged: str, real: str, shown: str) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 import tensorflow as tf
 
 from tfrec_tricks.callbacks import (
-    ClaimWrittenFiles,
     EpochTimer,
     ResumableCSVLogger,
     ResumableEarlyStopping,
@@ -36,7 +35,7 @@ from tfrec_tricks.training.resumption import (
     finished_fit,
     resumes_from_backup,
 )
-from tfrec_tricks.training.run_directory import LIBRARY_FOLDERS, TENSORBOARD_DIR
+from tfrec_tricks.training.run_directory import TENSORBOARD_DIR
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import TrainingData
 
@@ -212,9 +211,6 @@ def fit_callbacks(
             profile_batch=0,
         ),
         timer,
-        # Last: records what the callbacks above wrote under names they
-        # choose (``ownership``; the run's own names are recorded first).
-        ClaimWrittenFiles(opened.write_dir, LIBRARY_FOLDERS),
     ]
     return done, timer, callbacks
 

@@ -263,10 +263,9 @@ def _entries(folder: str) -> set[str]:
     }
 
 
-# Everything ``train`` writes in a run directory. Those named here are
-# recorded (``ownership``) when the run starts, before they are written;
-# what Keras and TensorBoard write in the folders is claimed after each
-# epoch (``callbacks.ClaimWrittenFiles``, ``LIBRARY_FOLDERS``).
+# Everything ``train`` writes in a run directory, recorded (``ownership``)
+# when the run starts, before it is written; the folders Keras and
+# TensorBoard write (``LIBRARY_FOLDERS``) are owned as a whole from then.
 #: A run's item features: ``ItemFeatureSpec.to_dict()`` of each, in order
 #: (their vocabularies encode the items ``export --add-items`` adds).
 ITEM_FEATURES_FILE = "item_features.json"
@@ -279,7 +278,8 @@ RUN_ENTRIES = frozenset(
     + ("metrics.json", "backup/", "checkpoints/", MODEL_DIR + "/")
     + ("tensorboard/",)
 )
-# The run's folders whose files Keras, TensorBoard or tf.train name.
+# The run's folders whose files Keras, TensorBoard or tf.train name: owned
+# as a whole (``ownership.WHOLE``), whatever a crash leaves in them.
 LIBRARY_FOLDERS = ("backup", "checkpoints", "tensorboard")
 # Per-epoch scalars and the run's settings (``tensorboard --logdir``).
 TENSORBOARD_DIR = "tensorboard"
@@ -295,7 +295,8 @@ RUN_DIRECTORY = TargetKind(
 def is_run_directory(path: str) -> bool:
     """Whether the folder ``path`` is a run directory by record: only then
     may ``--overwrite`` replace it. A folder of someone's files, or a run
-    directory holding someone's file (``checkpoints/notes.txt``), is not.
+    directory holding someone's file (``notes.txt``, ``model/x``), is not;
+    what its library folders hold (``checkpoints/``) is the run's.
     """
     return RUN_DIRECTORY.recognise(path)
 
@@ -376,7 +377,9 @@ def start_run(run_dir: str, fingerprint: dict, files: dict[str, str]) -> None:
         files: name -> text of the files the run writes when it starts
             (``config.json``, ``vocabulary.json``), each written atomically.
     """
-    ownership.start_record(run_dir, RUN_DIRECTORY.name)
+    # The library folders are the run's before Keras or TensorBoard can
+    # write there: a crash at any moment leaves nothing unowned.
+    ownership.start_record(run_dir, RUN_DIRECTORY.name, whole=LIBRARY_FOLDERS)
     ownership.claim(os.path.join(run_dir, name) for name in RUN_ENTRIES)
     run = {"format": RUN_FORMAT, "status": "running"}
     run["fingerprint"] = fingerprint
@@ -420,8 +423,6 @@ def _manifest_files(run_dir: str) -> list[str]:
 def finish_run(run_dir: str) -> None:
     """Marks the run finished: ``run.json`` gets the files' SHA-256s."""
     run = read_run_file(run_dir)
-    # What the last epochs and the evaluation wrote.
-    ownership.claim_below(run_dir, LIBRARY_FOLDERS)
     run["status"] = "finished"
     run["files"] = {
         name: file_sha256(os.path.join(run_dir, name))

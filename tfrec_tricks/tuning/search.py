@@ -60,8 +60,6 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
-from tfrec_tricks import ownership  # noqa: E402
-from tfrec_tricks.callbacks import ClaimWrittenFiles  # noqa: E402
 from tfrec_tricks.config_fields import check_finite  # noqa: E402
 from tfrec_tricks.layers.common import is_integer  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
@@ -77,7 +75,6 @@ from tfrec_tricks.tuning.item_feature_space import (  # noqa: E402
     search_item_features,
 )
 from tfrec_tricks.tuning.search_directory import (  # noqa: E402
-    LIBRARY_FOLDERS,
     SEARCH_FOLDER,
     check_token_features,
     open_search,
@@ -506,20 +503,14 @@ def _run_trials(
             profile_batch=0,
         ),
         *(options.callbacks or []),
-        # Records what KerasTuner and TensorBoard wrote (``ownership``).
-        ClaimWrittenFiles(search_dir, LIBRARY_FOLDERS),
     ]
     start = time.perf_counter()
-    try:
-        search_tuner.search(
-            **hypermodel.search_data(),
-            epochs=config.epochs,
-            callbacks=trial_callbacks,
-            verbose=options.verbose,
-        )
-    finally:
-        # The last trial's files, also when the search is interrupted.
-        ownership.claim_below(search_dir, LIBRARY_FOLDERS)
+    search_tuner.search(
+        **hypermodel.search_data(),
+        epochs=config.epochs,
+        callbacks=trial_callbacks,
+        verbose=options.verbose,
+    )
     seconds = time.perf_counter() - start
     if hasattr(search_tuner.oracle, "search_seconds"):
         # Every session of a resumed search, as its time budget counts.

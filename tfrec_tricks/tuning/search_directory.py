@@ -190,15 +190,15 @@ def search_state(search_dir: str) -> str:
 
 
 # Everything ``tune`` writes in a search folder (``tuning.search``),
-# recorded (``ownership``) before it is written; what KerasTuner and
-# TensorBoard write in the folders is claimed after each epoch and trial
-# (``LIBRARY_FOLDERS``). ``selection/`` holds run directories, each with
-# its own record.
+# recorded (``ownership``) before it is written; the folders KerasTuner and
+# TensorBoard write (``LIBRARY_FOLDERS``) are owned as a whole from then.
+# ``selection/`` holds run directories, each with its own record.
 SEARCH_ENTRIES = frozenset(
     (SEARCH_FILE, BEST_CONFIG_FILE, "search/", "selection/", "selection.md")
     + ("tensorboard/", "trials.md", "trials.png")
 )
-# The search's folders whose files KerasTuner and TensorBoard name.
+# The search's folders whose files KerasTuner and TensorBoard name: owned
+# as a whole (``ownership.WHOLE``), whatever a crash leaves in them.
 LIBRARY_FOLDERS = ("search", "tensorboard")
 
 SEARCH_FOLDER = TargetKind("search folder", "--name or --output-dir")
@@ -360,7 +360,11 @@ def start_search(search_dir: str, fingerprint: dict, action: str) -> None:
     if action == "overwrite" and os.path.isdir(search_dir):
         # Only what the search recorded; someone's file in it is refused.
         ownership.remove_owned(search_dir, SEARCH_FOLDER.name)
-    ownership.start_record(search_dir, SEARCH_FOLDER.name)
+    # KerasTuner's and TensorBoard's folders are the search's before they
+    # write there: a crash in a trial leaves nothing unowned.
+    ownership.start_record(
+        search_dir, SEARCH_FOLDER.name, whole=LIBRARY_FOLDERS
+    )
     ownership.claim(os.path.join(search_dir, name) for name in SEARCH_ENTRIES)
     document = {
         "format": SEARCH_FORMAT,

@@ -5,7 +5,6 @@ import os
 import time
 from typing import Any
 
-from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 
 TIMING_FILE = "timing.json"
@@ -54,24 +53,8 @@ class TrialLog:
             os.path.join(self.get_trial_dir(trial.trial_id), TIMING_FILE),
             json.dumps(timing),
         )
-        self._claim_written_files()
         if self.log_trials:
             print(self._progress_line(trial.trial_id, timing), flush=True)
-
-    def _configure_tensorboard_dir(self, callbacks, trial, execution=0):
-        super()._configure_tensorboard_dir(callbacks, trial, execution)
-        # KerasTuner's HParams callback made its events file just now, and
-        # building the trial's model takes seconds before any epoch claims.
-        self._claim_written_files()
-
-    def _claim_written_files(self) -> None:
-        """Records what KerasTuner wrote under names it chooses (trial
-        checkpoints, TensorBoard logs) in the search folder's record
-        (``ownership``; nothing without a record)."""
-        ownership.claim_below(
-            os.path.dirname(os.path.abspath(self.project_dir)),
-            ("search", "tensorboard"),
-        )
 
     def _progress_line(self, trial_id: str, timing: dict) -> str:
         trial = self.oracle.get_trial(trial_id)
