@@ -197,6 +197,33 @@ FILE_CASES = [
         "item_id:token\tscores:float_seq\n" + "i0\t0.5 nan\n",
         ["x.item:2: column 'scores': 'nan' is not a finite number"],
     ),
+    # Quoted as a CSV tool writes them: refused as interaction files refuse
+    # them, not read as cold items '"i0"' beside the interactions' i0.
+    Case(
+        "quoted-item-id",
+        HEADER + "".join(_row(f'"{item}"') for item in ITEMS),
+        [
+            "x.item:2: the item_id '\"i0\"' is in quotes; fields are read "
+            "as written, without CSV quoting: remove the quotes",
+            "Received line: '\"i0\"\\tg0 g0\\t1990'",
+        ],
+    ),
+    Case(
+        "quoted-header",
+        '"item_id:token"\t"year:float"\n' + '"i0"\t"1990"\n',
+        [
+            "x.item:1: header field '\"item_id:token\"' is in quotes; "
+            "fields are read as written, without CSV quoting"
+        ],
+    ),
+    Case(
+        "quoted-number",
+        HEADER + _row("i0", year='"1990"'),
+        [
+            "x.item:2: column 'year': '\"1990\"' is not a number (fields "
+            "are read as written, without CSV quoting: remove the quotes)"
+        ],
+    ),
 ]
 
 
@@ -254,6 +281,43 @@ def test_features_the_data_does_not_have_are_refused_with_what_it_has(
     error = _refused([*TRAIN, *flags], capsys, workspace)
     for message in messages:
         assert message in error, error[-2000:]
+
+
+# An item column named as a per-interaction feature of u.data (its rating,
+# the time gap of its timestamps).
+CLASHING = "item_id:token\trating:float\tgenre:token_seq\n" + "".join(
+    f"{item}\t{index % 5}\tg{index % 3}\n" for index, item in enumerate(ITEMS)
+)
+
+
+@pytest.mark.parametrize(
+    "command, features",
+    [
+        (TRAIN, ["all"]),
+        (TRAIN, ["rating", "genre"]),
+        (["prepare", "--data", "file", "--data-path", "u.data"], ["all"]),
+    ],
+    ids=["train-all", "train-the-name", "prepare-all"],
+)
+def test_an_item_column_named_as_a_per_interaction_feature_is_refused(
+    command, features, workspace, capsys
+):
+    # Before: the data was prepared and the run reported, then the model's
+    # build failed with "Invalid model config: item_features must be ...".
+    (workspace / "x.item").write_text(CLASHING)
+    args = [*command, "--item-features", "x.item", "--features", *features]
+    if command[0] == "prepare":
+        args += ["--output", "prepared"]
+    error = _refused(args, capsys, workspace)
+    shown = " ".join(features)
+    assert (
+        f"--features {shown} selects 'rating' twice: a column of x.item (an "
+        "item feature) and a per-interaction feature of the data. A name "
+        "names one feature: rename that column of the .item file (e.g. "
+        f"item_rating). Received: --features {shown}"
+    ) in " ".join(error.split())
+    assert "Invalid model config" not in error
+    assert not (workspace / "prepared").exists()
 
 
 # --- where the file is read from --------------------------------------------
@@ -358,8 +422,12 @@ def test_a_missing_item_file_is_refused_naming_the_path(workspace, capsys):
             ["x.item:3: item_id 'i0' is listed twice, first at x.item:2"],
         ),
         (None, ["not found. Received: path='x.item'"]),
+        (
+            HEADER + _row('"i0"'),
+            ["x.item:2: the item_id '\"i0\"' is in quotes"],
+        ),
     ],
-    ids=["item-listed-twice", "missing-file"],
+    ids=["item-listed-twice", "missing-file", "quoted-item-id"],
 )
 def test_refusals_exit_1_from_a_process(text, messages, tmp_path):
     (tmp_path / "u.data").write_text(INTERACTIONS)
@@ -375,7 +443,59 @@ def test_refusals_exit_1_from_a_process(text, messages, tmp_path):
     assert snapshot(tmp_path) == before
 
 
+def test_the_facade_refuses_as_the_command_line_does(workspace):
+    import tfrec_tricks
+
+    options = dict(epochs=1, max_len=5, embedding_dim=8, output_dir="runs")
+    before = snapshot(workspace)
+    (workspace / "x.item").write_text(HEADER + _row('"i0"'))
+    recommender = tfrec_tricks.Recommender(item_features="x.item", **options)
+    with pytest.raises(ValueError, match="x.item:2: the item_id '\"i0\"' is"):
+        recommender.fit("u.data")
+    (workspace / "x.item").write_text(CLASHING)
+    recommender = tfrec_tricks.Recommender(
+        item_features="x.item", features=("all",), **options
+    )
+    with pytest.raises(ValueError, match="selects 'rating' twice: a column"):
+        recommender.fit("u.data")
+    # A header alone: the warning, then (here) --features' refusal.
+    (workspace / "x.item").write_text(HEADER)
+    recommender = tfrec_tricks.Recommender(
+        item_features="x.item", features=("colour",), **options
+    )
+    with (
+        pytest.warns(UserWarning, match="x.item holds a header and no item"),
+        pytest.raises(ValueError, match="--features names 'colour'"),
+    ):
+        recommender.fit("u.data")
+    assert not (workspace / "runs").exists()
+    (workspace / "x.item").unlink()
+    assert snapshot(workspace) == before
+
+
 # --- counted, not refused: the run trains -----------------------------------
+
+
+@pytest.mark.slow
+def test_a_header_only_item_file_warns_in_one_line_and_trains(tmp_path):
+    (tmp_path / "u.data").write_text(INTERACTIONS)
+    (tmp_path / "x.item").write_text(HEADER)
+    before = snapshot(tmp_path)
+    result = run_cli(*TRAIN, "--item-features", "x.item", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (
+        "tfrec-tricks train: warning: x.item holds a header and no item "
+        "rows: no item has attributes from it\n"
+    ) in result.stderr
+    # Not Python's warning format (the source file and line of the call).
+    assert "UserWarning" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (
+        "0 in no training example (cold: ranked by their attributes), "
+        "12 without an attribute row"
+    ) in result.stdout
+    after = snapshot(tmp_path)
+    assert {name: after.get(name) for name in before} == before
 
 
 def _trained(text, workspace, capsys, *flags):

@@ -196,6 +196,55 @@ def test_padding_item_id(tmp_path):
     assert "'[PAD]' is the reserved padding token" in message
 
 
+@pytest.mark.parametrize(
+    "text, line, fragment",
+    [
+        # As a CSV tool writes ids: the interaction files' rule and words.
+        (
+            'item_id:token\tg:token\ni1\ta\n"i2"\tb\n',
+            3,
+            "the item_id '\"i2\"' is in quotes; fields are read as written, "
+            "without CSV quoting: remove the quotes",
+        ),
+        (
+            '"item_id:token"\t"g:token"\n"i1"\t"a"\n',
+            1,
+            "header field '\"item_id:token\"' is in quotes; fields are read "
+            "as written",
+        ),
+        (
+            'item_id:token\tyear:float\ni1\t"1995"\n',
+            2,
+            "column 'year': '\"1995\"' is not a number (fields are read as "
+            "written, without CSV quoting: remove the quotes)",
+        ),
+    ],
+    ids=["item-id", "header", "number"],
+)
+def test_quoted_fields_are_refused(tmp_path, text, line, fragment):
+    assert fragment in refused(tmp_path, text, line)
+
+
+def test_quoted_token_values_are_kept_as_interaction_files_keep_them(
+    tmp_path,
+):
+    table = read_item_features(
+        write(tmp_path, 'item_id:token\tg:token\ni1\t"a b"\n')
+    )
+    assert table.rows == {"i1": {"g": '"a b"'}}
+
+
+def test_a_header_without_rows_warns_naming_the_file(tmp_path):
+    path = write(tmp_path, "item_id:token\tg:token\n\n")
+    with pytest.warns(UserWarning) as warned:
+        table = read_item_features(path)
+    assert [str(w.message) for w in warned] == [
+        f"{path} holds a header and no item rows: no item has attributes "
+        "from it"
+    ]
+    assert table.rows == {} and table.kinds == {"g": "token"}
+
+
 def test_not_utf8_names_the_line(tmp_path):
     text = "item_id:token\tg:token\n1\ta\n2\tcaf\xe9\n".encode("latin-1")
     message = refused(tmp_path, text, 3)

@@ -81,3 +81,42 @@ def test_an_unknown_name_lists_the_token_features():
         select_features(
             ["devize"], ["time_gap"], [], token_available=["device"]
         )
+
+
+@pytest.mark.parametrize(
+    "requested",
+    [["all"], ["rating"], ["rating", "genres"]],
+    ids=["all", "the-name", "the-name-among-others"],
+)
+def test_a_name_of_both_kinds_is_refused_naming_the_file(requested):
+    # shop.item has a column named as the data's per-interaction rating.
+    with pytest.raises(ValueError) as raised:
+        select_features(
+            requested, POSITION, ["genres", "rating"], item_source="shop.item"
+        )
+    assert str(raised.value) == (
+        f"--features {' '.join(requested)} selects 'rating' twice: a column "
+        "of shop.item (an item feature) and a per-interaction feature of the "
+        "data. A name names one feature: rename that column of the .item "
+        f"file (e.g. item_rating). Received: --features {' '.join(requested)}"
+    )
+
+
+def test_a_token_feature_clashes_too_and_every_name_is_named():
+    with pytest.raises(ValueError, match="selects 'device', 'rating' twice"):
+        select_features(
+            ["all"],
+            POSITION,
+            ["device", "rating"],
+            token_available=["device"],
+            item_source="shop.item",
+        )
+
+
+def test_a_column_named_like_an_unread_feature_is_no_clash():
+    # Without --features no per-interaction feature is read.
+    selection = select_features([], POSITION, ["rating"], items_by_default=True)
+    assert selection == FeatureSelection((), ("rating",))
+    assert select_features(["genres"], POSITION, ["genres", "rating"]).item == (
+        "genres",
+    )

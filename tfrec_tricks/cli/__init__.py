@@ -6,9 +6,11 @@ Run ``tfrec-tricks --help`` or ``tfrec-tricks train --help``. The flags of
 """
 
 import contextlib
+import os
 import signal
 import sys
 import threading
+import warnings
 
 from tfrec_tricks.cli.quiet import load_tensorflow
 from tfrec_tricks.keras_version import use_legacy_keras
@@ -64,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = None
     previous = _install_signal_handlers()
+    show_warning = warnings.showwarning
     interrupted = False
     try:
         # TensorFlow's start-up lines stay off the terminal.
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if command is None:
             parser.print_help()
             return 2
+        warnings.showwarning = _warning_line(command, show_warning)
         args = parse(parser, argv)
         return COMMANDS[command].run(args)
     except KeyboardInterrupt as interrupt:
@@ -90,12 +94,30 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(f"tfrec-tricks {command}: error: {message}")
         return 1
     finally:
+        warnings.showwarning = show_warning
         # After an interruption the signals stay ignored: the process is
         # ending, and a second Ctrl-C in TensorFlow's teardown would print
         # a traceback.
         if not interrupted:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _warning_line(command: str, show_warning):
+    """``warnings.showwarning`` for a command: a warning of this package
+    (``UserWarning``: a header-only ``.item`` file, an item row far wider
+    than the others) prints as one line naming the command, as its errors
+    do; any other warning as ``show_warning`` prints it."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        ours = os.path.abspath(filename).startswith(package + os.sep)
+        if not (ours and issubclass(category, UserWarning)):
+            show_warning(message, category, filename, lineno, file, line)
+            return
+        _print_error(f"tfrec-tricks {command}: warning: {message}")
+
+    return show
 
 
 def _install_signal_handlers() -> dict:

@@ -20,11 +20,15 @@ are split on single spaces with the empty ones dropped, as RecBole does.
 
 Every refusal is a ``DataError`` naming ``file:line``, the column and the
 value: a header without ``item_id:token``, a header field without
-``:type`` or with an unknown type, a feature named twice, a line with
-another number of fields than the header, an empty item id (or the
-reserved ``[PAD]``), an item listed twice (both lines named), a number that
-does not parse, is NaN or infinite, or does not fit in float32 (the dtype
-feature values are stored in).
+``:type``, with an unknown type or in double quotes, a feature named
+twice, a line with another number of fields than the header, an empty
+item id, one in double quotes (``"i0"``, as a CSV tool writes it) or the
+reserved ``[PAD]`` (the rule of interaction files, ``loaders.check_ids``),
+an item listed twice (both lines named), a number that does not parse, is
+NaN or infinite, or does not fit in float32 (the dtype feature values are
+stored in). As in interaction files, a ``token`` value is kept as written,
+quotes included. A file with a header and no item rows is read, with a
+``UserWarning`` naming it.
 
 ``tfrec_tricks.data.item_features`` encodes the table against a catalogue
 of contiguous item ids.
@@ -36,13 +40,18 @@ import gzip
 import math
 import os
 import shlex
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.loaders import readable_file
-from tfrec_tricks.data.user_sequences import PADDING
+from tfrec_tricks.data.loaders import (
+    QUOTED_RULE,
+    check_ids,
+    quoted,
+    readable_file,
+)
 from tfrec_tricks.errors import DataError, malformed_line
 
 FEATURE_KINDS = ("token", "token_seq", "float", "float_seq")
@@ -215,6 +224,15 @@ def read_item_features(path: str) -> ItemFeatureTable:
             if value is not None:
                 values[name] = value
         rows[item] = values
+    if not rows:
+        # Not an error (an item without a row has no attributes), but
+        # most likely a file cut short, or the wrong one.
+        warnings.warn(
+            f"{path} holds a header and no item rows: no item has "
+            "attributes from it",
+            UserWarning,
+            stacklevel=2,
+        )
     return ItemFeatureTable(kinds, rows, path, first_line)
 
 
@@ -227,6 +245,13 @@ def _header(path: str, number: int, line: str) -> list[tuple[str, str]]:
     """
     columns: list[tuple[str, str]] = []
     for field in line.rstrip("\r\n").split("\t"):
+        if quoted(field):
+            raise malformed_line(
+                path,
+                number,
+                line,
+                f"header field {field!r} is in quotes; {QUOTED_RULE}",
+            )
         name, colon, kind = field.partition(":")
         if not colon or not name:
             raise malformed_line(
@@ -263,19 +288,13 @@ def _header(path: str, number: int, line: str) -> list[tuple[str, str]]:
 def _check_item(
     path: str, number: int, line: str, item: str, first_line: dict[str, int]
 ) -> None:
-    """Refuses an empty, reserved or repeated item id."""
-    if not item.strip():
-        raise malformed_line(path, number, line, f"the {ITEM_ID} is empty")
-    if item == PADDING:
-        # Contiguous item id 0 is padding, named PADDING in every
-        # vocabulary (as loaders refuse it in interaction files).
-        raise malformed_line(
-            path,
-            number,
-            line,
-            f"the {ITEM_ID} {PADDING!r} is the reserved padding token "
-            "(contiguous id 0); rename that item",
-        )
+    """Refuses an empty, quoted, reserved or repeated item id.
+
+    The first three as interaction files refuse them (``loaders.
+    check_ids``): a quoted id (``"i0"``, as a CSV tool writes it) would be
+    another item than the interactions' ``i0``, a cold item of its own.
+    """
+    check_ids(path, number, line, {ITEM_ID: item}, ITEM_ID)
     if item in first_line:
         raise malformed_line(
             path,
@@ -318,9 +337,10 @@ def _number(value: str, path: str, number: int, line: str, name: str) -> float:
     try:
         result = float(value)
     except ValueError:
-        raise malformed_line(
-            path, number, line, f"column {name!r}: {value!r} is not a number"
-        ) from None
+        why = f"column {name!r}: {value!r} is not a number"
+        if quoted(value):
+            why += f" ({QUOTED_RULE})"
+        raise malformed_line(path, number, line, why) from None
     if not math.isfinite(result):
         raise malformed_line(
             path,

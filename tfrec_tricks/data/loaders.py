@@ -345,8 +345,8 @@ def _float(
         result = float(value)
     except ValueError:
         why = f"{what} {value!r} is not a number"
-        if _quoted(value):
-            why += f" ({_QUOTED})"
+        if quoted(value):
+            why += f" ({QUOTED_RULE})"
         raise malformed_line(path, number, line, why) from None
     if -limit <= result <= limit:  # False for nan and +-inf too
         return result
@@ -394,10 +394,19 @@ class Record(NamedTuple):
     tokens: tuple[str, ...] = ()
 
 
-_QUOTED = "fields are read as written, without CSV quoting: remove the quotes"
+# Why a value in double quotes is refused: the one rule of every file
+# tfrec-tricks reads (interaction files, ``.item`` files).
+QUOTED_RULE = (
+    "fields are read as written, without CSV quoting: remove the quotes"
+)
 
 
-def _quoted(value: str) -> bool:
+def quoted(value: str) -> bool:
+    """Whether ``value`` is in double quotes, as a CSV tool quotes it.
+
+    >>> quoted('"i5"'), quoted('i"5'), quoted('"')
+    (True, False, False)
+    """
     return len(value) >= 2 and value[0] == value[-1] == '"'
 
 
@@ -414,10 +423,11 @@ def _fields(line: str, separator: str | None, count: int) -> list[str]:
     return fields
 
 
-def _check_ids(path: str, number: int, line: str, ids: dict, item: str) -> None:
+def check_ids(path: str, number: int, line: str, ids: dict, item: str) -> None:
     """Raises DataError when an id of ``ids`` (what -> value) is empty,
     whitespace only, or in double quotes, or when the item id (``ids[item]``)
-    is the reserved padding token."""
+    is the reserved padding token: the rule of the ids of every file read
+    (interaction files here, ``.item`` files in ``item_feature_file``)."""
     if ids[item] == PADDING:
         # Contiguous item id 0 is padding, named PADDING in every
         # vocabulary: an item of that name would be a second "[PAD]", which
@@ -432,12 +442,12 @@ def _check_ids(path: str, number: int, line: str, ids: dict, item: str) -> None:
     for what, value in ids.items():
         if not value.strip():
             raise malformed_line(path, number, line, f"the {what} is empty")
-        if _quoted(value):
+        if quoted(value):
             raise malformed_line(
                 path,
                 number,
                 line,
-                f"the {what} {value!r} is in quotes; {_QUOTED}",
+                f"the {what} {value!r} is in quotes; {QUOTED_RULE}",
             )
 
 
@@ -532,7 +542,7 @@ def _ratings(path, rows, separator) -> Iterator[Record]:
                 f"expected 4 fields user, item, rating, timestamp, found "
                 f"{len(fields)}",
             )
-        _check_ids(
+        check_ids(
             path,
             number,
             line,
@@ -567,7 +577,7 @@ def _sasrec(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     line,
                     f"expected 2 fields 'user item', found {len(fields)}",
                 )
-            _check_ids(
+            check_ids(
                 path,
                 number,
                 line,
@@ -614,7 +624,7 @@ def _sessions(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     line,
                     f"expected {len(header)} fields, found {len(fields)}",
                 )
-            _check_ids(
+            check_ids(
                 path,
                 number,
                 line,
@@ -683,7 +693,7 @@ def _recbole(path: str, rows) -> tuple[Columns, Iterator[Record]]:
                     f"expected {len(names)} tab-separated fields, found "
                     f"{len(fields)}",
                 )
-            _check_ids(
+            check_ids(
                 path,
                 number,
                 line,

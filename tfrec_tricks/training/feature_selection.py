@@ -40,6 +40,7 @@ def select_features(
     item_available: Sequence[str],
     items_by_default: bool = False,
     token_available: Sequence[str] = (),
+    item_source: str = "the item attributes",
 ) -> FeatureSelection:
     """The features ``--features`` selects.
 
@@ -52,14 +53,18 @@ def select_features(
             (``--item-features`` was given).
         token_available: the categorical per-interaction features of the
             data (``token`` columns).
+        item_source: str. Where the item features come from (the
+            ``.item`` file), for messages. Defaults to "the item
+            attributes".
 
     Returns:
         A ``FeatureSelection``, each kind in the data's order.
 
     Raises:
         ValueError: a name the data does not have (the message lists what
-            it has), or ``ALL_FEATURES`` given with names (the names would
-            be ignored).
+            it has), ``ALL_FEATURES`` given with names (the names would
+            be ignored), or a name selected both as an item feature and as
+            a per-interaction feature (``check_one_meaning``).
 
     Example:
 
@@ -78,11 +83,13 @@ def select_features(
             f"ignored). Received: --features {' '.join(requested)}"
         )
     if ALL_FEATURES in requested:
-        return FeatureSelection(
+        selection = FeatureSelection(
             tuple(position_available),
             tuple(item_available),
             tuple(token_available),
         )
+        check_one_meaning(selection, requested, item_source)
+        return selection
     if not requested:
         return FeatureSelection((), tuple(item_available) * items_by_default)
     known = {*position_available, *item_available, *token_available}
@@ -100,8 +107,56 @@ def select_features(
             f"attributes with --item-features FILE.item; '{ALL_FEATURES}' "
             f"takes every feature). Received: --features {' '.join(requested)}"
         )
-    return FeatureSelection(
+    selection = FeatureSelection(
         tuple(n for n in position_available if n in requested),
         tuple(n for n in item_available if n in requested),
         tuple(n for n in token_available if n in requested),
+    )
+    check_one_meaning(selection, requested, item_source)
+    return selection
+
+
+def check_one_meaning(
+    selection: FeatureSelection,
+    requested: Sequence[str],
+    item_source: str = "the item attributes",
+) -> None:
+    """Refuses a name selected both per item and per interaction.
+
+    A model's inputs are named by their features, so an item column named
+    like a per-interaction feature of the data (``time_gap``, a ``rating``
+    or ``device`` column) cannot be read beside it. Without ``--features``
+    no per-interaction feature is read, and such a column is no clash.
+
+    Raises:
+        ValueError: naming the names, ``item_source`` and the way out.
+
+    Example:
+
+    >>> check_one_meaning(
+    ...     FeatureSelection(("time_gap",), ("time_gap",)), ["all"],
+    ...     "shop.item")
+    Traceback (most recent call last):
+    ...
+    ValueError: --features all selects 'time_gap' twice: a column of shop.item (an item feature) and a per-interaction feature of the data. A name names one feature: rename that column of the .item file (e.g. item_time_gap). Received: --features all
+    """  # noqa: E501
+    per_interaction = {*selection.position, *selection.token}
+    twice = [name for name in selection.item if name in per_interaction]
+    if not twice:
+        return
+    shown = " ".join(requested)
+    one = len(twice) == 1
+    raise ValueError(
+        f"--features {shown} selects {', '.join(map(repr, twice))} twice: "
+        + (
+            f"a column of {item_source} (an item feature) and a "
+            "per-interaction feature of the data"
+            if one
+            else f"columns of {item_source} (item features) and "
+            "per-interaction features of the data"
+        )
+        + ". A name names one feature: rename "
+        + ("that column" if one else "those columns")
+        + f" of the .item file (e.g. item_{twice[0]}). Received: "
+        f"--features {shown}"
     )

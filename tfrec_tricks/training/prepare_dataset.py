@@ -157,6 +157,7 @@ def item_feature_request(config: TrainConfig) -> ItemFeatureRequest | None:
             items,
             items_by_default=by_default,
             token_available=token_names,
+            item_source=table.source if table is not None else "",
         ).item
 
     return ItemFeatureRequest(table, select, config.min_feature_count)

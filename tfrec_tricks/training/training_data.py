@@ -132,6 +132,7 @@ def load_training_data(config: TrainConfig) -> TrainingData:
             dataset.feature_names,
             dataset.item_feature_names,
             token_available=dataset.token_feature_names,
+            item_source=f"the prepared dataset {config.prepared}",
         )
         dataset = dataset.select_token_features(selection.token)
         description = [f"Prepared: {dataset.summary()}"]
@@ -270,6 +271,7 @@ def prepare_in_memory(config: TrainConfig) -> tuple[Source, InMemoryDataset]:
         table.names() if table is not None else [],
         items_by_default=config.item_features is not None,
         token_available=data.token_feature_names,
+        item_source=table.source if table is not None else "",
     )
     data = data.select_token_features(selection.token)
     if selection.item:

@@ -129,6 +129,7 @@ class ItemFeatureSpace:
             self.names(),
             items_by_default,
             token_available=token_names,
+            item_source=self.table.source,
         )
         if ALL_FEATURES in requested:
             return (*selection.position, *selection.token), selection.item

@@ -407,6 +407,7 @@ sizes below N only (CPR) |
             self.data.feature_names,
             items,
             token_available=self.data.token_feature_names,
+            item_source=space.table.source if space is not None else "",
         )
         if selection.item and ALL_FEATURES not in names:
             raise ValueError(
