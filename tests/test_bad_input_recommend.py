@@ -9,12 +9,16 @@ of the workspace as it was: no output file, no staging folder, no lock.
 """
 
 import json
+import os
 import shutil
+import signal
+import time
 
+import pandas as pd
 import pytest
 
 from tests.recommendation.recommend_helpers import TINY_DATA, train_tiny_run
-from tests.run_helpers import Case, Interrupt, snapshot
+from tests.run_helpers import Case, Interrupt, snapshot, start_cli
 from tfrec_tricks import cli
 
 pytestmark = pytest.mark.slow
@@ -168,7 +172,8 @@ CASES = [
         1,
         [
             "new.txt has no ['time_gap'] (time_gap needs a timestamp "
-            "column). Received: features []"
+            "column; its columns are user_id, item_id). Received: "
+            "features []"
         ],
         _write("new.txt", "n1 i1\nn1 i2\n"),
     ),
@@ -223,3 +228,202 @@ def test_every_refusal_has_its_case():
         "output-exists",
     } <= ids
     assert json.dumps([case.args for case in CASES])
+
+
+# --- a run on an .inter file with a token column, and an .item file ----------
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    """``data/shop.inter`` (a ``device`` token column the run does not
+    read), ``data/shop.item`` and ``runs/shop``, trained on them."""
+    from tfrec_tricks.training.train_config import TrainConfig
+    from tfrec_tricks.training.training import train
+
+    root = tmp_path_factory.mktemp("shop")
+    data = root / "data"
+    data.mkdir()
+    rows = [
+        f"u{u}\ti{(u + k) % 12}\t{1000 * u + k}\t{('web', 'app')[k % 2]}\n"
+        for u in range(20)
+        for k in range(6)
+    ]
+    header = "user_id:token\titem_id:token\ttimestamp:float\tdevice:token\n"
+    (data / "shop.inter").write_text(header + "".join(rows))
+    (data / "shop.item").write_text(
+        "item_id:token\tgenre:token_seq\n"
+        + "".join(f"i{i}\tg{i % 3}\n" for i in range(12))
+    )
+    config = TrainConfig(
+        data="file",
+        data_path=str(data / "shop.inter"),
+        item_features=str(data / "shop.item"),
+        max_len=5,
+        epochs=1,
+        output_dir=str(root / "runs"),
+        name="shop",
+        model={"embedding_dim": 8},
+    )
+    train(config, verbose=0)
+    return root
+
+
+SHOP = ["recommend", "runs/shop"]
+
+
+@pytest.fixture
+def shop_workspace(shop, tmp_path, monkeypatch):
+    """A fresh folder holding a copy of ``runs/shop``, the working
+    directory; the run's data stays where it trained."""
+    shutil.copytree(shop / "runs", tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _main(capsys, *args):
+    """``tfrec-tricks ARGS`` in this process: the exit code and the error
+    output, checked to hold no traceback."""
+    try:
+        status = cli.main(list(args))
+    except SystemExit as error:
+        status = error.code
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return status, " ".join(captured.err.split())
+
+
+def test_the_runs_own_inter_file_gives_histories(shop, shop_workspace, capsys):
+    # Its device column is text the run does not read: left unread, as
+    # train leaves it. Before: "column 'device' must hold numbers".
+    import tfrec_tricks
+
+    inter = str(shop / "data" / "shop.inter")
+    before = snapshot(shop_workspace)
+    status, err = _main(
+        capsys, *SHOP, "--histories", inter, "--output", "recs.csv"
+    )
+    assert status == 0, err
+    after = snapshot(shop_workspace)
+    assert {name: after[name] for name in before} == before
+    written = pd.read_csv("recs.csv", dtype={"user_id": str, "item_id": str})
+    assert written["user_id"].nunique() == 20
+    # The facade, with the same histories as a table (device as text).
+    from tfrec_tricks.recommendation.history_frames import read_histories
+
+    histories = read_histories(inter)
+    assert histories["device"].tolist()[:2] == ["web", "app"]
+    lists = tfrec_tricks.Recommender.load("runs/shop").recommend(
+        histories=histories
+    )
+    columns = ["user_id", "rank", "item_id"]
+    assert lists[columns].astype(str).values.tolist() == (
+        written[columns].astype(str).values.tolist()
+    )
+
+
+def test_a_changed_item_file_is_named_as_item_attributes(
+    shop, shop_workspace, capsys
+):
+    import tfrec_tricks
+
+    item_file = shop / "data" / "shop.item"
+    original = item_file.read_bytes()
+    before = snapshot(shop_workspace)
+    try:
+        item_file.write_bytes(original + b"i99\tg1\n")
+        status, err = _main(capsys, *SHOP, "--output", "recs.csv")
+        with pytest.raises(ValueError) as raised:
+            tfrec_tricks.Recommender.load("runs/shop").recommend()
+    finally:
+        item_file.write_bytes(original)
+    said = (
+        f"{item_file} changed since the run in runs/shop trained on it, so "
+        "the item attributes it holds are not those the run's model "
+        "learned; restore it, or retrain on it. Received:"
+    )
+    assert status == 1 and said in err, err
+    assert "histories" not in err.split("Received")[0]
+    assert said in str(raised.value)
+    assert snapshot(shop_workspace) == before
+
+
+def test_a_foreign_file_in_model_is_named_and_moving_it_out_works(
+    shop_workspace, capsys
+):
+    import tfrec_tricks
+
+    stray = shop_workspace / "runs" / "shop" / "model" / ".DS_Store"
+    stray.write_bytes(b"\x00\x00\x00\x01Bud1")
+    before = snapshot(shop_workspace)
+    said = (
+        "The run in runs/shop holds runs/shop/model/.DS_Store, which "
+        "tfrec-tricks did not write and cannot verify as part of the run. "
+        "Move it out of the run directory, then run the command again."
+    )
+    for args in (
+        [*SHOP, "--output", "recs.csv"],
+        ["export", "runs/shop", "--name", "m", "--base-path", "served"],
+    ):
+        status, err = _main(capsys, *args)
+        assert status == 1 and said in err, err
+        assert "--overwrite" not in err
+    with pytest.raises(ValueError, match="Move it out of the run directory"):
+        tfrec_tricks.Recommender.load("runs/shop")
+    assert snapshot(shop_workspace) == before
+    # The way out works.
+    stray.rename(shop_workspace / ".DS_Store")
+    status, err = _main(capsys, *SHOP, "--output", "recs.csv")
+    assert status == 0, err
+    assert tfrec_tricks.Recommender.load("runs/shop").run_dir == "runs/shop"
+
+
+# --- Ctrl-C and SIGTERM during the Beam engine's pipeline -------------------
+
+
+def _pipeline_started(folder):
+    # The run's own temporary directory, or (before it had one) the job
+    # server's folder of the DirectRunner's Prism attempt.
+    prefixes = ("tfrec-tricks-beam-", "beam-temp")
+    return any(name.startswith(prefixes) for name in os.listdir(folder))
+
+
+@pytest.mark.parametrize(
+    "signum, code, said",
+    [
+        (signal.SIGINT, 130, "interrupted."),
+        (signal.SIGTERM, 143, "terminated."),
+    ],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_an_interrupted_beam_engine_ends_in_one_line_and_leaves_nothing(
+    signum, code, said, workspace
+):
+    # Before: exit 1 and three tracebacks (Beam's log record, the
+    # RuntimeError it wrapped the interruption in, its chain), and
+    # beam-temp* folders left in the temporary directory.
+    temporary = workspace / "tmp"
+    temporary.mkdir()
+    before = snapshot(workspace)
+    process = start_cli(
+        *RUN,
+        "--engine",
+        "beam",
+        "--output",
+        "recs.csv",
+        "--quiet",
+        cwd=workspace,
+        env={"TMPDIR": str(temporary)},
+    )
+    while process.poll() is None and not _pipeline_started(temporary):
+        time.sleep(0.1)
+    time.sleep(2)  # inside the pipeline: loading the model, ranking
+    process.send_signal(signum)
+    output, _ = process.communicate(timeout=300)
+    if process.returncode == 0:
+        pytest.skip("finished before the signal")
+    assert process.returncode == code, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert output.strip().splitlines()[-1] == said
+    # No output, no staging folder, no lock, nothing left in the
+    # temporary directory (TensorFlow's own files go at its exit too).
+    assert snapshot(workspace) == before

@@ -112,6 +112,28 @@ def test_unusable_tables_are_refused(frame, fragment):
     assert fragment in str(error.value)
 
 
+def test_only_the_columns_the_model_reads_are_read():
+    # The run's own .inter file: a token column the model does not read
+    # (text), a float one it does not read either.
+    frame = pd.DataFrame(
+        {
+            "user_id": ["u", "u"],
+            "item_id": ["a", "b"],
+            "timestamp": [1.0, 5.0],
+            "device": ["web", "app"],
+            "rating": [4.0, 5.0],
+        }
+    )
+    sequences = frame_sequences(frame, feature_names=["time_gap"])
+    assert sorted(sequences.features) == ["time_gap"]
+    assert sequences.tokens == {}
+    read = frame_sequences(frame, feature_names=["rating", "time_gap"])
+    assert read.features["rating"].tolist() == [4.0, 5.0]
+    # A column the model reads must hold what it reads.
+    with pytest.raises(DataError, match="column 'device' must hold numbers"):
+        frame_sequences(frame, feature_names=["device"])
+
+
 def test_read_histories_reads_the_formats_train_reads(tmp_path):
     path = tmp_path / "new.dat"
     path.write_text("7::31::4::100\n7::12::5::160\n8::31::3::50\n")

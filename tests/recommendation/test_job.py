@@ -219,7 +219,8 @@ def test_job_counts_and_reports_its_batches(run):
         (
             {"histories": pd.DataFrame({"user_id": ["a"], "item_id": ["i1"]})},
             DataError,
-            "histories has no ['time_gap'] (time_gap needs a timestamp column)",
+            "histories has no ['time_gap'] (time_gap needs a timestamp "
+            "column; its columns are user_id, item_id)",
         ),
         (
             {

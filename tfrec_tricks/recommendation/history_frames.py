@@ -4,12 +4,15 @@
 ``train`` reads (``read_histories``: ``loaders`` through ``load_source``,
 exact duplicate rows dropped); ``recommend_frame(histories=...)`` takes a
 ``pandas.DataFrame``. Both are one table, ``HISTORY_COLUMNS`` plus an
-optional ``timestamp`` and numeric columns, grouped into user sequences
+optional ``timestamp`` and feature columns, grouped into user sequences
 by ``frame_sequences`` with the rules of the run's data
 (``tfrec_tricks.data.user_sequences``): users in order of first
 appearance, each user's rows sorted by time (rows of equal time, or
 without timestamps, in table order), ``time_gap`` the seconds since the
-user's previous interaction (NaN at the first).
+user's previous interaction (NaN at the first). A column the model does
+not read is left unread, as ``train`` leaves the columns ``--features``
+does not name: the run's own ``.inter`` file, ``token`` columns and all,
+gives its users' histories.
 """
 
 from collections.abc import Sequence
@@ -76,6 +79,7 @@ def frame_sequences(
     frame: pd.DataFrame,
     source: str = "histories",
     token_names: Sequence[str] = (),
+    feature_names: Sequence[str] | None = None,
 ) -> UserSequences:
     """Groups a histories table into user sequences.
 
@@ -90,6 +94,12 @@ def frame_sequences(
             model's token features): read as raw values, ``str`` of each
             (a missing value, NaN or None, is ``""``: no value). Defaults
             to none.
+        feature_names: the per-interaction features the model reads (its
+            token features among them or not): the only feature columns
+            read, so a column of any other name is ignored, whatever it
+            holds; or None: every column besides the ids and
+            ``timestamp`` is read, as a number unless in
+            ``token_names``. Defaults to None.
 
     Returns:
         A ``UserSequences`` (no split: its positions are -1).
@@ -97,7 +107,7 @@ def frame_sequences(
     Raises:
         DataError: a missing id column, an empty table, a missing id, a
             timestamp that is not a finite number, or a feature column
-            that is not numeric; each names what was received.
+            read that is not numeric; each names what was received.
 
     Example:
 
@@ -113,6 +123,8 @@ def frame_sequences(
     >>> frame["device"] = ["web", None, 7]
     >>> frame_sequences(frame, token_names=["device"]).tokens["device"].tolist()
     ['', 'web', '7']
+    >>> sorted(frame_sequences(frame, feature_names=["time_gap"]).features)
+    ['time_gap']
     """
     if not isinstance(frame, pd.DataFrame):
         raise DataError(
@@ -145,10 +157,13 @@ def frame_sequences(
         for name in frame.columns
         if str(name) in token_names
     }
+    read = None if feature_names is None else set(map(str, feature_names))
     features = {
         str(name): _numbers(frame, name, source)[order]
         for name in frame.columns
-        if name not in (*HISTORY_COLUMNS, TIMESTAMP) and str(name) not in tokens
+        if name not in (*HISTORY_COLUMNS, TIMESTAMP)
+        and str(name) not in tokens
+        and (read is None or str(name) in read)
     }
     if timestamps is not None and TIME_GAP not in features:
         ordered = timestamps[order]

@@ -144,10 +144,14 @@ class RecommendationJob:
             self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
             hint = ""
         else:
-            # First: the model says which columns are token features.
+            # First: the model says which columns it reads, and which of
+            # them are token features; the others are left unread.
             self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
             sequences = frame_sequences(
-                options.histories, name, self.engine.token_names
+                options.histories,
+                name,
+                self.engine.token_names,
+                self.engine.feature_names,
             )
             self.histories = SequenceHistories(sequences, catalogue, name)
             self.users = self._known_users(
@@ -155,7 +159,11 @@ class RecommendationJob:
                 set(self.histories.user_names),
                 f"{name} ({len(sequences.user_names):,} users)",
             )
-            hint = " (time_gap needs a timestamp column)"
+            columns = ", ".join(map(str, options.histories.columns))
+            hint = (
+                " (time_gap needs a timestamp column; its columns are "
+                f"{columns})"
+            )
         self.histories.check_features(self.engine.feature_names, hint)
 
     @staticmethod

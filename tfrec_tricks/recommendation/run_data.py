@@ -25,7 +25,10 @@ from tfrec_tricks.training.run_directory import (
     data_identity,
 )
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training_data import data_files
+from tfrec_tricks.training.training_data import (
+    data_files,
+    item_feature_files,
+)
 
 
 def run_train_config(run_dir: str, run: dict) -> TrainConfig:
@@ -57,7 +60,9 @@ def check_same_data(run_dir: str, config: TrainConfig, run: dict) -> None:
     """Refuses data files that changed since the run trained on them.
 
     Raises:
-        DataError: naming the file that is missing or differs.
+        DataError: naming the file that is missing or differs, and what
+            it holds: the users' histories, or the item attributes (an
+            ``.item`` file, a dataset's metadata).
     """
     recorded = (run.get("fingerprint") or {}).get("data")
     if not isinstance(recorded, list):
@@ -73,15 +78,27 @@ def check_same_data(run_dir: str, config: TrainConfig, run: dict) -> None:
             f"{len(now)}. Give the histories with --histories FILE, or "
             f"retrain. Received: {files}"
         )
+    attributes = set(item_feature_files(config))
     for path, before, after in zip(files, recorded, now):
         if before == after:
             continue
         state = "is missing" if after["sha256"] is None else "changed"
+        if path in attributes:
+            # The model holds the attributes it trained with; the file
+            # is the run's record of them.
+            what = (
+                "the item attributes it holds are not those the run's "
+                "model learned; restore it, or retrain on it"
+            )
+        else:
+            what = (
+                "its users' histories are not what the run knew; restore "
+                "it, retrain, or give the histories with --histories FILE"
+            )
         raise DataError(
             f"{path} {state} since the run in {run_dir} trained on it, so "
-            "its users' histories are not what the run knew; restore it, "
-            "retrain, or give the histories with --histories FILE. "
-            f"Received: {after['bytes']} bytes, SHA-256 {after['sha256']}; "
+            f"{what}. Received: {after['bytes']} bytes, SHA-256 "
+            f"{after['sha256']}; "
             f"trained on {before.get('bytes')} bytes, SHA-256 "
             f"{before.get('sha256')}"
         )

@@ -529,6 +529,7 @@ def check_finished_run(run_dir: str) -> dict:
         )
     expected = _manifest_files(run_dir)
     unlisted = [name for name in expected if name not in files]
+    _refuse_foreign_files(run_dir, unlisted)
     if unlisted or not any(n.startswith(f"{MODEL_DIR}/") for n in expected):
         _refuse_incomplete_record(
             run_dir,
@@ -537,6 +538,24 @@ def check_finished_run(run_dir: str) -> dict:
             else f"{MODEL_DIR}/ holds no file",
         )
     return run
+
+
+def _refuse_foreign_files(run_dir: str, unlisted: list[str]) -> None:
+    """Raises RunDirectoryError naming the files of ``unlisted`` that
+    tfrec-tricks did not write (a ``model/.DS_Store``): moved out, the
+    run is whole again, while a retraining would refuse the same files
+    (``--overwrite`` never removes them)."""
+    foreign = set(ownership.foreign_entries(run_dir))
+    found = [name for name in unlisted if name in foreign]
+    if not found:
+        return
+    paths = ownership.describe([os.path.join(run_dir, n) for n in found])
+    it = "it" if len(found) == 1 else "them"
+    raise RunDirectoryError(
+        f"The run in {run_dir} holds {paths}, which tfrec-tricks did not "
+        f"write and cannot verify as part of the run. Move {it} out of "
+        "the run directory, then run the command again."
+    )
 
 
 def _refuse_incomplete_record(run_dir: str, what: str) -> None:
