@@ -5,6 +5,7 @@ import dataclasses
 import errno
 import os
 from collections.abc import Iterator
+from typing import TypeVar
 
 
 class DataError(ValueError):
@@ -201,13 +202,34 @@ def writes_named(target: str) -> Iterator[None]:
         raise failed from error
 
 
+_E = TypeVar("_E", bound=BaseException)
+
+
 def named_write_failure(error: BaseException) -> WriteFailedError | None:
     """The ``WriteFailedError`` in ``error``'s chain, or None: a failed
     write already named by the step that made it (a run of an ablation or
     a search)."""
+    return in_chain(error, WriteFailedError)
+
+
+def in_chain(error: BaseException | None, kind: type[_E]) -> _E | None:
+    """The first exception of ``kind`` in ``error`` or its chain (its
+    ``__cause__``, else its ``__context__``), or None.
+
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt:
+    ...         raise RuntimeError("KeyboardInterrupt [while running 'Map']")
+    ... except RuntimeError as wrapped:
+    ...     type(in_chain(wrapped, KeyboardInterrupt)).__name__
+    'KeyboardInterrupt'
+    >>> in_chain(ValueError("other"), KeyboardInterrupt) is None
+    True
+    """
     seen = set()
     while error is not None and id(error) not in seen:
-        if isinstance(error, WriteFailedError):
+        if isinstance(error, kind):
             return error
         seen.add(id(error))
         error = error.__cause__ or error.__context__

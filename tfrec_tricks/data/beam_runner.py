@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineState
 
 from tfrec_tricks.data.beam_temporary_files import BeamTemporaryDirectory
-from tfrec_tricks.errors import DataError
+from tfrec_tricks.errors import DataError, in_chain
 
 DEFAULT_RUNNER = "DirectRunner"
 
@@ -67,29 +67,6 @@ def marked_message(error: BaseException) -> str | None:
     return found.group(1) if found else None
 
 
-def interruption(error: BaseException | None) -> KeyboardInterrupt | None:
-    """The ``KeyboardInterrupt`` in ``error`` or its chain, if any.
-
-    >>> try:
-    ...     try:
-    ...         raise KeyboardInterrupt
-    ...     except KeyboardInterrupt:
-    ...         raise RuntimeError("KeyboardInterrupt [while running 'Map']")
-    ... except RuntimeError as wrapped:
-    ...     type(interruption(wrapped)).__name__
-    'KeyboardInterrupt'
-    >>> interruption(ValueError("other")) is None
-    True
-    """
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
-
-
 class _QuietWorkerErrors(logging.Filter):
     """Drops Beam's log record (with a traceback) of a worker's DataError
     or of an interruption: ``run_pipeline`` raises them again, as the
@@ -99,7 +76,7 @@ class _QuietWorkerErrors(logging.Filter):
         if _ERROR_OPEN in record.getMessage():
             return False
         raised = record.exc_info[1] if record.exc_info else None
-        return interruption(raised) is None
+        return in_chain(raised, KeyboardInterrupt) is None
 
 
 def run_pipeline(pipeline: beam.Pipeline) -> None:
@@ -122,7 +99,7 @@ def run_pipeline(pipeline: beam.Pipeline) -> None:
             if not _served_by_a_job_server(result):
                 temporary.finished_here()
     except Exception as error:
-        interrupt = interruption(error)
+        interrupt = in_chain(error, KeyboardInterrupt)
         if interrupt is not None:
             raise interrupt from None
         message = marked_message(error)
