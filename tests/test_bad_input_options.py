@@ -1,6 +1,7 @@
 """Bad options through the CLI, in-process: named, refused, no harm.
 
-``--config`` of every ``config.json`` that ``train`` writes, every
+``--config`` of every ``config.json`` that ``train`` writes (it repeats
+the run: the same name reuses it), every
 ``tune --choices`` value, ``TF_CONFIG``'s task, ``export --version``'s
 bound and a run resumed with its data path written another way. Each case
 runs ``cli.main`` in this process (the process boundary is not what is
@@ -12,7 +13,7 @@ import json
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, Interrupt, snapshot
+from tests.run_helpers import TINY_FLAGS, Interrupt, run_cli, snapshot
 from tfrec_tricks import cli
 
 
@@ -31,7 +32,29 @@ def _refused(args, capsys, workspace, code=1):
     return captured.err
 
 
-# --- train --config takes every config.json train writes ------------------
+# --- train --config repeats every run train writes -------------------------
+
+REUSED = "finished before with the same settings and data: reusing it"
+
+
+def _fingerprint(run_dir):
+    """``run_dir``'s fingerprint as compared (``as_trained_fingerprint``)."""
+    from tfrec_tricks.training.resumption import as_trained_fingerprint
+
+    run = json.loads((run_dir / "run.json").read_text())
+    return as_trained_fingerprint(run["fingerprint"])
+
+
+def _reused(args, capsys, workspace):
+    """Runs ``tfrec-tricks ARGS``; asserts that it reused a finished run:
+    exit 0, the reuse named, no traceback, the workspace as it was."""
+    before = snapshot(workspace)
+    status = cli.main(args)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err[-2000:]
+    assert REUSED in captured.out, captured.out[-2000:]
+    assert "Traceback" not in captured.err + captured.out
+    assert snapshot(workspace) == before
 
 
 @pytest.mark.slow
@@ -42,27 +65,73 @@ def _refused(args, capsys, workspace, code=1):
         ["--head", "auto"],
         ["--head", "cpr", "--cpr-rerankers", "20"],
         ["--train-windows", "--encoder", "sasrec"],
+        ["--encoder", "hstu"],
+        ["--recipe", "long-histories", "--window-stride", "5"],
     ],
-    ids=["defaults", "head-auto", "cpr", "train-windows"],
+    ids=["defaults", "head-auto", "cpr", "train-windows", "hstu", "recipe"],
 )
-def test_train_config_accepts_the_config_json_train_wrote(
-    flags, tmp_path, capsys
-):
+def test_train_config_repeats_the_run_train_wrote(flags, tmp_path, capsys):
     runs = str(tmp_path / "runs")
-    common = ["--epochs", "1", "--quiet", "--output-dir", runs]
-    status = cli.main(["train", *TINY_FLAGS, *flags, *common, "--name", "a"])
+    common = ["--epochs", "1", "--output-dir", runs]
+    status = cli.main(
+        ["train", *TINY_FLAGS, *flags, *common, "--quiet", "--name", "a"]
+    )
     assert status == 0, capsys.readouterr().err[-2000:]
     written = tmp_path / "runs" / "a" / "config.json"
     if "auto" in flags:
         assert "head_choice" in json.loads(written.read_text())
+    # The run's own name: the finished run is reused, nothing written.
+    _reused(["train", "--config", str(written), *common, "--name", "a"],
+            capsys, tmp_path)  # fmt: skip
+    # Another name: the same run, trained again.
     status = cli.main(
-        ["train", "--config", str(written), *common, "--name", "b"]
+        ["train", "--config", str(written), *common, "--quiet", "--name", "b"]
     )
     captured = capsys.readouterr()
     assert status == 0, captured.err[-2000:]
     again = json.loads((tmp_path / "runs" / "b" / "config.json").read_text())
-    # The same run, another name: the file repeats it.
     assert again["model"] == json.loads(written.read_text())["model"]
+    assert _fingerprint(tmp_path / "runs" / "b") == _fingerprint(
+        tmp_path / "runs" / "a"
+    )
+
+
+@pytest.mark.slow
+def test_train_config_of_a_run_started_with_flags_reuses_it(tmp_path):
+    # The headline sequence, as a user types it: two processes.
+    runs = str(tmp_path / "runs")
+    flags = [*TINY_FLAGS, "--epochs", "1", "--output-dir", runs, "--name", "r"]
+    result = run_cli("train", *flags, "--quiet")
+    assert result.returncode == 0, result.stderr[-2000:]
+    before = snapshot(tmp_path)
+    config = str(tmp_path / "runs" / "r" / "config.json")
+    result = run_cli("train", "--config", config, "--output-dir", runs,
+                     "--name", "r")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert REUSED in result.stdout
+    assert "Traceback" not in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "features",
+    [[], ["--features", "all"], ["--features", "year", "genre"]],
+    ids=["every-attribute", "all", "named"],
+)
+def test_train_config_repeats_a_run_with_item_features(
+    features, tmp_path, capsys, monkeypatch
+):
+    # config.json lists the features read (genre, year: the file's) where
+    # the run was given none, 'all' or another order: the same run.
+    from tests.test_bad_input_item_features import GOOD, INTERACTIONS, TRAIN
+
+    (tmp_path / "u.data").write_text(INTERACTIONS)
+    (tmp_path / "x.item").write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    flags = [*TRAIN, "--item-features", "x.item", *features, "--quiet"]
+    assert cli.main(flags) == 0, capsys.readouterr().err[-2000:]
+    _reused(["train", "--config", "runs/run/config.json"], capsys, tmp_path)
 
 
 def test_config_with_an_unknown_top_level_key_names_it(tmp_path, capsys):

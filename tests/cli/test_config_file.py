@@ -88,6 +88,71 @@ def test_a_run_s_token_features_are_asked_for_again():
     assert model == {"features": ["time_gap", "device"]}
 
 
+# What a run given GENRE_YEAR's attributes records in its resolved model.
+ITEM_SPECS = [
+    {"name": "genre", "kind": "token_seq", "width": 2},
+    {"name": "year", "kind": "float", "width": 1},
+]
+
+
+@pytest.mark.parametrize(
+    "given, resolved, expected",
+    [
+        # Nothing given: every attribute of --item-features, as recorded.
+        ({}, {"features": [], "item_features": ITEM_SPECS}, None),
+        # 'all': whatever the data had.
+        (
+            {"features": ["all"]},
+            {"features": ["rating"], "item_features": ITEM_SPECS},
+            ["all"],
+        ),
+        # Names, in the order given (item attributes in the data's).
+        (
+            {"features": ["year", "time_gap", "genre"]},
+            {"features": ["time_gap"], "item_features": ITEM_SPECS},
+            ["year", "time_gap", "genre"],
+        ),
+    ],
+    ids=["nothing", "all", "names"],
+)
+def test_a_run_s_features_are_asked_for_as_it_was_given(
+    given, resolved, expected
+):
+    document = {
+        "train": {"item_features": "x.item", "model": given},
+        "model": resolved,
+    }
+    _, model = _split_options("config.json", document)
+    assert model.get("features") == expected
+    assert ("features" in model) == (expected is not None)
+
+
+@pytest.mark.parametrize(
+    "given, resolved, expected",
+    [
+        # The resolved list edited: time_gap removed, rating added.
+        (
+            {"features": ["time_gap", "genre"]},
+            {"features": ["rating"], "item_features": ITEM_SPECS[:1]},
+            ["rating", "genre"],
+        ),
+        # Nothing given, yet a per-interaction feature listed.
+        ({}, {"features": ["rating"]}, ["rating"]),
+        # The float features' order edited.
+        (
+            {"features": ["time_gap", "rating"]},
+            {"features": ["rating", "time_gap"]},
+            ["rating", "time_gap"],
+        ),
+    ],
+    ids=["other-names", "nothing-given", "other-order"],
+)
+def test_a_run_s_edited_feature_list_wins(given, resolved, expected):
+    document = {"train": {"model": given}, "model": resolved}
+    _, model = _split_options("config.json", document)
+    assert model["features"] == expected
+
+
 @pytest.mark.parametrize(
     "document, fragment",
     [

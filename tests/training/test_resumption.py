@@ -198,3 +198,37 @@ def test_a_later_option_recorded_at_its_default_is_the_same_run():
         "model": {**current["model"], "feature_fusion": "concat"},
     }
     assert as_trained_fingerprint(concat) != as_trained_fingerprint(current)
+
+
+def test_model_options_given_at_their_default_are_the_same_run():
+    # A run repeated from its config.json gives every model field; one
+    # started with flags gives those it changed: the same run.
+    import dataclasses
+
+    from tfrec_tricks.config_fields import field_default
+    from tfrec_tricks.models.config import ModelConfig
+    from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
+    from tfrec_tricks.training.resumption import (
+        as_trained_fingerprint,
+        fingerprint,
+    )
+    from tfrec_tricks.training.run_directory import differences
+
+    def compared(model):
+        config = TrainConfig(epochs=1, model=model)
+        return as_trained_fingerprint(fingerprint(config, 500, data=[]))
+
+    every = {
+        field.name: field_default(ModelConfig, field.name)
+        for field in dataclasses.fields(ModelConfig)
+        if field.name not in DERIVED_MODEL_FIELDS
+    }
+    flags = {"embedding_dim": 8, "head": "cpr"}
+    assert compared(flags) == compared({**every, **flags})
+    # A value other than the default is another run, named once per part.
+    assert differences(
+        compared(flags), compared({**flags, "dropout": 0.3})
+    ) == [
+        "model.dropout: 0.2 -> 0.3",
+        'train.model.dropout: "<unset>" -> 0.3',
+    ]

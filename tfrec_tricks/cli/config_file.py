@@ -11,6 +11,7 @@ from tfrec_tricks.config_fields import (
 )
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.training.feature_selection import ALL_FEATURES
 from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
 from tfrec_tricks.training.train_config import TrainConfig
 
@@ -20,6 +21,8 @@ from tfrec_tricks.training.train_config import TrainConfig
 # ``model.head``, so the file repeats the run it records).
 OPTION_KEYS = ("train", "model")
 RECORD_KEYS = ("head_choice",)
+# An option a config file leaves unset.
+_UNSET = object()
 
 
 def load_config_file(path: str) -> dict:
@@ -126,22 +129,88 @@ def _split_options(path: str, document: Any) -> tuple[dict, dict]:
                 f"Received: {where}={str(part)[:80]}"
             )
     model = {**(parts["train.model"] or {}), **(parts["model"] or {})}
-    # A run's resolved model lists its float per-interaction features in
-    # `features`, its token ones in `token_features` and its item
-    # features in `item_features`: the run read them all, so all are
-    # asked for again.
-    resolved = parts["model"] or {}
-    named = [
-        f["name"]
-        for key in ("token_features", "item_features")
-        for f in resolved.get(key) or ()
-        if isinstance(f, dict) and isinstance(f.get("name"), str)
-    ]
-    if named:
-        model["features"] = [*model.get("features", ()), *named]
+    features = _features(parts["train.model"], parts["model"] or {}, values)
+    model.pop("features", None)
+    if features is not _UNSET:
+        model["features"] = features
     for name in DERIVED_MODEL_FIELDS:
         model.pop(name, None)
     return values, model
+
+
+def _features(given: dict | None, resolved: dict, train: dict) -> Any:
+    """The ``features`` option of a config file, or ``_UNSET``.
+
+    A run's resolved model (``model``) lists the features it read from
+    its data: the float per-interaction ones in ``features``, the token
+    ones in ``token_features``, the item attributes in ``item_features``.
+    Its ``train.model`` holds the ``features`` it was given. The two name
+    the same features spelled two ways (``all``, or nothing for every
+    attribute of ``--item-features``, against the names selected), and
+    the run's fingerprint records the given one: kept when the resolved
+    lists are what it selects, the file repeats the run as it was
+    started. The resolved names are asked for when they contradict it (an
+    edited file) or when the file records nothing given.
+
+    Args:
+        given: the document's ``train.model``, or None.
+        resolved: the document's ``model``.
+        train: the document's training options.
+
+    Returns:
+        The ``features`` value to give (its type checked by the caller),
+        or ``_UNSET``: leave it unset.
+    """
+    floats = resolved.get("features", [])
+    if not _names(floats):
+        return floats  # refused by the type check, as written
+    tokens, items = (
+        [
+            f["name"]
+            for f in resolved.get(key) or ()
+            if isinstance(f, dict) and isinstance(f.get("name"), str)
+        ]
+        for key in ("token_features", "item_features")
+    )
+    requested = _UNSET if given is None else given.get("features", _UNSET)
+    if given is not None and _selects(
+        requested, floats, tokens, items, train.get("item_features")
+    ):
+        return requested
+    if "features" not in resolved and not tokens + items:
+        return requested
+    if "features" not in resolved and _names(requested):
+        floats = requested
+    return [*floats, *tokens, *items]
+
+
+def _names(value: Any) -> bool:
+    """Whether ``value`` is a list of str (a JSON ``features``)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _selects(
+    requested: Any,
+    floats: list,
+    tokens: list,
+    items: list,
+    item_file: Any,
+) -> bool:
+    """Whether ``requested`` (a run's given ``features``, or ``_UNSET``)
+    selects what its resolved model lists, as ``select_features`` does:
+    nothing reads no per-interaction feature and every attribute of
+    ``--item-features``; ``all`` every feature (the data's names are not
+    known here: any); names those features, the float ones in order."""
+    if requested is _UNSET:
+        requested = []
+    if not _names(requested):
+        return False
+    if not requested:
+        return not floats and not tokens and (not items or bool(item_file))
+    if ALL_FEATURES in requested:
+        return True
+    in_order = [name for name in requested if name in floats]
+    return set(requested) == {*floats, *tokens, *items} and in_order == floats
 
 
 def _option_fields() -> dict[str, dict[str, Any]]:

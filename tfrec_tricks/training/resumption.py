@@ -19,6 +19,7 @@ import tempfile
 import tensorflow as tf
 
 from tfrec_tricks.callbacks import epochs_since_best, monitor_history
+from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.errors import TrainingFailedError, write_failure
 from tfrec_tricks.models.config import (
     AUTO_HEAD,
@@ -29,6 +30,7 @@ from tfrec_tricks.models.config import (
 )
 from tfrec_tricks.training.distribution import is_chief
 from tfrec_tricks.training.memory_budget import check_training_memory
+from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
 from tfrec_tricks.training.prepare_dataset import resolved_config
 from tfrec_tricks.training.run_directory import (
     data_identity,
@@ -79,6 +81,19 @@ MODEL_LATER_OPTIONS = {
     "feature_fusion": ("sum", None),
     "item_id_dropout": (0.0, None),
 }
+
+
+# The defaults of the ModelConfig fields a run may give (ModelOptions),
+# as a fingerprint holds them (JSON: lists).
+_MODEL_DEFAULTS = json.loads(
+    json.dumps(
+        {
+            field.name: field_default(ModelConfig, field.name)
+            for field in dataclasses.fields(ModelConfig)
+            if field.name not in DERIVED_MODEL_FIELDS
+        }
+    )
+)
 
 
 def fingerprint(
@@ -159,9 +174,28 @@ def as_trained_fingerprint(run_fingerprint: dict) -> dict:
         model, overrides = _without_later_options(model, train["model"])
         run_fingerprint = {
             **run_fingerprint,
-            "train": {**train, "model": overrides},
+            "train": {**train, "model": _without_defaults(overrides)},
         }
     return {**run_fingerprint, "model": model}
+
+
+def _without_defaults(overrides: dict) -> dict:
+    """The model options a run gave (a fingerprint's ``train.model``)
+    without those given at ``ModelConfig``'s default.
+
+    A field left out keeps the default (``ModelOptions``), so giving it
+    changes nothing: a run repeated from its ``config.json`` (which gives
+    every field) or with a flag at its default is the run that left them
+    out. The resolved model, compared beside, holds every value trained.
+
+    >>> _without_defaults({"dropout": 0.2, "metric_ks": [10], "head": "cpr"})
+    {'head': 'cpr'}
+    """
+    return {
+        name: value
+        for name, value in overrides.items()
+        if name not in _MODEL_DEFAULTS or value != _MODEL_DEFAULTS[name]
+    }
 
 
 def run_directory(config: TrainConfig) -> str:
