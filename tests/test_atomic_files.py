@@ -146,3 +146,71 @@ def test_publishing_through_a_symlink_replaces_the_folder_it_points_to(
     assert os.path.islink(tmp_path / "link")
     assert sorted(os.listdir(real)) == [ownership.RECORD_FILE, "new"]
     assert sorted(os.listdir(tmp_path)) == ["link", "real"]
+
+
+def test_a_folder_lies_in_a_marked_folder_until_it_is_published(tmp_path):
+    # A kill at any moment before the rename leaves a staging folder of
+    # the tool's (removed by the next writer), never an unmarked copy.
+    seen = []
+
+    def write(folder):
+        seen.append(folder)
+        with open(os.path.join(folder, "f.txt"), "w") as out:
+            out.write("x")
+        staging = os.path.dirname(folder)
+        assert os.path.basename(folder) == "out"
+        assert ownership.staging_target(staging) == str(tmp_path / "out")
+
+    publish_directory(str(tmp_path / "out"), write, kind="thing")
+    assert os.listdir(tmp_path) == ["out"]
+    assert not os.path.exists(os.path.dirname(seen[0]))
+
+
+def test_a_full_disk_that_refuses_the_marker_leaves_nothing(
+    tmp_path, monkeypatch
+):
+    def no_space(folder, target):
+        open(os.path.join(folder, ownership.STAGING_MARKER), "w").close()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ownership, "mark_staging", no_space)
+    with pytest.raises(OSError):
+        publish_directory(str(tmp_path / "out"), lambda folder: None)
+    with pytest.raises(OSError):
+        write_text_atomic(str(tmp_path / "f.txt"), "x")
+    assert os.listdir(tmp_path) == []
+
+
+def test_withdrawing_in_place_removes_the_record_last(tmp_path, monkeypatch):
+    # A full disk refuses the .old staging folder: the folder is removed
+    # in place, its record after every file it lists, so that a removal
+    # cut short leaves it still recorded.
+    from tfrec_tricks import atomic_files
+
+    ownership.start_record(str(tmp_path), "run directory")
+
+    def write(folder):
+        os.mkdir(os.path.join(folder, "b"))
+        for name in ("a", "b/c", "d"):
+            with open(os.path.join(folder, name), "w") as out:
+                out.write(name)
+
+    publish_directory(str(tmp_path / "model"), write, kind="m")
+
+    def no_space(target, suffix):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic_files, "_staging_folder", no_space)
+    removed = []
+    remove = os.remove
+
+    def spy(path, *args, **kwargs):
+        removed.append(os.path.basename(path))
+        return remove(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "remove", spy)
+    monkeypatch.setattr(os, "unlink", spy)
+    atomic_files.withdraw_directory(str(tmp_path / "model"))
+    assert sorted(removed) == [ownership.RECORD_FILE, "a", "c", "d"]
+    assert removed[-1] == ownership.RECORD_FILE
+    assert sorted(os.listdir(tmp_path)) == [ownership.RECORD_FILE]

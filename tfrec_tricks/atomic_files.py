@@ -30,7 +30,6 @@ read it. A replaced file keeps its mode.
 
 import hashlib
 import os
-import shutil
 import tempfile
 from collections.abc import Callable
 
@@ -201,8 +200,11 @@ def withdraw_directory(folder: str) -> None:
     try:
         old = _staging_folder(folder, ".old")
     except OSError:
-        # A full disk may refuse even the staging folder: removed in place.
-        shutil.rmtree(folder)
+        # A full disk may refuse even the staging folder: removed in
+        # place, its record last (``ownership.remove_owned``), so that a
+        # removal cut short leaves a folder still recorded.
+        ownership.remove_owned(folder)
+        os.rmdir(folder)
         return
     os.rename(folder, os.path.join(old, "replaced"))
     ownership.remove_staging(old)
