@@ -105,7 +105,9 @@ def baseline_scores(
             f"--attribute must be a token feature of the run: one of "
             f"{sorted(values)}. Received: {attribute!r}"
         )
-    by_attribute = attribute_popularity(values[attribute], counts)
+    by_attribute = attribute_popularity(
+        data.item_features.dense(attribute), counts
+    )
     scores = {
         "random": np.zeros(len(counts)),
         "popularity": counts,

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from tfrec_tricks.data import item_features
 from tfrec_tricks.data.item_feature_file import (
     ItemFeatureTable,
     read_item_features,
@@ -101,7 +102,7 @@ def test_encoding_written_out_by_hand():
     }
     assert sorted(features.values) == sorted(expected)
     for name, array in expected.items():
-        got = features.values[name]
+        got = features.dense(name)
         assert got.dtype == array.dtype and got.shape == array.shape, name
         np.testing.assert_array_equal(got, array, err_msg=name)
     np.testing.assert_array_equal(
@@ -127,10 +128,10 @@ def test_min_count_sends_rare_tokens_to_oov():
     assert spec(features, "genre").vocabulary == ("Drama",)
     assert spec(features, "tags").vocabulary == ("y",)
     np.testing.assert_array_equal(
-        features.values["genre"][:, 0], [0, 2, 1, 2, 1, 0]
+        features.dense("genre")[:, 0], [0, 2, 1, 2, 1, 0]
     )
     np.testing.assert_array_equal(
-        features.values["tags"],
+        features.dense("tags"),
         [[0, 0, 0], [1, 2, 1], [2, 0, 0], [1, 2, 0], [1, 1, 0], [0, 0, 0]],
     )
     assert encode(min_count=4).specs[1].vocabulary == ()
@@ -160,7 +161,7 @@ def test_vocabulary_order_is_count_then_token():
     reordered = dict(reversed(list(rows.items())))
     again = encode(reordered, kinds, names, training)
     assert again.specs[0].vocabulary == features.specs[0].vocabulary
-    np.testing.assert_array_equal(again.values["g"], features.values["g"])
+    assert again.values["g"] == features.values["g"]
 
 
 def test_only_training_items_make_vocabularies_and_statistics():
@@ -181,7 +182,7 @@ def test_only_training_items_make_vocabularies_and_statistics():
     assert spec(features, "genre").vocabulary == ()
     assert spec(features, "tags").width == 3
     np.testing.assert_array_equal(
-        features.values["genre"][:, 0], [0, 1, 1, 1, 1, 0]
+        features.dense("genre")[:, 0], [0, 1, 1, 1, 1, 0]
     )
 
 
@@ -201,8 +202,8 @@ def test_features_without_any_value_have_width_one():
     features = encode({"a": {}}, kinds, ["[PAD]", "a", "b"], [0, 1, 1])
     assert [s.width for s in features.specs] == [1, 1]
     assert [s.coverage for s in features.specs] == [0.0, 0.0]
-    np.testing.assert_array_equal(features.values["t"], np.zeros((3, 1)))
-    assert np.isnan(features.values["f"]).all()
+    np.testing.assert_array_equal(features.dense("t"), np.zeros((3, 1)))
+    assert np.isnan(features.dense("f")).all()
     np.testing.assert_array_equal(features.has_row, [False, True, False])
 
 
@@ -223,8 +224,8 @@ def test_cold_item_names_in_file_order():
     names = CATALOGUE + cold_item_names(table(), CATALOGUE)
     features = encode(names=names, training=np.append(TRAINING, False))
     assert features.has_row[-1]
-    np.testing.assert_array_equal(features.values["tags"][-1], [1, 0, 0])
-    assert features.values["year"][-1, 0] == 1.0
+    np.testing.assert_array_equal(features.dense("tags")[-1], [1, 0, 0])
+    assert features.dense("year")[-1, 0] == 1.0
     assert spec(features, "year").coverage == 4 / 6
 
 
@@ -245,6 +246,7 @@ def test_summary_rows_and_spec_dicts():
         "vocabulary_size": 4,
         "mean": 0.0,
         "variance": 1.0,
+        "num_values": 4,
     }
     assert dicts[2] == {
         "name": "year",
@@ -253,6 +255,7 @@ def test_summary_rows_and_spec_dicts():
         "vocabulary_size": 0,
         "mean": 1995.0,
         "variance": 25.0,
+        "num_values": 3,
     }
     json.dumps(dicts)
 
@@ -270,7 +273,7 @@ def test_with_a_file_read_and_selected(tmp_path):
     )
     assert features.names() == ["class"]
     np.testing.assert_array_equal(
-        features.values["class"], [[0, 0], [2, 0], [2, 3]]
+        features.dense("class"), [[0, 0], [2, 0], [2, 3]]
     )
     assert cold_item_names(selected, ["[PAD]", "2", "1"]) == ["3"]
 
@@ -311,10 +314,14 @@ def test_save_load_round_trip_is_byte_equal(tmp_path):
     loaded = ItemFeatures.load(folder)
     assert loaded.specs == features.specs
     assert loaded.names() == ["has_row", "a/b", "été"]
-    for name, array in features.values.items():
+    for name, rows in features.values.items():
         got = loaded.values[name]
-        assert got.dtype == array.dtype and got.shape == array.shape
-        assert got.tobytes() == array.tobytes(), name
+        for array, stored in [
+            (rows.values, got.values),
+            (rows.row_splits, got.row_splits),
+        ]:
+            assert stored.dtype == array.dtype and stored.shape == array.shape
+            assert stored.tobytes() == array.tobytes(), name
     assert loaded.has_row.tobytes() == features.has_row.tobytes()
     assert loaded.has_row.dtype == bool
     assert loaded.spec_dicts() == features.spec_dicts()
@@ -335,4 +342,93 @@ def test_load_refuses_missing_or_foreign_files(tmp_path):
         ItemFeatures.load(str(folder))
     os.remove(folder / FEATURES_NPZ)
     with pytest.raises(DataError, match="item_features.npz"):
+        ItemFeatures.load(str(folder))
+
+
+def wide_file(folder, widest, items=200):
+    """An .item file: items of 3 to 7 tags, item "w" (line 5) of
+    ``widest``."""
+    lines = ["item_id:token\ttags:token_seq"]
+    for k in range(items):
+        width = widest if k == 3 else 3 + k % 5
+        item = "w" if k == 3 else f"i{k}"
+        lines.append(f"{item}\t" + " ".join(f"t{j % 50}" for j in range(width)))
+    path = folder / "wide.item"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def encode_file(path):
+    table = read_item_features(path)
+    names = ["[PAD]", *table.rows]
+    training = np.ones(len(names), bool)
+    return encode_item_features(table, names, training)
+
+
+def test_storage_follows_the_number_of_values_not_the_widest_row(tmp_path):
+    # One row of 20,000 tokens among 199 rows of 3 to 7: stored padded it
+    # made every row 20,000 wide (200 x 20,000 ids); ragged it adds its own.
+    with pytest.warns(UserWarning) as caught:
+        features = encode_file(wide_file(tmp_path, 20_000))
+    rows = features.values["tags"]
+    total = 20_000 + sum(3 + k % 5 for k in range(200) if k != 3)
+    assert rows.values.shape == (total,) and rows.values.dtype == np.int32
+    assert rows.row_splits.shape == (202,)  # padding, then 200 items
+    assert rows.nbytes() == total * 4 + 202 * 8
+    assert features.specs[0].width == 20_000
+    assert features.spec_dicts()[0]["num_values"] == total
+    np.testing.assert_array_equal(rows.row(4)[:3], [2, 3, 4])
+    # The row is named: file:line, item, its width and the others'.
+    (warning,) = caught
+    message = str(warning.message)
+    assert message.startswith(f"{tmp_path / 'wide.item'}:5: item 'w' holds ")
+    assert "20,000 values of 'tags'" in message
+    assert "(median 5, 99th percentile 7)" in message
+
+
+def test_an_ordinary_spread_of_widths_is_not_warned_of(tmp_path, recwarn):
+    # The Amazon-like spread: widest 37 among rows of 3 to 7.
+    encode_file(wide_file(tmp_path, 37))
+    assert not [w for w in recwarn if w.category is UserWarning]
+
+
+def test_a_row_above_the_cap_is_refused_with_file_and_line(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(item_features, "MAX_ROW_VALUES", 1_000)
+    with pytest.raises(DataError) as error:
+        encode_file(wide_file(tmp_path, 1_001))
+    assert str(error.value).startswith(
+        f"{tmp_path / 'wide.item'}:5: item 'w' holds 1,001 values of 'tags'; "
+        "an item holds at most 1,000 values of a feature"
+    )
+    encode_file(wide_file(tmp_path, 1_000))  # at the cap: kept
+
+
+def test_a_file_saved_padded_before_ragged_storage_still_loads(tmp_path):
+    features = encode()
+    folder = tmp_path / "old"
+    features.save(str(folder))
+    # The layout written before: value_k padded [N, width], no row splits.
+    arrays = {"has_row": features.has_row}
+    for k, name in enumerate(features.names()):
+        arrays[f"value_{k}"] = features.dense(name)
+    with open(folder / FEATURES_NPZ, "wb") as handle:
+        np.savez(handle, **arrays)
+    loaded = ItemFeatures.load(str(folder))
+    for name in features.names():
+        assert loaded.values[name] == features.values[name], name
+    assert loaded.spec_dicts() == features.spec_dicts()
+
+
+def test_load_refuses_row_splits_that_do_not_fit(tmp_path):
+    folder = tmp_path / "out"
+    encode().save(str(folder))
+    with np.load(folder / FEATURES_NPZ) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    # A row that ends before it starts.
+    arrays["row_splits_1"][1] = arrays["row_splits_1"][-1]
+    with open(folder / FEATURES_NPZ, "wb") as handle:
+        np.savez(handle, **arrays)
+    with pytest.raises(DataError, match="'value_1'.*non-decreasing"):
         ItemFeatures.load(str(folder))

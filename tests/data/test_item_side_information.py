@@ -44,7 +44,7 @@ def test_items_with_attributes_and_no_interaction_join_as_cold_items():
     assert not joined.trained_items[-1]
     assert joined.trained_items.sum() == 2
     names = joined.vocabulary.items
-    colors = joined.item_features.values["color"][:, 0]
+    colors = joined.item_features.dense("color")[:, 0]
     # The vocabulary is the trained items' (blue, red: one item each,
     # then by name), and z's red is that same id.
     assert colors[names.index("z")] == colors[names.index("a")]
@@ -64,4 +64,4 @@ def test_min_count_sends_rare_tokens_out_of_vocabulary():
         "items.item",
     )
     joined = with_item_features(data, table, min_count=2)
-    assert set(joined.item_features.values["color"][1:3, 0]) == {1}
+    assert set(joined.item_features.dense("color")[1:3, 0]) == {1}

@@ -108,7 +108,7 @@ def test_encodes_against_the_catalogue(data_dir):
     )
     assert features.specs[0].vocabulary == ("Action", "Film_Noir")
     np.testing.assert_array_equal(
-        features.values["genres"], [[0, 0], [2, 0], [2, 3], [0, 0]]
+        features.dense("genres"), [[0, 0], [2, 0], [2, 3], [0, 0]]
     )
 
 

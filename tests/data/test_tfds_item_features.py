@@ -44,7 +44,7 @@ def test_the_table_encodes_against_a_catalogue():
         table, ["[PAD]", "1", "50"], np.array([False, True, True])
     )
     # Drama: 2 training items, Action: 1 -> ids 2 and 3.
-    assert features.values["genres"].tolist() == [[0, 0], [2, 0], [3, 2]]
+    assert features.dense("genres").tolist() == [[0, 0], [2, 0], [3, 2]]
 
 
 def test_no_rating_is_refused():

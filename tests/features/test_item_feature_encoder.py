@@ -428,7 +428,7 @@ def test_the_whole_catalogue_is_vectorised():
         ),
         (
             lambda v, k: v.update(genres=np.full((N, 3), 6)),
-            r"values\['genres'\].*\[0, 6\).*Received: an id 6",
+            r"values\['genres'\].*\[1, 6\).*Received: an id 6",
         ),
         (
             lambda v, k: v.update(brand=-np.ones((N, 1), "int64")),

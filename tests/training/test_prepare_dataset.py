@@ -165,7 +165,7 @@ def test_prepare_encodes_the_item_features(with_items):
     assert dataset.item_feature_names == ["genre", "year"]
     assert dataset.vocabulary.items[-1] == "cold"
     assert not dataset.trained_items[-1]
-    assert dataset.item_features.values["year"].shape == (10, 1)
+    assert dataset.item_features.dense("year").shape == (10, 1)
     options = dataset.metadata["options"]
     assert options["source"]["item_features"] == config.item_features
     assert options["min_feature_count"] == 1

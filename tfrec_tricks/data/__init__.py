@@ -21,6 +21,7 @@ from tfrec_tricks.data.preparation import (
     Vocabulary,
     prepare,
 )
+from tfrec_tricks.data.ragged_rows import RaggedRows
 
 __all__ = [
     "FEATURE_KINDS",
@@ -30,6 +31,7 @@ __all__ = [
     "ItemFeatureSpec",
     "ItemFeatureTable",
     "ItemFeatures",
+    "RaggedRows",
     "SOURCES",
     "SequenceExamples",
     "Source",

@@ -11,9 +11,13 @@ vocabulary's tokens are 2, 3, ... The vocabulary holds the tokens that at
 least ``min_count`` training items hold, most held first, ties in token
 order (Unicode code point order, which is also the order of their UTF-8
 bytes): any engine that counts the same items gives the same vocabulary.
-Float features (``float``, ``float_seq``) stay float32, NaN where there is
-no value; their mean and variance are those of the training items' finite
-values, for the layer to normalise with.
+Float features (``float``, ``float_seq``) stay float32; their mean and
+variance are those of the training items' values, for the layer to
+normalise with. Each feature's values are stored ragged (``RaggedRows``:
+flat values and row offsets, no padding), so their size follows the number
+of values, not the number of items times the widest row. A row far wider
+than the feature's others is named in a warning (``wide_row_warning``); one
+of more than ``MAX_ROW_VALUES`` values is refused.
 
 Only the training items decide vocabularies and statistics, so that
 nothing of the validation and test items leaks into them; the other items
@@ -27,6 +31,7 @@ import dataclasses
 import json
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -36,6 +41,7 @@ from tfrec_tricks.data.item_feature_file import (
     TOKEN_KINDS,
     ItemFeatureTable,
 )
+from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.data.user_sequences import PADDING
 from tfrec_tricks.errors import DataError
 
@@ -46,6 +52,15 @@ FEATURES_JSON = "item_features.json"
 FEATURES_NPZ = "item_features.npz"
 # The keys of ``spec_dicts``: what the Keras layer is configured with.
 _LAYER_KEYS = ("name", "kind", "width", "vocabulary_size", "mean", "variance")
+#: The most values one item may hold in one feature. A row of more is
+#: almost surely a text column read as tokens (and the mean of so many
+#: embeddings says little of the item): refused, with its file and line.
+MAX_ROW_VALUES = 100_000
+#: A row is named in a warning when it holds more values than this many
+#: times the feature's 99th percentile of row lengths ...
+WIDE_ROW_FACTOR = 100
+#: ... and more than this many values (small lists are never worth one).
+WIDE_ROW_MINIMUM = 1_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,10 +175,11 @@ class ItemFeatures:
     Attributes:
         specs: tuple of ``ItemFeatureSpec``. One per feature, in file
             order.
-        values: dict of str to np.ndarray. Feature name -> ``[N, width]``:
-            int32 for token kinds (0 padding or no value, 1 OOV, 2..
-            tokens), float32 for float kinds (NaN: no value). Row 0, the
-            padding item, is all padding (NaN).
+        values: dict of str to ``RaggedRows``. Feature name -> the values
+            of each item (``N`` rows, row ``i`` item ``i``'s values, empty
+            when it has none): int32 ids for token kinds (1 OOV, 2..
+            tokens; never 0, the padding id), float32 for float kinds
+            (finite). Row 0, the padding item, is empty.
         has_row: np.ndarray. bool ``[N]``: the item has a row in the file
             (row 0 False).
     """
@@ -190,14 +206,23 @@ class ItemFeatures:
         ]
 
     def spec_dicts(self) -> list[dict[str, Any]]:
-        """Per feature: name, kind, width, vocabulary_size, mean, variance:
-        what the Keras item-feature layer is configured with."""
+        """Per feature: name, kind, width, vocabulary_size, mean, variance
+        and num_values (the number of values stored): what the Keras
+        item-feature layer is configured with (its ragged tables)."""
         dicts = []
         for spec in self.specs:
             d = spec.to_dict()
             d["vocabulary_size"] = spec.vocabulary_size
-            dicts.append({key: d[key] for key in _LAYER_KEYS})
+            layer = {key: d[key] for key in _LAYER_KEYS}
+            layer["num_values"] = int(self.values[spec.name].values.size)
+            dicts.append(layer)
         return dicts
+
+    def dense(self, name: str) -> np.ndarray:
+        """Feature ``name``'s values padded to ``[N, width]`` (0 or NaN
+        after a row's end): for small catalogues and tests only, as this
+        is the storage the ragged rows avoid."""
+        return self.values[name].to_dense()
 
     def save(self, folder: str) -> list[str]:
         """Writes the specs (JSON) and the arrays (``.npz``) into ``folder``.
@@ -222,7 +247,8 @@ class ItemFeatures:
         # Arrays by position: a feature's name may be any text.
         arrays = {"has_row": self.has_row}
         for k, spec in enumerate(self.specs):
-            arrays[f"value_{k}"] = self.values[spec.name]
+            arrays[f"value_{k}"] = self.values[spec.name].values
+            arrays[f"row_splits_{k}"] = self.values[spec.name].row_splits
         with open(os.path.join(folder, FEATURES_NPZ), "wb") as handle:
             np.savez(handle, **arrays)
         return [FEATURES_JSON, FEATURES_NPZ]
@@ -230,6 +256,9 @@ class ItemFeatures:
     @classmethod
     def load(cls, folder: str) -> "ItemFeatures":
         """Reads what ``save`` wrote into ``folder``.
+
+        A file written before the values were stored ragged (``value_k``
+        padded ``[N, width]``, no ``row_splits_k``) is read too.
 
         Raises:
             DataError: a file is missing or does not hold what ``save``
@@ -257,13 +286,33 @@ class ItemFeatures:
         with np.load(arrays_path, allow_pickle=False) as stored:
             arrays = {key: stored[key] for key in stored.files}
         has_row = _stored(arrays, "has_row", arrays_path, (size,), np.bool_)
-        values = {}
-        for k, spec in enumerate(specs):
-            dtype = np.int32 if spec.kind in TOKEN_KINDS else np.float32
-            values[spec.name] = _stored(
-                arrays, f"value_{k}", arrays_path, (size, spec.width), dtype
-            )
+        values = {
+            spec.name: _stored_rows(arrays, k, spec, arrays_path, size)
+            for k, spec in enumerate(specs)
+        }
         return cls(specs=specs, values=values, has_row=has_row)
+
+
+def _stored_rows(
+    arrays: dict[str, np.ndarray],
+    k: int,
+    spec: ItemFeatureSpec,
+    path: str,
+    size: int,
+) -> RaggedRows:
+    """Feature ``k``'s ``RaggedRows`` as ``save`` wrote them, or from the
+    padded ``[N, width]`` array of a file from before ragged storage."""
+    dtype = np.int32 if spec.kind in TOKEN_KINDS else np.float32
+    key = f"value_{k}"
+    if f"row_splits_{k}" not in arrays:
+        padded = _stored(arrays, key, path, (size, spec.width), dtype)
+        return RaggedRows.from_dense(padded)
+    splits = _stored(arrays, f"row_splits_{k}", path, (size + 1,), np.int64)
+    values = _stored(arrays, key, path, (int(splits[-1]),), dtype)
+    try:
+        return RaggedRows(values, splits)
+    except ValueError as error:
+        raise DataError(f"{path}: {key!r}: {error}") from None
 
 
 def _stored(
@@ -308,14 +357,21 @@ def encode_item_features(
             out-of-vocabulary (id 1). Defaults to 1.
 
     Returns:
-        ItemFeatures. One ``[N, width]`` array and one spec per feature;
-        catalogue items without a row are all padding (NaN), with
-        ``has_row`` False.
+        ItemFeatures. One ``RaggedRows`` and one spec per feature;
+        catalogue items without a row have no values, and ``has_row``
+        False.
 
     Raises:
         ValueError: if ``min_count`` is not an integer >= 1,
             ``item_names[0]`` is not ``"[PAD]"`` or ``training_items`` is
             not one flag per item.
+        DataError: an item holds more than ``MAX_ROW_VALUES`` values of a
+            feature (the message names ``file:line``, the item and the
+            count).
+
+    Warns:
+        UserWarning: a row far wider than the feature's others
+            (``wide_row_warning``).
 
     Example:
 
@@ -334,8 +390,10 @@ def encode_item_features(
     ... )
     >>> features.specs[0].vocabulary  # training items' tokens only
     ('Drama', 'War')
-    >>> features.values["genre"][:, 0]  # c's Horror is OOV; d has no row
+    >>> features.dense("genre")[:, 0]  # c's Horror is OOV; d has no row
     array([0, 2, 3, 1, 0], dtype=int32)
+    >>> features.values["genre"].row_splits.tolist()  # ragged: no padding
+    [0, 0, 1, 2, 3, 3]
     >>> features.specs[1].mean, features.specs[1].variance
     (1995.0, 25.0)
     >>> features.has_row
@@ -358,7 +416,13 @@ def encode_item_features(
             for i, values in present
             if name in values
         ]
-        column = [(i, value) for i, value in column if value]
+        # By contiguous id: the order of the stored rows.
+        column = sorted(
+            ((i, value) for i, value in column if value), key=lambda c: c[0]
+        )
+        check_row_widths(
+            name, [(item_names[i], len(value)) for i, value in column], table
+        )
         if kind in TOKEN_KINDS:
             spec, array = _encode_tokens(
                 name, kind, column, size, training, min_count
@@ -444,9 +508,8 @@ def _encode_tokens(
     size: int,
     training: np.ndarray,
     min_count: int,
-) -> tuple[ItemFeatureSpec, np.ndarray]:
-    """The spec and int32 ``[size, width]`` ids of a token feature."""
-    width = max((len(tokens) for _, tokens in column), default=1)
+) -> tuple[ItemFeatureSpec, RaggedRows]:
+    """The spec and int32 ids (``RaggedRows``) of a token feature."""
     # Items holding each token: a token twice in one item counts once.
     counts: collections.Counter = collections.Counter()
     for i, tokens in column:
@@ -454,17 +517,35 @@ def _encode_tokens(
             counts.update(set(tokens))
     vocabulary = kept_vocabulary(counts, min_count)
     ids = {token: FIRST_TOKEN_ID + k for k, token in enumerate(vocabulary)}
-    array = np.full((size, width), PAD_ID, np.int32)
-    for i, tokens in column:
-        array[i, : len(tokens)] = [ids.get(token, OOV_ID) for token in tokens]
+    rows = _rows(
+        [[ids.get(token, OOV_ID) for token in tokens] for _, tokens in column],
+        column,
+        size,
+        np.int32,
+    )
     spec = ItemFeatureSpec(
         name=name,
         kind=kind,
-        width=width,
+        width=rows.width,
         vocabulary=vocabulary,
-        coverage=_coverage(array != PAD_ID),
+        coverage=_coverage(rows),
     )
-    return spec, array
+    return spec, rows
+
+
+def _rows(
+    lists: list, column: list[tuple[int, tuple]], size: int, dtype: Any
+) -> RaggedRows:
+    """``size`` rows: ``lists[k]`` at row ``column[k][0]`` (``column`` in
+    increasing order of rows), every other row empty."""
+    lengths = np.zeros(size, np.int64)
+    lengths[[i for i, _ in column]] = [len(values) for values in lists]
+    flat = np.fromiter(
+        (value for values in lists for value in values),
+        dtype,
+        int(lengths.sum()),
+    )
+    return RaggedRows(flat, np.concatenate([[0], np.cumsum(lengths)]))
 
 
 def kept_vocabulary(counts: Any, min_count: int) -> tuple[str, ...]:
@@ -485,14 +566,13 @@ def _encode_floats(
     column: list[tuple[int, tuple]],
     size: int,
     training: np.ndarray,
-) -> tuple[ItemFeatureSpec, np.ndarray]:
-    """The spec and float32 ``[size, width]`` values of a float feature."""
-    width = max((len(numbers) for _, numbers in column), default=1)
-    array = np.full((size, width), np.nan, np.float32)
-    for i, numbers in column:
-        array[i, : len(numbers)] = numbers
-    # The statistics of the values as stored (float32), in float64.
-    train = array[training].astype(np.float64)
+) -> tuple[ItemFeatureSpec, RaggedRows]:
+    """The spec and float32 values (``RaggedRows``) of a float feature."""
+    rows = _rows([numbers for _, numbers in column], column, size, np.float32)
+    # The statistics of the values as stored (float32), in float64, in
+    # row order.
+    per_value = np.repeat(training, rows.row_lengths())
+    train = rows.values[per_value].astype(np.float64)
     finite = train[np.isfinite(train)]
     mean = float(finite.mean()) if finite.size else 0.0
     variance = float(finite.var()) if finite.size else 1.0
@@ -501,16 +581,107 @@ def _encode_floats(
     spec = ItemFeatureSpec(
         name=name,
         kind=kind,
-        width=width,
+        width=rows.width,
         mean=mean,
         variance=variance,
-        coverage=_coverage(np.isfinite(array)),
+        coverage=_coverage(rows),
     )
-    return spec, array
+    return spec, rows
 
 
-def _coverage(valued: np.ndarray) -> float:
-    """The share of catalogue items (row 0 excluded) with a value, given
-    which elements of ``[N, width]`` hold one."""
-    items = valued[1:].any(axis=1)
+def _coverage(rows: RaggedRows) -> float:
+    """The share of catalogue items (row 0 excluded) with a value."""
+    items = rows.row_lengths()[1:] > 0
     return float(items.mean()) if items.size else 0.0
+
+
+def check_row_widths(
+    name: str, widths: list[tuple[str, int]], table: ItemFeatureTable
+) -> None:
+    """Refuses a row of more than ``MAX_ROW_VALUES`` values; warns of rows
+    far wider than the feature's others (``wide_row_warning``).
+
+    Args:
+        name: str. The feature.
+        widths: list of ``(raw item id, number of values)``, the items
+            with a value.
+        table: the ``ItemFeatureTable`` read (its ``source`` and
+            ``lines`` name the rows).
+
+    Raises:
+        DataError: a row holds more than ``MAX_ROW_VALUES`` values.
+
+    Example:
+
+    >>> table = ItemFeatureTable({"tags": "token_seq"}, {}, "shop.item",
+    ...                          {"x": 7})
+    >>> check_row_widths("tags", [("x", 100_001)], table)
+    Traceback (most recent call last):
+    ...
+    tfrec_tricks.errors.DataError: shop.item:7: item 'x' holds 100,001 values of 'tags'; an item holds at most 100,000 values of a feature (MAX_ROW_VALUES): a column of text read as tokens? Shorten or drop that column
+    """  # noqa: E501
+    if not widths:
+        return
+    item, width = max(widths, key=lambda pair: pair[1])
+    if width > MAX_ROW_VALUES:
+        raise DataError(
+            f"{_where(table, item)}: item {item!r} holds {width:,} values of "
+            f"{name!r}; an item holds at most {MAX_ROW_VALUES:,} values of a "
+            "feature (MAX_ROW_VALUES): a column of text read as tokens? "
+            "Shorten or drop that column"
+        )
+    message = wide_row_warning(name, widths, table)
+    if message:
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def wide_row_warning(
+    name: str, widths: list[tuple[str, int]], table: ItemFeatureTable
+) -> str:
+    """The warning naming the rows far wider than the feature's others,
+    or "" when there are none.
+
+    A row is far wider when it holds more than ``WIDE_ROW_MINIMUM``
+    values and more than ``WIDE_ROW_FACTOR`` times the 99th percentile of
+    the feature's row lengths (over the items with a value). Its storage
+    and cost are only its own values, but the mean of so many embeddings
+    says little about the item: more often the sign of a wrong column.
+
+    Example:
+
+    >>> table = ItemFeatureTable({"tags": "token_seq"}, {}, "shop.item",
+    ...                          {"a": 2, "b": 3})
+    >>> print(wide_row_warning("tags", [("a", 20_000)] + [("b", 5)] * 99,
+    ...                        table))
+    shop.item:2: item 'a' holds 20,000 values of 'tags', far more than the other items (median 5, 99th percentile 5); its storage and cost are its own values, but the mean of so many embeddings says little about the item: check the column
+    >>> wide_row_warning("tags", [("a", 37)] + [("b", 5)] * 99, table)
+    ''
+    """  # noqa: E501
+    lengths = np.asarray([width for _, width in widths], np.int64)
+    median, p99 = np.percentile(lengths, [50, 99], method="lower")
+    limit = max(WIDE_ROW_MINIMUM, WIDE_ROW_FACTOR * int(p99))
+    wide = sorted(
+        ((width, item) for item, width in widths if width > limit),
+        reverse=True,
+    )
+    if not wide:
+        return ""
+    named = "; ".join(
+        f"{_where(table, item)}: item {item!r} holds {width:,} values of "
+        f"{name!r}"
+        for width, item in wide[:3]
+    )
+    more = f" (and {len(wide) - 3} more such items)" if len(wide) > 3 else ""
+    return (
+        f"{named}{more}, far more than the other items (median "
+        f"{int(median):,}, 99th percentile {int(p99):,}); its storage and "
+        "cost are its own values, but the mean of so many embeddings says "
+        "little about the item: check the column"
+    )
+
+
+def _where(table: ItemFeatureTable, item: str) -> str:
+    """``file:line`` of ``item``'s row, or what ``table`` knows of it."""
+    source = table.source or "the item table"
+    line = table.lines.get(item)
+    return f"{source}:{line}" if line else source

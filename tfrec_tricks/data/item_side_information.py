@@ -69,7 +69,7 @@ def with_item_features(
     >>> joined = with_item_features(data, table)
     >>> joined.vocabulary.items[-1], joined.num_items
     ('e', 6)
-    >>> joined.item_features.values["color"][:, 0].tolist()
+    >>> joined.item_features.dense("color")[:, 0].tolist()
     [0, 2, 0, 0, 0, 2]
     """
     cold = cold_item_names(table, dataset.vocabulary.items)

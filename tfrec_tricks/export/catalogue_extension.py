@@ -37,7 +37,9 @@ from tfrec_tricks.data.item_features import (
     OOV_ID,
     PAD_ID,
     ItemFeatureSpec,
+    check_row_widths,
 )
+from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.export.serving_module import load_item_vocabulary
 from tfrec_tricks.models import SequentialRetrievalModel
@@ -148,11 +150,15 @@ def extend_catalogue(
     their old rows and get new ones:
 
     - ``values_<name>``: the new items' attributes, encoded with the run's
-      vocabularies (an unknown token is out-of-vocabulary, id 1; no value
-      is 0, padding, for tokens and NaN for floats; floats as given: the
-      layer standardises them with the run's mean and variance). A list
-      longer than the feature's width widens it (the old rows are padded,
-      which changes none of their vectors);
+      vocabularies (an unknown token is out-of-vocabulary, id 1; floats as
+      given: the layer standardises them with the run's mean and
+      variance; no value is no value). Ragged tables (``row_splits_<name>``)
+      get the new items' values after the old ones and their row offsets
+      (``num_values`` grows by the values added). Padded tables (a model
+      saved before ragged tables) get new rows, 0 or NaN for no value; a
+      list longer than the feature's width widens the table (the old rows
+      are padded, which changes none of their vectors). Either way a
+      longer list raises the feature's ``width``;
     - ``id_known``: 0, so the new items are cold items;
     - the logQ candidate probability (sampled objective): 0, never a
       training target;
@@ -178,7 +184,10 @@ def extend_catalogue(
         item_file: str (a RecBole ``.item`` file, ``read_item_features``)
             or an ``ItemFeatureTable``. Items already in the catalogue
             are ignored (they keep their trained attributes); columns the
-            model does not read are ignored.
+            model does not read are ignored. A new item's list longer than
+            the rest is warned of, and one of more than
+            ``MAX_ROW_VALUES`` values refused
+            (``data.item_features.check_row_widths``).
 
     Returns:
         An ``ExtendedCatalogue``.
@@ -235,17 +244,12 @@ def extend_catalogue(
             "keep their trained attributes). Received: items "
             f"{list(kept)[:5]}{' ...' if len(kept) > 5 else ''}"
         )
-    rows = [table.rows[item] for item in added]
-    values = {spec.name: _encoded(spec, rows) for spec in specs}
-    widths = {
-        feature["name"]: max(feature["width"], values[feature["name"]].shape[1])
-        for feature in config.item_features
-    }
+    values = {spec.name: _encoded(spec, table, added) for spec in specs}
     new_config = dataclasses.replace(
         config,
         num_items=config.num_items + len(added),
         item_features=tuple(
-            {**feature, "width": widths[feature["name"]]}
+            _extended_feature(feature, values[feature["name"]])
             for feature in config.item_features
         ),
     )
@@ -300,26 +304,37 @@ def _check_columns(table: ItemFeatureTable, specs: list) -> None:
             )
 
 
-def _encoded(spec: ItemFeatureSpec, rows: list) -> np.ndarray:
-    """The new items' ``[n, width]`` values of one feature, as the run
-    encodes them (``data.item_features``): token ids (2 + the token's
-    index in the vocabulary, 1 unknown, 0 padding) or float32 (NaN: no
-    value). ``width`` is the longest list, at least 1."""
+def _encoded(
+    spec: ItemFeatureSpec, table: ItemFeatureTable, added: tuple
+) -> RaggedRows:
+    """The ``added`` items' values of one feature, as the run encodes them
+    (``data.item_features``): token ids (2 + the token's index in the
+    vocabulary, 1 unknown) or float32; an item without a value has an
+    empty row. Checks the rows' widths (``check_row_widths``)."""
     lists = []
-    for row in rows:
-        value = row.get(spec.name, ())
+    for item in added:
+        value = table.rows[item].get(spec.name, ())
         lists.append(tuple(value) if isinstance(value, tuple) else (value,))
-    width = max([1, *(len(values) for values in lists)])
+    check_row_widths(
+        spec.name,
+        [(item, len(row)) for item, row in zip(added, lists) if row],
+        table,
+    )
     if spec.kind in TOKEN_KINDS:
         ids = {t: FIRST_TOKEN_ID + k for k, t in enumerate(spec.vocabulary)}
-        array = np.full((len(rows), width), PAD_ID, np.int32)
-        for i, tokens in enumerate(lists):
-            array[i, : len(tokens)] = [ids.get(t, OOV_ID) for t in tokens]
-        return array
-    array = np.full((len(rows), width), np.nan, np.float32)
-    for i, numbers in enumerate(lists):
-        array[i, : len(numbers)] = numbers
-    return array
+        lists = [[ids.get(t, OOV_ID) for t in tokens] for tokens in lists]
+        return RaggedRows.from_lists(lists, np.int32)
+    return RaggedRows.from_lists(lists, np.float32)
+
+
+def _extended_feature(feature: dict, added: RaggedRows) -> dict:
+    """A feature dict of the model for the extended catalogue: the width
+    of its longest row, and (ragged tables) the values added."""
+    longest = int(added.row_lengths().max(initial=0))
+    extended = {**feature, "width": max(feature["width"], longest)}
+    if "num_values" in feature:
+        extended["num_values"] = feature["num_values"] + added.values.size
+    return extended
 
 
 def _build(model: Any) -> None:
@@ -349,8 +364,15 @@ def _row_fillers(model: Any, values: Mapping) -> dict:
     fillers = {encoder.id_known.ref(): zeros}
     if model.candidate_probability is not None:
         fillers[model.candidate_probability.ref()] = zeros
-    for feature, weight in zip(encoder.features, encoder.item_values):
-        fillers[weight.ref()] = _values_filler(values[feature["name"]])
+    for k, feature in enumerate(encoder.features):
+        added = values[feature["name"]]
+        weight = encoder.item_values[k]
+        if encoder.ragged:
+            fillers[weight.ref()] = _flat_values_filler(added)
+            splits = encoder.item_row_splits[k]
+            fillers[splits.ref()] = _row_splits_filler(added)
+        else:
+            fillers[weight.ref()] = _values_filler(added.to_dense())
     for sse in (model.item_sse, model.label_sse):
         if sse is not None and sse.graph_indptr is not None:
             fillers[sse.graph_indptr.ref()] = _no_edges
@@ -388,6 +410,26 @@ def _values_filler(encoded: np.ndarray) -> Any:
         new[: len(old), : old.shape[1]] = old
         new[len(old) :, : encoded.shape[1]] = encoded
         return new
+
+    return fill
+
+
+def _flat_values_filler(added: RaggedRows) -> Any:
+    """Fills a ragged ``values_<name>``: the old values, then the new
+    items'."""
+
+    def fill(old: np.ndarray, shape: tuple) -> np.ndarray:
+        return np.concatenate([old, added.values.astype(old.dtype)])
+
+    return fill
+
+
+def _row_splits_filler(added: RaggedRows) -> Any:
+    """Fills ``row_splits_<name>``: the old offsets, then the new items'
+    after the old values."""
+
+    def fill(old: np.ndarray, shape: tuple) -> np.ndarray:
+        return np.concatenate([old, old[-1] + added.row_splits[1:]])
 
     return fill
 

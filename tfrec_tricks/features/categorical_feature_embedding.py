@@ -28,6 +28,11 @@ class CategoricalFeatureEmbedding(tf.keras.layers.Layer):
     row and is trained like any token); the tokens are ``2 ..
     vocabulary_size - 1``.
 
+    The rows may also be ragged (a ``tf.RaggedTensor`` ``[N, None]`` of
+    ids, padding 0 masked too): the mean is then a segment mean over the
+    flat ids (``tf.sparse.segment_mean``), whose cost is the number of
+    ids, not ``N`` times the longest row.
+
     The table is read whole (a dense read) and the math is done in
     float32; the output has the layer's compute dtype.
 
@@ -45,7 +50,7 @@ class CategoricalFeatureEmbedding(tf.keras.layers.Layer):
 
     Call arguments:
         inputs: int tensor ``[..., V]`` of ids in ``[0, vocabulary_size)``,
-            0 being padding.
+            0 being padding; or an int ``tf.RaggedTensor`` ``[N, None]``.
 
     Returns:
         A tensor ``[..., output_dim]`` in the layer's compute dtype.
@@ -65,6 +70,10 @@ class CategoricalFeatureEmbedding(tf.keras.layers.Layer):
     True
     >>> print(np.abs(vectors[2].numpy()).max())
     0.0
+    >>> import tensorflow as tf
+    >>> ragged = tf.ragged.constant([[2, 5], [3], []])
+    >>> print(np.allclose(genres(ragged), vectors))
+    True
 
     References:
         - [Moreira et al., 2021](https://dl.acm.org/doi/10.1145/3460231.3474255):
@@ -116,11 +125,13 @@ class CategoricalFeatureEmbedding(tf.keras.layers.Layer):
         self.built = True
 
     def call(self, inputs: Any) -> tf.Tensor:
+        dtype = softmax_dtype(self.compute_dtype)
+        table = tf.cast(tf.convert_to_tensor(self.embeddings), dtype)
+        if isinstance(inputs, tf.RaggedTensor):
+            return tf.cast(_ragged_mean(table, inputs), self.compute_dtype)
         ids = tf.convert_to_tensor(inputs)
         if not ids.dtype.is_integer:
             ids = tf.cast(ids, tf.int64)
-        dtype = softmax_dtype(self.compute_dtype)
-        table = tf.cast(tf.convert_to_tensor(self.embeddings), dtype)
         vectors = tf.gather(table, ids)
         valid = tf.cast(tf.not_equal(ids, 0), dtype)[..., tf.newaxis]
         total = tf.reduce_sum(vectors * valid, axis=-2)
@@ -147,3 +158,24 @@ class CategoricalFeatureEmbedding(tf.keras.layers.Layer):
             }
         )
         return config
+
+
+def _ragged_mean(table: tf.Tensor, rows: tf.RaggedTensor) -> tf.Tensor:
+    """``[N, d]``: each row's mean of ``table``'s rows at its non-padding
+    ids, zeros for a row without any: a segment mean over the flat ids."""
+    if rows.shape.rank != 2 or rows.ragged_rank != 1:
+        raise ValueError(
+            "Ragged ids must be rows [N, None]. "
+            f"Received: a RaggedTensor of shape {rows.shape}"
+        )
+    ids = rows.values
+    if not ids.dtype.is_integer:
+        ids = tf.cast(ids, tf.int64)
+    row_ids = rows.value_rowids()
+    real = tf.not_equal(ids, 0)
+    return tf.sparse.segment_mean(
+        table,
+        tf.boolean_mask(ids, real),
+        tf.boolean_mask(row_ids, real),
+        num_segments=rows.nrows(),
+    )

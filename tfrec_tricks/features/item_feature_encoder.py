@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.features.categorical_feature_embedding import (
     CategoricalFeatureEmbedding,
 )
@@ -20,7 +21,15 @@ FLOAT_KINDS = ("float", "float_seq")
 FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
 # Kinds of one value per item: their width is 1.
 _SCALAR_KINDS = ("token", "float")
-_FEATURE_KEYS = ("name", "kind", "width", "vocabulary_size", "mean", "variance")
+_FEATURE_KEYS = (
+    "name",
+    "kind",
+    "width",
+    "vocabulary_size",
+    "mean",
+    "variance",
+    "num_values",
+)
 # A feature name is part of weight and layer names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -36,11 +45,12 @@ def check_feature(index: int, feature: Any) -> dict:
         index: int. Its position in ``features`` (for the messages).
         feature: dict with ``name``, ``kind``, ``width`` and, as needed,
             ``vocabulary_size`` (token kinds), ``mean`` and ``variance``
-            (float kinds; default 0.0 and 1.0).
+            (float kinds; default 0.0 and 1.0), and optionally
+            ``num_values`` (the values stored: ragged tables).
 
     Returns:
         A new dict with all of ``name, kind, width, vocabulary_size, mean,
-        variance``.
+        variance``, and ``num_values`` when given.
 
     Raises:
         ValueError: a key is missing or unknown, or a value is wrong.
@@ -107,7 +117,7 @@ def check_feature(index: int, feature: Any) -> dict:
             f"mean={feature.get('mean')!r}, "
             f"variance={feature.get('variance')!r}",
         )
-    return {
+    checked = {
         "name": name,
         "kind": kind,
         "width": int(width),
@@ -115,6 +125,16 @@ def check_feature(index: int, feature: Any) -> dict:
         "mean": mean,
         "variance": variance,
     }
+    if "num_values" in feature:
+        num_values = feature["num_values"]
+        if not is_integer(num_values) or num_values < 0:
+            raise _feature_error(
+                index,
+                "`num_values` (the values stored) must be an int >= 0",
+                f"num_values={num_values!r}",
+            )
+        checked["num_values"] = int(num_values)
+    return checked
 
 
 def check_features(features: Any) -> list:
@@ -133,6 +153,13 @@ def check_features(features: Any) -> list:
         raise ValueError(
             "Feature names must be unique. "
             f"Received: features with names {repeated} more than once"
+        )
+    ragged = ["num_values" in f for f in checked]
+    if any(ragged) and not all(ragged):
+        raise ValueError(
+            "Either every feature gives `num_values` (ragged tables) or none "
+            "does (padded tables). Received: num_values for "
+            f"{[n for n, r in zip(names, ragged) if r]} only"
         )
     return checked
 
@@ -175,18 +202,31 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
     A feature is a JSON-serialisable dict: ``name`` (letters, digits,
     ``_``, ``.``, ``-``; it names the feature's weights, e.g.
     ``values_genres``), ``kind`` (``"token"`` or ``"float"``, width 1;
-    ``"token_seq"`` or ``"float_seq"``: ``width`` values per item),
-    ``width``, ``vocabulary_size`` (token kinds: ids ``0`` padding, ``1``
-    out-of-vocabulary, ``2 ..`` tokens; 0 for float kinds) and ``mean``,
-    ``variance`` (float kinds: the standardisation of the values; default
-    0.0 and 1.0). Float values are NaN where an item has no value.
+    ``"token_seq"`` or ``"float_seq"``: up to ``width`` values per item),
+    ``width`` (the longest row), ``vocabulary_size`` (token kinds: ids
+    ``0`` padding, ``1`` out-of-vocabulary, ``2 ..`` tokens; 0 for float
+    kinds), ``mean``, ``variance`` (float kinds: the standardisation of
+    the values; default 0.0 and 1.0) and ``num_values``, the number of
+    values all items hold together (``ItemFeatures.spec_dicts`` gives it).
 
-    Weights: per feature ``values_<name>`` (int32 ``[num_items, width]``,
-    initially 0 for token kinds; float32, initially NaN, for float kinds);
-    ``id_known`` (float32 ``[num_items]``, initially 1), all
-    non-trainable; the encoders' and the fusion's trainable weights. All
-    are created by ``build``, so ``set_item_values`` and ``set_weights``
-    work before the first call.
+    Storage. With ``num_values`` (every feature or none), the values are
+    ragged: per feature ``values_<name>`` holds every item's values one
+    after the other (int32 ids or float32, ``[num_values]``) and
+    ``row_splits_<name>`` (int64 ``[num_items + 1]``) where each item's
+    start, so the tables' size follows the number of values, whatever the
+    widest row. Without it (a model saved before ragged tables), the
+    values are padded: ``values_<name>`` is ``[num_items, width]``, 0 (a
+    token's padding) or NaN (no value) after a row's end; it is read as
+    the same ragged rows. Initially every row is empty (padded: all
+    padding). ``id_known`` (float32 ``[num_items]``, initially 1). All
+    three are non-trainable; the encoders' and the fusion's weights are
+    trainable. All are created by ``build``, so ``set_item_values`` and
+    ``set_weights`` work before the first call.
+
+    Cost. Each call gathers and averages ``num_values`` embeddings per
+    token feature (a segment mean) and encodes ``num_values`` numbers per
+    float feature, not ``num_items x width``: a step costs about the same
+    whether the widest row holds 3 values or 20,000.
 
     Args:
         num_items: int. Catalogue size ``N``, padding id 0 included; at
@@ -225,18 +265,22 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
     ...     output_dim=8,
     ...     features=[
     ...         {"name": "genres", "kind": "token_seq", "width": 2,
-    ...          "vocabulary_size": 5},
+    ...          "vocabulary_size": 5, "num_values": 4},
     ...         {"name": "price", "kind": "float", "width": 1,
-    ...          "mean": 10.0, "variance": 25.0},
+    ...          "mean": 10.0, "variance": 25.0, "num_values": 2},
     ...     ],
     ... )
     >>> encoder.set_item_values(
     ...     {
+    ...         # Padded rows: 0 (NaN) is no value ...
     ...         "genres": np.array([[0, 0], [2, 3], [4, 0], [1, 0]]),
-    ...         "price": np.array([[np.nan], [9.5], [np.nan], [20.0]]),
+    ...         # ... or ragged: (values, row_splits).
+    ...         "price": (np.array([9.5, 20.0]), np.array([0, 0, 1, 1, 2])),
     ...     },
     ...     id_known=np.array([1, 1, 1, 0]),  # item 3 is new
     ... )
+    >>> encoder.item_values[0].numpy(), encoder.item_row_splits[0].numpy()
+    (array([2, 3, 4, 1], dtype=int32), array([0, 0, 2, 3, 4]))
     >>> id_table = np.random.default_rng(0).normal(size=(4, 8))
     >>> fused = encoder(id_table.astype("float32"))
     >>> print(fused.shape, float(np.abs(fused[0]).max()))
@@ -328,14 +372,24 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             name=f"soft_one_hot_{feature['name']}",
         )
 
+    @property
+    def ragged(self) -> bool:
+        """Whether the values are stored ragged (the features give
+        ``num_values``), else padded ``[num_items, width]``."""
+        return bool(self.features) and "num_values" in self.features[0]
+
     def build(self, input_shape: Any = None) -> None:
         self.item_values = []
         for feature in self.features:
             token = feature["kind"] in TOKEN_KINDS
+            if self.ragged:
+                shape = (feature["num_values"],)
+            else:
+                shape = (self.num_items, feature["width"])
             self.item_values.append(
                 self.add_weight(
                     name=f"values_{feature['name']}",
-                    shape=(self.num_items, feature["width"]),
+                    shape=shape,
                     dtype="int32" if token else "float32",
                     initializer=tf.keras.initializers.Constant(
                         0 if token else float("nan")
@@ -352,6 +406,19 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             trainable=False,
             autocast=False,
         )
+        # After id_known: the weights of padded tables keep their order.
+        self.item_row_splits = []
+        for feature in self.features if self.ragged else ():
+            self.item_row_splits.append(
+                self.add_weight(
+                    name=f"row_splits_{feature['name']}",
+                    shape=(self.num_items + 1,),
+                    dtype="int64",
+                    initializer="zeros",
+                    trainable=False,
+                    autocast=False,
+                )
+            )
         for feature, encoder in zip(self.features, self.feature_encoders):
             with tf.name_scope(encoder.name):
                 encoder.build((self.num_items, feature["width"]))
@@ -372,17 +439,24 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         Everything is checked before anything is assigned.
 
         Args:
-            values: dict. Feature name -> array ``[num_items, width]``:
-                integer ids in ``[0, vocabulary_size)`` (token kinds) or
-                floats, NaN for no value (float kinds); one entry per
-                feature.
+            values: dict. Feature name -> the items' values, one entry per
+                feature: ragged, ``(values, row_splits)`` or an object with
+                those attributes (``tfrec_tricks.data.RaggedRows``,
+                ``tf.RaggedTensor``): ids in ``[1, vocabulary_size)``
+                (token kinds) or finite floats, item ``i``'s
+                ``values[row_splits[i]:row_splits[i + 1]]``; or padded,
+                an array ``[num_items, W]``, 0 (token kinds) or NaN
+                (float kinds) for no value. No row may hold more than
+                ``width`` values; ragged tables hold exactly
+                ``num_values``.
             id_known: array ``[num_items]`` of 0 and 1 (or bool): 1 where
                 the item's id embedding was trained.
 
         Raises:
             ValueError: a feature is missing or unknown, or an array has
-                another shape, dtype or out-of-range ids (the message
-                names the feature, the expected and the received value).
+                another shape, dtype, number of values or out-of-range ids
+                (the message names the feature, the expected and the
+                received value).
         """
         self._ensure_built()
         if not isinstance(values, Mapping):
@@ -396,14 +470,44 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 f"`values` needs one array per feature: {sorted(names)}. "
                 f"Received: keys={sorted(values)}"
             )
-        arrays = [
-            _checked_values(f, values[f["name"]], self.num_items)
+        rows = [
+            _checked_rows(f, values[f["name"]], self.num_items, self.ragged)
             for f in self.features
         ]
         known = _checked_id_known(id_known, self.num_items)
-        for weight, array in zip(self.item_values, arrays):
-            weight.assign(array)
+        for k, (feature, row) in enumerate(zip(self.features, rows)):
+            if self.ragged:
+                self.item_values[k].assign(row.values)
+                self.item_row_splits[k].assign(row.row_splits)
+            else:
+                self.item_values[k].assign(
+                    _padded(row, feature["width"], row.values.dtype)
+                )
         self.id_known.assign(known)
+
+    def item_rows(self, index: int) -> tf.RaggedTensor:
+        """Feature ``index``'s values as ragged rows ``[num_items, None]``:
+        each item's ids (no padding) or finite numbers, partitioned by
+        their row ids (``value_rowids``, computed in time linear in the
+        values: ``tf.RaggedTensor``'s own, by ``tf.repeat``, costs the
+        number of rows times the widest row)."""
+        values = tf.convert_to_tensor(self.item_values[index])
+        if self.ragged:
+            splits = tf.convert_to_tensor(self.item_row_splits[index])
+            # Up to the last offset: before set_item_values (the offsets
+            # all 0) every row is empty.
+            values = values[: splits[-1]]
+            row_ids = _value_rowids(splits)
+        else:
+            if values.dtype.is_integer:
+                kept = tf.not_equal(values, 0)
+            else:
+                kept = tf.math.is_finite(values)
+            row_ids = tf.where(kept)[:, 0]
+            values = tf.boolean_mask(values, kept)
+        return tf.RaggedTensor.from_value_rowids(
+            values, row_ids, nrows=self.num_items, validate=False
+        )
 
     def call(self, id_table: Any, training: Any = None) -> tf.Tensor:
         dtype = softmax_dtype(self.compute_dtype)
@@ -414,14 +518,14 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 f"{self.output_dim}]. Received: id_table.shape={table.shape}"
             )
         vectors = [tf.cast(self._id_rows(table, training), self.compute_dtype)]
-        for feature, values, encoder in zip(
-            self.features, self.item_values, self.feature_encoders
+        for index, (feature, encoder) in enumerate(
+            zip(self.features, self.feature_encoders)
         ):
-            values = tf.convert_to_tensor(values)
+            rows = self.item_rows(index)
             if feature["kind"] in TOKEN_KINDS:
-                vectors.append(encoder(values))
+                vectors.append(encoder(rows))
             else:
-                vectors.append(self._float_vectors(values, encoder))
+                vectors.append(self._float_vectors(rows, encoder))
         fused = self.fusion_layer(vectors)
         is_padding = tf.equal(tf.range(self.num_items), 0)[:, tf.newaxis]
         return tf.where(is_padding, tf.zeros_like(fused), fused)
@@ -449,21 +553,22 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         return tf.where(cold[:, tf.newaxis], mean[tf.newaxis, :], table)
 
     def _float_vectors(
-        self, values: tf.Tensor, encoder: SoftOneHotEncoding
+        self, rows: tf.RaggedTensor, encoder: SoftOneHotEncoding
     ) -> tf.Tensor:
-        """Mean encoding of each row's finite values ``[N, W] -> [N, d]``.
+        """Mean encoding of each row's values ``[N, None] -> [N, d]``: a
+        segment mean over the encodings of the flat values.
 
-        A row without any gets the mean over all its (missing) values: the
-        encoder's missing vector.
+        A row without any gets the encoder's missing vector.
         """
         dtype = softmax_dtype(self.compute_dtype)
-        # [N, W, 1]: the encoder drops the trailing 1, never the width.
-        encoded = tf.cast(encoder(values[..., tf.newaxis]), dtype)
-        finite = tf.math.is_finite(values)
-        has_value = tf.reduce_any(finite, axis=1, keepdims=True)
-        weights = tf.cast(finite | tf.logical_not(has_value), dtype)
-        total = tf.reduce_sum(encoded * weights[..., tf.newaxis], axis=1)
-        mean = total / tf.reduce_sum(weights, axis=1, keepdims=True)
+        # [T, 1]: the encoder drops the trailing 1.
+        encoded = tf.cast(encoder(rows.values[:, tf.newaxis]), dtype)
+        total = tf.math.unsorted_segment_sum(
+            encoded, rows.value_rowids(), self.num_items
+        )
+        count = tf.cast(rows.row_lengths(), dtype)[:, tf.newaxis]
+        missing = tf.cast(encoder(tf.fill([1, 1], float("nan"))), dtype)
+        mean = tf.where(count > 0, total / tf.maximum(count, 1.0), missing)
         return tf.cast(mean, self.compute_dtype)
 
     def fused_bias(self, bias: Any) -> Any:
@@ -512,39 +617,129 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         return config
 
 
-def _checked_values(feature: dict, value: Any, num_items: int) -> np.ndarray:
-    """``value`` as the feature's weight array; ValueError if it cannot be."""
+def _value_rowids(row_splits: tf.Tensor) -> tf.Tensor:
+    """int64 ``[row_splits[-1]]``: the row of each value, from the rows'
+    offsets, in time linear in the values and rows: each value counts the
+    rows (after the first) that start at or before it."""
+    starts = row_splits[1:-1]
+    num_values = row_splits[-1]
+    marks = tf.math.unsorted_segment_sum(
+        tf.ones_like(starts), starts, num_values + 1
+    )
+    return tf.cumsum(marks[:num_values])
+
+
+def _checked_rows(
+    feature: dict, value: Any, num_items: int, ragged: bool
+) -> RaggedRows:
+    """``value`` as the feature's ``RaggedRows``; ValueError if it cannot
+    be (see ``ItemFeatureEncoder.set_item_values``)."""
     name = feature["name"]
-    array = np.asarray(value)
-    expected = (num_items, feature["width"])
-    if array.shape != expected:
-        raise ValueError(
-            f"`values['{name}']` must have shape {expected} (num_items, "
-            f"width). Received: shape={array.shape}"
-        )
-    if feature["kind"] in TOKEN_KINDS:
-        if not np.issubdtype(array.dtype, np.integer):
+    token = feature["kind"] in TOKEN_KINDS
+    if isinstance(value, tuple) or hasattr(value, "row_splits"):
+        rows = _given_rows(name, value, num_items)
+    else:
+        array = np.asarray(value)
+        if not ragged and array.shape != (num_items, feature["width"]):
             raise ValueError(
-                f"`values['{name}']` must be integer ids (a token feature). "
-                f"Received: dtype={array.dtype}"
+                f"`values['{name}']` must have shape "
+                f"{(num_items, feature['width'])} (num_items, width). "
+                f"Received: shape={array.shape}"
             )
+        if array.ndim != 2 or array.shape[0] != num_items:
+            raise ValueError(
+                f"`values['{name}']` must be ragged (values, row_splits) or "
+                f"padded [num_items={num_items}, width]. Received: "
+                f"shape={array.shape}"
+            )
+        _check_dtype(name, token, array.dtype)
+        rows = RaggedRows.from_dense(array)
+    _check_dtype(name, token, rows.values.dtype)
+    if token:
         size = feature["vocabulary_size"]
-        bad = array[(array < 0) | (array >= size)]
+        bad = rows.values[(rows.values < 1) | (rows.values >= size)]
         if bad.size:
             raise ValueError(
-                f"`values['{name}']` must be ids in [0, {size}) "
-                f"(vocabulary_size {size}). Received: an id {int(bad[0])}"
+                f"`values['{name}']` must be ids in [1, {size}) (0 is "
+                f"padding; vocabulary_size {size}). Received: an id "
+                f"{int(bad[0])}"
             )
-        return array.astype(np.int32)
-    if array.dtype == bool or not (
-        np.issubdtype(array.dtype, np.floating)
-        or np.issubdtype(array.dtype, np.integer)
+        rows = RaggedRows(rows.values.astype(np.int32), rows.row_splits)
+    else:
+        if not np.isfinite(rows.values).all():
+            raise ValueError(
+                f"`values['{name}']` holds a NaN or infinite value among its "
+                "ragged values; leave a missing value out of its row"
+            )
+        rows = RaggedRows(rows.values.astype(np.float32), rows.row_splits)
+    widest = int(rows.row_lengths().max(initial=0))
+    if widest > feature["width"]:
+        raise ValueError(
+            f"`values['{name}']`: a row holds {widest} values, more than the "
+            f"feature's width {feature['width']}. Received: item "
+            f"{int(rows.row_lengths().argmax())}"
+        )
+    if ragged and rows.values.size != feature["num_values"]:
+        raise ValueError(
+            f"`values['{name}']` must hold num_values={feature['num_values']} "
+            f"values (the size of the layer's table). Received: "
+            f"{rows.values.size} values"
+        )
+    return rows
+
+
+def _given_rows(name: str, value: Any, num_items: int) -> RaggedRows:
+    """Ragged ``(values, row_splits)`` (or an object with both) as
+    ``RaggedRows`` of ``num_items`` rows; ValueError if they are not."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise ValueError(
+                f"`values['{name}']` as a tuple is (values, row_splits). "
+                f"Received: a tuple of {len(value)}"
+            )
+        flat, splits = value
+    else:
+        flat, splits = value.values, value.row_splits
+    flat, splits = np.asarray(flat), np.asarray(splits)
+    if splits.shape != (num_items + 1,):
+        raise ValueError(
+            f"`values['{name}']`: row_splits must have shape "
+            f"({num_items + 1},) (num_items + 1). Received: "
+            f"shape={splits.shape}"
+        )
+    try:
+        return RaggedRows(flat, splits)
+    except ValueError as error:
+        raise ValueError(f"`values['{name}']`: {error}") from None
+
+
+def _check_dtype(name: str, token: bool, dtype: Any) -> None:
+    """Refuses non-integer ids (token kinds) and non-numbers (floats)."""
+    if token and not np.issubdtype(dtype, np.integer):
+        raise ValueError(
+            f"`values['{name}']` must be integer ids (a token feature). "
+            f"Received: dtype={dtype}"
+        )
+    if not token and (
+        np.dtype(dtype) == np.bool_
+        or not (
+            np.issubdtype(dtype, np.floating)
+            or np.issubdtype(dtype, np.integer)
+        )
     ):
         raise ValueError(
             f"`values['{name}']` must be numbers (a float feature, NaN for "
-            f"no value). Received: dtype={array.dtype}"
+            f"no value). Received: dtype={dtype}"
         )
-    return array.astype(np.float32)
+
+
+def _padded(rows: RaggedRows, width: int, dtype: Any) -> np.ndarray:
+    """``rows`` as a padded ``[N, width]`` table (0 or NaN after a row)."""
+    dense = rows.to_dense()
+    padding = 0 if np.issubdtype(dtype, np.integer) else np.nan
+    table = np.full((rows.num_rows, width), padding, dtype)
+    table[:, : dense.shape[1]] = dense
+    return table
 
 
 def _checked_id_known(id_known: Any, num_items: int) -> np.ndarray:
