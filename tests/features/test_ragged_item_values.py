@@ -294,4 +294,5 @@ def test_a_wide_row_costs_its_values_not_rows_times_width():
     outputs = call(table).numpy()
     assert time.perf_counter() - start < 5.0
     embedding = encoder.feature_encoders[0].embeddings.numpy()
-    np.testing.assert_allclose(outputs[3], embedding[2], atol=1e-6)
+    # The mean of 50,000 float32 copies: rounding of the sum.
+    np.testing.assert_allclose(outputs[3], embedding[2], rtol=1e-3, atol=1e-6)
