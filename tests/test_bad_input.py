@@ -232,6 +232,18 @@ CASES = [
         ["c.json: epochs must be positive. Received: epochs=0"],
         _write("c.json", '{"train": {"epochs": 0}}'),
     ),
+    # A value outside a flag's choices: refused before the run directory
+    # is written (an optimizer was refused after it).
+    Case(
+        "config-not-a-choice",
+        ["train", "--config", "c.json"],
+        1,
+        [
+            "c.json: optimizer must be one of ('adam', 'adagrad'). "
+            "Received: optimizer='sgd'"
+        ],
+        _write("c.json", '{"train": {"optimizer": "sgd"}}'),
+    ),
     Case(
         "config-binary",
         ["train", "--config", "c.json"],

@@ -2,8 +2,10 @@
 load and export, on a tiny DataFrame (one epoch)."""
 
 import gc
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -76,6 +78,10 @@ def test_the_data_is_fits_argument_not_an_option():
         ({"encoder": "lstm"}, "encoder.*Received.*'lstm'"),
         ({"dropout": 1.5}, "dropout must be in"),
         ({"recipe": "fast"}, "Unknown recipe"),
+        # The flags' choices, as tfrec-tricks train checks them.
+        ({"optimizer": "sgd"}, "optimizer must be one of"),
+        ({"file_format": "xml"}, "Received: file_format='xml'"),
+        ({"distribute": "gpu"}, "Received: distribute='gpu'"),
     ],
 )
 def test_option_values_are_checked_at_once(options, message):
@@ -302,3 +308,119 @@ def test_fit_on_a_file_names_the_run_after_it(tmp_path):
     assert recommender.run_dir == str(output / "clicks")
     assert sorted(os.listdir(output)) == ["clicks"]
     assert len(recommender.recommend(users=["0"], k=2)) == 2
+
+
+# --- the facade checks what the command line checks ----------------------
+
+
+def _served_root(tmp_path):
+    """``tmp_path`` holding ``served/``, a folder of served models whose
+    ``models.config`` lists another model, and a ``models.config`` of
+    its own beside it (another folder's): what a bad name would edit."""
+    entry = 'model_config_list {{ config {{ name: "{0}" base_path: "/{0}" }} }}'
+    (tmp_path / "served").mkdir()
+    (tmp_path / "served" / "models.config").write_text(entry.format("old"))
+    (tmp_path / "models.config").write_text(entry.format("other"))
+    return str(tmp_path / "served")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["../y", "ABSOLUTE", "a/b", ".", "..", "", "y/"]
+)
+def test_export_refuses_a_name_that_is_not_one_folder(fitted, name, tmp_path):
+    # export --name's check: a name never leads out of base_path.
+    from tests.run_helpers import snapshot
+
+    base_path = _served_root(tmp_path)
+    name = str(tmp_path / "y") if name == "ABSOLUTE" else name
+    before = snapshot(tmp_path), snapshot(os.path.dirname(fitted.run_dir))
+    with pytest.raises(ValueError, match="A model name must match") as error:
+        fitted.export(base_path, name=name, k=3)
+    assert str(error.value).endswith(f"Received: name={name!r}")
+    after = snapshot(tmp_path), snapshot(os.path.dirname(fitted.run_dir))
+    assert after == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", [2**63, 0, True])
+def test_export_refuses_a_version_tf_serving_cannot_load(
+    fitted, version, tmp_path
+):
+    from tests.run_helpers import snapshot
+
+    base_path = _served_root(tmp_path)
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError, match=f"Received: version={version}"):
+        fitted.export(base_path, name="m", version=version, k=3)
+    assert snapshot(tmp_path) == before
+
+
+def _data_file(recommender) -> str:
+    """The file a DataFrame was written to, beside the run."""
+    (name,) = [
+        entry
+        for entry in os.listdir(os.path.dirname(recommender.run_dir))
+        if entry.endswith(".inter")
+    ]
+    return os.path.join(os.path.dirname(recommender.run_dir), name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_save_refuses_an_edited_data_file_beside_the_copy(
+    fitted, overwrite, tmp_path
+):
+    from tests.run_helpers import snapshot
+
+    data = _data_file(fitted)
+    models = tmp_path / "models"
+    models.mkdir()
+    edited = models / os.path.basename(data)
+    if overwrite:  # a copy saved before, beside its data file
+        fitted.save(str(models / "mine"))
+    edited.write_text("user_id:token\titem_id:token\nmine\t1\n")
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError) as error:
+        fitted.save(str(models / "mine"), overwrite=overwrite)
+    assert str(error.value).startswith(
+        f"{edited} exists and is not the data file of that name"
+    )
+    assert "move it away" in str(error.value)
+    assert snapshot(tmp_path) == before
+    # The same rows are the file's own: kept, and the run saved.
+    shutil.copyfile(data, edited)
+    key = os.path.relpath(edited, tmp_path)
+    before = snapshot(tmp_path)[key]
+    fitted.save(str(models / "mine"), overwrite=overwrite)
+    check_finished_run(str(models / "mine"))
+    assert snapshot(tmp_path)[key] == before
+
+
+def test_fit_refuses_an_edited_data_file_of_its_name(tmp_path):
+    frame = interactions()
+    digest = hashlib.sha256(_atomic_text(frame).encode()).hexdigest()
+    edited = tmp_path / f"interactions-{digest[:12]}.inter"
+    edited.write_text("user_id:token\titem_id:token\nmine\t1\n")
+    with pytest.raises(ValueError, match="is not the data file of that"):
+        Recommender(**TINY, output_dir=str(tmp_path)).fit(frame)
+    assert os.listdir(tmp_path) == [edited.name]
+
+
+@pytest.mark.slow
+def test_train_config_of_a_fitted_run_reuses_it(fitted, capsys):
+    # tfrec-tricks train --config repeats a run the facade trained.
+    from tests.run_helpers import snapshot
+    from tfrec_tricks import cli
+
+    parent = os.path.dirname(fitted.run_dir)
+    before = snapshot(parent)
+    config = os.path.join(fitted.run_dir, "config.json")
+    status = cli.main(["train", "--config", config])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err[-2000:]
+    assert "finished before with the same settings and data: reusing it" in (
+        captured.out
+    )
+    assert "Traceback" not in captured.err
+    assert snapshot(parent) == before

@@ -221,6 +221,26 @@ def check_fields(instance: Any, names: Any = None) -> None:
             raise ValueError(f"{name} {rule}. Received: {name}={value!r}")
 
 
+def check_choices(instance: Any) -> None:
+    """Refuses a value outside its field's ``choices``: the values the
+    field's flag takes, so that a ``--config`` file or Python
+    (``tfrec_tricks.Recommender``) is held to what the command line is.
+
+    Raises:
+        ValueError: ``"optimizer must be one of ('adam', 'adagrad').
+            Received: optimizer='sgd'"``.
+    """
+    for field in dataclasses.fields(instance):
+        choices = field.metadata.get("flag", {}).get("choices")
+        value = getattr(instance, field.name)
+        if choices is None or value is None or value in tuple(choices):
+            continue
+        raise ValueError(
+            f"{field.name} must be one of {tuple(choices)}. Received: "
+            f"{field.name}={value!r}"
+        )
+
+
 def field_default(cls: Any, name: str) -> Any:
     """The default of field ``name`` of dataclass ``cls``."""
     field = {f.name: f for f in dataclasses.fields(cls)}[name]

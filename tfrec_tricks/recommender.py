@@ -41,6 +41,10 @@ from tfrec_tricks.data.datasets import SOURCES, resolved_path  # noqa: E402
 from tfrec_tricks.errors import OutputError, writes_named  # noqa: E402
 from tfrec_tricks.export import export_for_serving  # noqa: E402
 from tfrec_tricks.export.model_identity import ModelIdentity  # noqa: E402
+from tfrec_tricks.export.models_config import (  # noqa: E402
+    check_model_name,
+    check_version,
+)
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
 from tfrec_tricks.recommendation import recommend_frame  # noqa: E402
@@ -296,8 +300,8 @@ class Recommender:
 
         Args:
             directory: str. The folder to write; its parent is created.
-            overwrite: bool. Replace a run directory already there.
-                Defaults to False.
+            overwrite: bool. Replace a run directory already there (only
+                what tfrec-tricks recorded writing). Defaults to False.
 
         Returns:
             ``directory``.
@@ -305,7 +309,10 @@ class Recommender:
         Raises:
             ValueError: not fitted, or ``directory`` is not a place for
                 the copy (it exists, without ``overwrite``; it holds what
-                tfrec-tricks did not write; it lies inside the run).
+                tfrec-tricks did not write; it lies inside the run), or
+                a file of the data's name beside it holds other rows (an
+                edited copy: named, never replaced, ``overwrite`` or not).
+                Nothing is written then.
         """
         run_dir = self._fitted_run()
         check_finished_run(run_dir)
@@ -319,8 +326,9 @@ class Recommender:
                 "replace the run saved there, or choose another folder. "
                 f"Received: directory={directory!r}, overwrite=False"
             )
+        beside = _beside(data, target, directory) if data else None
         with writes_named(target), target_lock(target, RUN_DIRECTORY):
-            moved = _copy_beside(data, target) if data else None
+            moved = _copy_beside(data, beside) if data else None
             publish_directory(
                 target,
                 lambda staging: _copy_run(run_dir, staging, target, moved),
@@ -368,10 +376,13 @@ class Recommender:
 
         Args:
             base_path: str. The folder of served models.
-            name: str or None. The served model's name. Defaults to the
-                run directory's name.
+            name: str or None. The served model's name, one folder of
+                ``base_path`` (``check_model_name``, as ``--name``: no
+                ``/``, ``..`` or absolute path). Defaults to the run
+                directory's name.
             k: int. Items a request returns. Defaults to 10.
-            version: int or None. Defaults to the next free one.
+            version: int or None. 1 to 2**63 - 1 (``check_version``, as
+                ``--version``). Defaults to the next free one.
             scoring: str. "auto", "index" or "full". Defaults to "auto".
 
         Returns:
@@ -382,12 +393,20 @@ class Recommender:
         checks.
 
         Raises:
-            ValueError: not fitted, a bad name, ``k`` above the catalogue,
+            ValueError: not fitted, a bad name or version (before anything
+                is read or written), ``k`` above the catalogue,
                 an existing version, or a run that holds another model
                 than this ``Recommender``'s (retrained since, by another
                 ``fit`` or ``tfrec-tricks train --overwrite``).
         """
         run_dir = self._fitted_run()
+        if name is None:
+            name = os.path.basename(os.path.normpath(run_dir))
+        # tfrec-tricks export's checks of --name and --version: a name is
+        # one folder of base_path, never a path out of it.
+        check_model_name(name)
+        if version is not None:
+            check_version(version)
         identity = ModelIdentity.of_run(run_dir, check_finished_run(run_dir))
         model = self.model
         if self._identity.sha256 != identity.sha256:
@@ -398,7 +417,6 @@ class Recommender:
                 "trains this one's again. Received: this Recommender's "
                 f"{self._identity.describe()}"
             )
-        name = name or os.path.basename(os.path.normpath(run_dir))
         model_dir = os.path.join(base_path, name)
         vocabulary = os.path.join(run_dir, "vocabulary.json")
         with writes_named(base_path):
@@ -525,15 +543,32 @@ def _write_frame(frame: pd.DataFrame, folder: str) -> str:
     path = os.path.abspath(
         os.path.join(folder, f"interactions-{digest[:12]}.inter")
     )
-    if os.path.exists(path):
-        if file_sha256(path) != digest:
-            raise OutputError(
-                f"{path} exists and holds other rows; move it away. "
-                f"Received: output_dir={folder!r}"
-            )
+    if _holds(path, digest, f"output_dir={folder!r}"):
         return path
     os.makedirs(folder, exist_ok=True)
     return write_text_atomic(path, text)
+
+
+def _holds(path: str, digest: str, received: str) -> bool:
+    """Whether ``path``, a data file named by its content (``fit``'s
+    ``interactions-<hash>.inter``), is there with that content (SHA-256
+    ``digest``); False when there is none.
+
+    Raises:
+        OutputError: a file of that name holds other bytes: someone edited
+            it. It is named and never replaced (nothing records it as
+            tfrec-tricks' own: ``ownership``).
+    """
+    if not os.path.lexists(path):
+        return False
+    if not os.path.isfile(path) or file_sha256(path) != digest:
+        raise OutputError(
+            f"{path} exists and is not the data file of that name (its "
+            "rows differ from those it was named for: edited since it was "
+            "written?); it is never replaced: move it away. Received: "
+            f"{received}"
+        )
+    return True
 
 
 def _atomic_text(frame: pd.DataFrame) -> str:
@@ -629,14 +664,21 @@ def _travelling_data(run_dir: str) -> str | None:
     return path
 
 
-def _copy_beside(data: str, target: str) -> str:
-    """Copies ``data`` beside ``target`` (kept if there already: the name
-    is its content's) and returns the copy's absolute path."""
+def _beside(data: str, target: str, directory: str) -> str:
+    """The absolute path of ``data``'s copy beside ``target``, checked
+    (``_holds``): there already with the same rows, or absent."""
     parent = os.path.dirname(os.path.abspath(target))
     copy = os.path.join(parent, os.path.basename(data))
-    if os.path.exists(copy) and file_sha256(copy) == file_sha256(data):
+    _holds(copy, file_sha256(data), f"directory={directory!r}")
+    return copy
+
+
+def _copy_beside(data: str, copy: str) -> str:
+    """Copies ``data`` to ``copy``, the path ``_beside`` checked (kept if
+    there: the same rows), and returns ``copy``."""
+    if os.path.lexists(copy):
         return copy
-    os.makedirs(parent, exist_ok=True)
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
     partial = f"{copy}.{os.getpid()}.tmp"
     try:
         shutil.copyfile(data, partial)

@@ -89,7 +89,7 @@ def test_config_file_supplies_options_and_flags_override(tmp_path):
     [
         ("tune", '"lr_schedule": "cosine"'),
         ("tune", '"eval_negatives": 100'),
-        ("ablation", '"distribute": "multi-worker"'),
+        ("ablation", '"distribute": "mirrored"'),
     ],
 )
 def test_a_file_setting_the_command_has_no_flag_for_is_refused(

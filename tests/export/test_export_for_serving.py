@@ -97,6 +97,9 @@ def test_versions_models_config_and_request_example(tmp_path):
         export_for_serving(model, str(base), ITEMS, version=2)
     with pytest.raises(ValueError, match="version=0"):
         export_for_serving(model, str(base), ITEMS, version=0)
+    # TF Serving reads versions as int64: a larger one would never load.
+    with pytest.raises(ValueError, match="at most 9223372036854775807"):
+        export_for_serving(model, str(base), ITEMS, version=2**63)
 
     # Another model joins models.config; re-exporting keeps one entry.
     root = tmp_path / "saved_models"

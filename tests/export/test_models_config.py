@@ -8,6 +8,8 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from tfrec_tricks.export import check_model_name
 from tfrec_tricks.export.models_config import (
+    MAX_VERSION,
+    check_version,
     read_models_config,
     update_models_config,
 )
@@ -47,6 +49,27 @@ def test_check_model_name_rejects_naming_value_and_rule(name):
     assert f"Received: name={name!r}" in message
     assert "^[A-Za-z0-9][A-Za-z0-9_.-]*$" in message
     assert "255" in message
+
+
+@pytest.mark.parametrize(
+    "version, rule",
+    [
+        (0, "a positive int. Received: version=0"),
+        (-3, "a positive int. Received: version=-3"),
+        (True, "a positive int. Received: version=True"),
+        (2.0, "a positive int. Received: version=2.0"),
+        ("3", "a positive int. Received: version='3'"),
+        (2**63, "at most 9223372036854775807 (TF Serving reads versions"),
+    ],
+)
+def test_check_version_names_the_value_and_the_rule(version, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        check_version(version)
+
+
+def test_check_version_accepts_int64_versions():
+    assert check_version(1) == 1
+    assert check_version(MAX_VERSION) == 2**63 - 1
 
 
 def test_update_models_config_checks_the_name(tmp_path):

@@ -30,25 +30,22 @@ examples:
 """
 
 
-# TF Serving reads a version folder's name as an int64.
-MAX_VERSION = 2**63 - 1
-
-
 def _version(text: str) -> int:
-    """A version number: a positive integer that fits in int64.
+    """A version number: a positive integer that fits in int64
+    (``check_version``, as ``Recommender.export`` checks it).
 
     >>> _version("9223372036854775808")
     Traceback (most recent call last):
     ...
-    argparse.ArgumentTypeError: must be at most 9223372036854775807 (TF Serving reads versions as int64), got 9223372036854775808
+    argparse.ArgumentTypeError: `version` must be at most 9223372036854775807 (TF Serving reads versions as int64). Received: version=9223372036854775808
     """  # noqa: E501
+    from tfrec_tricks.export.models_config import check_version
+
     value = positive_int(text)
-    if value > MAX_VERSION:
-        raise argparse.ArgumentTypeError(
-            f"must be at most {MAX_VERSION} (TF Serving reads versions as "
-            f"int64), got {value}"
-        )
-    return value
+    try:
+        return check_version(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _model_name(text: str) -> str:

@@ -21,6 +21,7 @@ from tfrec_tricks.errors import OutputError
 from tfrec_tricks.export.model_identity import ModelIdentity, write_identity
 from tfrec_tricks.export.models_config import (
     check_model_name,
+    check_version,
     read_models_config,
     update_models_config,
 )
@@ -241,9 +242,10 @@ def export_for_serving(
     Raises:
         ValueError: the last component of ``base_path`` is not a valid
             model name (see ``check_model_name``), ``k`` is above the
-            catalogue (see ``check_k``), ``version`` exists or
-            is not a positive int, or ``models.config`` next to
-            ``base_path`` cannot be parsed. Nothing is written then.
+            catalogue (see ``check_k``), ``version`` exists or is not
+            1 to 2**63 - 1 (see ``check_version``), or ``models.config``
+            next to ``base_path`` cannot be parsed. Nothing is written
+            then.
 
     Example:
 
@@ -321,14 +323,8 @@ def _export(
     read_models_config(config_path)
     if version is None:
         version = next_version(base_path)
-    elif isinstance(version, bool) or not isinstance(version, int):
-        raise ValueError(
-            f"`version` must be a positive int. Received: version={version!r}"
-        )
-    if version < 1:
-        raise ValueError(
-            f"`version` must be a positive int. Received: version={version}"
-        )
+    # export --version's check: a positive int64, as TF Serving reads it.
+    check_version(version)
     target = os.path.join(base_path, str(version))
     if os.path.exists(target):
         raise ValueError(

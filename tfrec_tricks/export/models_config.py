@@ -10,6 +10,8 @@ from tfrec_tricks.atomic_files import write_text_atomic
 # model's folder of versions and the URL's ``/v1/models/<name>``.
 MODEL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MODEL_NAME_MAX_LENGTH = 255
+# TF Serving reads a version folder's name as an int64.
+MAX_VERSION = 2**63 - 1
 
 
 def check_model_name(name: str) -> str:
@@ -52,6 +54,48 @@ def check_model_name(name: str) -> str:
             f"{MODEL_NAME_MAX_LENGTH} characters. Received: name={name!r}"
         )
     return name
+
+
+def check_version(version: Any) -> int:
+    """Checks that ``version`` can number a served model's version;
+    returns it.
+
+    TF Serving loads the folders of a model named by a number and reads
+    the number as an int64: a version is an int from 1 to ``MAX_VERSION``
+    (2**63 - 1). Larger, it would be written and never served.
+
+    Args:
+        version: the version number.
+
+    Returns:
+        ``version``.
+
+    Raises:
+        ValueError: ``version`` breaks the rule (a bool is no number).
+
+    Example:
+
+    >>> check_version(3)
+    3
+    >>> check_version(2**63)
+    Traceback (most recent call last):
+    ...
+    ValueError: `version` must be at most 9223372036854775807 (TF Serving ...
+    """
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(
+            f"`version` must be a positive int. Received: version={version!r}"
+        )
+    if version < 1:
+        raise ValueError(
+            f"`version` must be a positive int. Received: version={version}"
+        )
+    if version > MAX_VERSION:
+        raise ValueError(
+            f"`version` must be at most {MAX_VERSION} (TF Serving reads "
+            f"versions as int64). Received: version={version}"
+        )
+    return version
 
 
 def read_models_config(path: str) -> Any:

@@ -5,7 +5,12 @@ import dataclasses
 import os
 from typing import Any
 
-from tfrec_tricks.config_fields import check_fields, document_fields, option
+from tfrec_tricks.config_fields import (
+    check_choices,
+    check_fields,
+    document_fields,
+    option,
+)
 from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
 from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
@@ -325,6 +330,8 @@ class TrainConfig:
         if not isinstance(self.model, ModelOptions):
             self.model = ModelOptions(self.model)
         check_fields(self)
+        # What the flags' choices refuse, refused from a file or Python too.
+        check_choices(self)
         if self.name is not None:
             check_run_name(self.name)
         check_split(self.split)
