@@ -99,6 +99,17 @@ DEFAULTS = {
         "repeats": 5, "work_dir": TMP + "/tfrec_tricks_prepared_speed",
         "report_dir": common.RESULTS,
     }),
+    "ragged_item_features": ([], {
+        "cases": [
+            "amazon-like",
+            "amazon-like, one 20,000-value row",
+            "1M items, full softmax",
+            "1M items, sampled",
+        ],
+        "item_file": None, "steps": 8, "rounds": 4, "batch": 128,
+        "max_len": 50, "padded": False, "seed": 0,
+        "report_dir": common.RESULTS,
+    }),
     "recbole_reference": (["--recbole-python", sys.executable], {
         "data": "yoochoose-100k", "data_path": None,
         "recbole_python": sys.executable,
