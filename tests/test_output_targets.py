@@ -280,3 +280,24 @@ def test_only_the_tools_leftovers_are_removed_under_the_lock(tmp_path):
         assert not path.exists(), path
     for path in kept:
         assert path.exists(), path
+
+
+def test_a_lock_file_that_cannot_be_removed_hides_no_error(
+    tmp_path, monkeypatch
+):
+    # A folder made read-only mid-command: the write that failed is
+    # reported, not the lock file's removal, and the lock is released.
+    target = str(tmp_path / "out")
+    remove = os.remove
+
+    def read_only(path, *args, **kwargs):
+        if path.endswith(".lock"):
+            raise PermissionError(13, "Permission denied", path)
+        return remove(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "remove", read_only)
+    with pytest.raises(OSError, match="No space left"):
+        with target_lock(target, MINE):
+            raise OSError(28, "No space left on device")
+    with target_lock(target, MINE):
+        pass

@@ -346,8 +346,10 @@ def _read_holder(handle: int) -> tuple[str, str]:
 
 def _release(handle: int, path: str) -> None:
     # Removed before it is unlocked: a process that opened it meanwhile
-    # sees a different inode and opens the path anew (``_acquire``).
-    with contextlib.suppress(FileNotFoundError):
+    # sees a different inode and opens the path anew (``_acquire``). In a
+    # folder made read-only it stays, harmless (the next holder locks it),
+    # and the error that stopped the command is the one reported.
+    with contextlib.suppress(OSError):
         os.remove(path)
     os.close(handle)
 

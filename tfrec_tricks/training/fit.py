@@ -20,6 +20,7 @@ from tfrec_tricks.callbacks import (
     ResumableEarlyStopping,
     StopOnDivergence,
 )
+from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.training.evaluate import eval_batch_size
@@ -258,6 +259,7 @@ def fit(
         )
         model.load_weights(best_checkpoint(opened.run_dir)).expect_partial()
         return FitOutcome(done, EpochTimer(), {})
+    check_backup(opened)
     done, timer, run_callbacks = fit_callbacks(config, opened, monitor, verbose)
     if isinstance(inputs.train, tf.data.Dataset):
         replay_shuffles(inputs.train, len(done))
@@ -271,6 +273,42 @@ def fit(
         verbose=verbose,
     ).history
     return FitOutcome(done, timer, history)
+
+
+def check_backup(opened: OpenedRun) -> None:
+    """Refuses to resume from a backup that cannot be read whole.
+
+    A kill never leaves one (TensorFlow writes a checkpoint aside and
+    renames it into place), but a power loss or a failing disk may cut
+    short what had not reached the disk: ``BackupAndRestore`` would then
+    fail with TensorFlow's error, or start over from epoch 0 under the
+    history of the epochs before.
+
+    Raises:
+        RunDirectoryError: a checkpoint of ``backup/`` is unreadable; the
+            message names it and ``--overwrite``.
+    """
+    if not resumes_from_backup(opened):
+        return
+    for root, _, files in os.walk(backup_directory(opened.run_dir)):
+        if "checkpoint" not in files:
+            continue
+        try:
+            latest = tf.train.latest_checkpoint(root)
+            if latest is None:
+                raise ValueError("its 'checkpoint' file names no checkpoint")
+            reader = tf.train.load_checkpoint(latest)
+            for name in reader.get_variable_to_shape_map():
+                reader.get_tensor(name)
+        except (tf.errors.OpError, ValueError, IndexError) as error:
+            # IndexError: TensorFlow's reader of a data file cut short.
+            reason = str(getattr(error, "message", error)).splitlines()[0]
+            raise RunDirectoryError(
+                f"{opened.run_dir} cannot be resumed: the state it resumes "
+                f"from, in {root}, cannot be read ({reason}). A power loss "
+                "or a failing disk cut it short. Pass --overwrite to train "
+                "the run afresh, or choose another --name."
+            ) from None
 
 
 def replay_shuffles(train: tf.data.Dataset, epochs: int) -> None:
