@@ -50,6 +50,7 @@ from tests.crash_helpers import (
 )
 from tests.run_helpers import TINY_FLAGS, run_in_process, snapshot, start_cli
 from tfrec_tricks import ownership
+from tfrec_tricks.atomic_files import file_sha256
 
 pytestmark = pytest.mark.slow
 
@@ -78,13 +79,16 @@ tfrec_tricks.Recommender(
 @dataclasses.dataclass(frozen=True)
 class Command:
     """A command that writes ``outputs`` (relative paths; the first is
-    its target); ``done``: the file that says it finished."""
+    its target); ``done``: the file that says it finished; ``published``:
+    for a command that never replaces its output without --overwrite,
+    that output's path and the words of its refusal."""
 
     args: tuple
     outputs: tuple
     done: str
     overwrite: bool = True
     code: str | None = None
+    published: tuple[str, str] | None = None
 
     def run(self, capsys, overwrite=False) -> tuple[int, str]:
         """Runs it in this process: exit code, output."""
@@ -121,11 +125,13 @@ COMMANDS = {
         ("prepare", *FILE, "--output", "prepared"),
         ("prepared",),
         "prepared/metadata.json",
+        published=("prepared", "already exists; pass --overwrite"),
     ),
     "prepare-beam": Command(
         ("prepare", "--engine", "beam", *FILE, "--output", "prepared"),
         ("prepared",),
         "prepared/metadata.json",
+        published=("prepared", "already exists; pass --overwrite"),
     ),
     "export": Command(
         ("export", "runs/done", "--name", "m"),
@@ -142,6 +148,7 @@ COMMANDS = {
         ("recs.csv",),
         "recs.csv",
         overwrite=False,
+        published=("recs.csv", "'recs.csv' exists"),
     ),
     "ablation": Command(
         ("ablation", *TINY_FLAGS, "--epochs", "1", "--rows", "Softmax")
@@ -219,6 +226,13 @@ MOMENTS = {
     "recommendations-before-marker": (
         "recommend",
         r"^open (.*/)?\.recs\.csv\.\w{8}\.tmp/\.tfrec-tricks-staging$",
+        1,
+    ),
+    # A row's run whose training had ended, killed before it finished:
+    # its next process trains no epoch (no time per epoch to report).
+    "row-trained-not-finished": (
+        "ablation",
+        r"^rename (.*/)?runs/abl-softmax-dropout0\.2/model$",
         1,
     ),
     "report-first-record": (
@@ -405,14 +419,26 @@ def _after_a_crash(command: Command, state, folder, capsys, overwrite=True):
         _put_back(state, folder)
         _finishes(command, folder, capsys, overwrite=True)
     _put_back(state, folder)
-    if command.done == "recs.csv" and (folder / "recs.csv").exists():
-        # Killed after the file was published whole: never replaced.
+    if command.published and (folder / command.published[0]).exists():
+        # Killed after its output was published whole: refused as any
+        # existing output is, and kept (the refusal removes only what the
+        # killed process left beside it).
+        output_path, refusal = command.published
         before = snapshot(folder)
+        kept = _as_it_is(folder / output_path)
         code, output = _run_in(folder, command, capsys)
-        assert code == 1 and "'recs.csv' exists" in output, output
-        assert snapshot(folder) == before
+        assert code == 1 and refusal in output, output[-3000:]
+        assert _as_it_is(folder / output_path) == kept
+        _assert_others_unchanged(command, before, folder)
         return
     _finishes(command, folder, capsys)
+
+
+def _as_it_is(path):
+    """A folder's snapshot, or a file's SHA-256 and mode."""
+    if path.is_dir():
+        return snapshot(path)
+    return file_sha256(path), oct(path.stat().st_mode & 0o7777)
 
 
 def _run_in(folder, command: Command, capsys, overwrite=False):

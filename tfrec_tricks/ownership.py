@@ -58,7 +58,8 @@ from tfrec_tricks.errors import OutputError
 RECORD_FILE = ".tfrec-tricks-owned.json"
 RECORD_FORMAT = 1
 STAGING_MARKER = ".tfrec-tricks-staging"
-# The record's list of folders owned as a whole.
+# The record's list of folders owned as a whole
+# (docs/decisions.md#library-folders).
 WHOLE = "whole"
 # The library folders of the kinds whose records were written before
 # ``whole`` existed (tfrec-tricks 0.1.0): what their libraries wrote there

@@ -57,6 +57,17 @@ def test_dropout_is_selected_on_validation(
         run_ablation(base, ["Softmax"], dropouts=(0.0,))
 
 
+def test_a_row_resumed_after_its_training_ended_has_no_speed():
+    # A run killed after its training ended is finished by its next
+    # process, which trains no epoch: no time per epoch (None), which
+    # the table shows as n/a. Before: a TypeError ended the ablation.
+    metrics = {"ndcg@10": 0.5, "hr@10": 0.6, "mrr@10": 0.4}
+    row = ablation.AblationRow(
+        "Softmax", {}, 0.2, metrics, metrics, 981, None, 3
+    )
+    assert "| 981 | n/a | 3 |" in ablation.format_table([row])
+
+
 @pytest.mark.parametrize("name", list(ROWS))
 def test_every_row_is_a_valid_model_config(name):
     from tfrec_tricks.models import ModelConfig

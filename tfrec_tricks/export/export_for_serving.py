@@ -14,6 +14,7 @@ from tfrec_tricks.atomic_files import (
     make_folders,
     publish_directory,
     remove_empty_folders,
+    remove_leftovers,
     withdraw_directory,
     write_text_atomic,
 )
@@ -397,7 +398,8 @@ def _write_request_examples(
     }  # fmt: skip
     for suffix, (signature, instances) in examples.items():
         request = {"signature_name": signature, "instances": instances}
-        write_text_atomic(
-            os.path.join(root, f"{name}.{suffix}.json"),
-            json.dumps(request, indent=2),
-        )
+        path = os.path.join(root, f"{name}.{suffix}.json")
+        # Written under models.config's lock, as every export of the model:
+        # what a killed export left in writing them goes.
+        remove_leftovers(path)
+        write_text_atomic(path, json.dumps(request, indent=2))

@@ -13,7 +13,8 @@ import os
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
-from tfrec_tricks.training.resumption import finished_metrics
+from tfrec_tricks.training.resumption import finished_metrics, run_directory
+from tfrec_tricks.training.run_directory import RUN_DIRECTORY
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training import train
 
@@ -89,7 +90,9 @@ class AblationRow:
     validation: dict
     test: dict
     num_parameters: int
-    seconds_per_epoch: float
+    #: None when the run's last process trained no epoch (resumed after
+    #: its training had ended: ``persistence.run_facts``).
+    seconds_per_epoch: float | None
     epochs_run: int
     #: Test metrics of repeat and new targets (``metrics_by_target_kind``);
     #: empty for runs made before it was recorded.
@@ -145,7 +148,7 @@ def run_ablation(
                 name=f"{base.run_name}-{row_slug(row)}-dropout{dropout}",
                 model=base.model.with_values(**ROWS[row], dropout=dropout),
             )
-            metrics = None if overwrite else finished_metrics(config)
+            metrics = None if overwrite else _finished_row(config)
             if verbose:
                 done = " (finished before: reused)" if metrics else ""
                 print(f"== {row}, dropout {dropout}{done}", flush=True)
@@ -171,6 +174,18 @@ def run_ablation(
     return results
 
 
+def _finished_row(config: TrainConfig) -> dict | None:
+    """``finished_metrics(config)``, read under the run's lock as ``train``
+    reads a finished run: what a killed writer of it left (its lock file,
+    a staging folder) goes, and a run another process writes is refused
+    (``TargetBusyError``), not read half-written."""
+    run_dir = run_directory(config)
+    if not os.path.isdir(run_dir):
+        return None
+    with target_lock(run_dir, RUN_DIRECTORY):
+        return finished_metrics(config)
+
+
 def format_table(rows: list[AblationRow]) -> str:
     """Markdown table: test metrics, change vs the first row, size, speed."""
     base = rows[0].test["ndcg@10"] if rows else 0.0
@@ -187,12 +202,14 @@ def format_table(rows: list[AblationRow]) -> str:
             for kind in ("repeat", "new")
         ]
         split = " / ".join("n/a" if v is None else f"{v:.4f}" for v in kinds)
+        seconds = row.seconds_per_epoch
+        speed = "n/a" if seconds is None else f"{seconds:.1f}"
         lines.append(
             f"| {row.name} | {row.dropout} | {row.test['ndcg@10']:.4f} | "
             f"{change:+.1f}% | {row.test['hr@10']:.4f} | "
             f"{row.test['mrr@10']:.4f} | {split} | "
             f"{row.validation['ndcg@10']:.4f} | "
-            f"{row.num_parameters:,} | {row.seconds_per_epoch:.1f} | "
+            f"{row.num_parameters:,} | {speed} | "
             f"{row.epochs_run} |"
         )
     return "\n".join(lines)
