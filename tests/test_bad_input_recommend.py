@@ -17,7 +17,11 @@ import time
 import pandas as pd
 import pytest
 
-from tests.recommendation.recommend_helpers import TINY_DATA, train_tiny_run
+from tests.recommendation.recommend_helpers import (
+    TINY_DATA,
+    synthetic_histories,
+    train_tiny_run,
+)
 from tests.run_helpers import Case, Interrupt, snapshot, start_cli
 from tfrec_tricks import cli
 
@@ -380,6 +384,16 @@ def test_a_foreign_file_in_model_is_named_and_moving_it_out_works(
 # --- Ctrl-C and SIGTERM during the Beam engine's pipeline -------------------
 
 
+def _write_many_histories(path, users):
+    """``users`` new users, five of the run's items each (udata)."""
+    items = sorted(set(synthetic_histories()["item_id"]))
+    with open(path, "w") as lines:
+        for user in range(users):
+            for step in range(5):
+                item = items[(user * 5 + step * 7) % len(items)]
+                lines.write(f"new{user}\t{item}\t3\t{100 + step}\n")
+
+
 def _pipeline_started(folder):
     # The run's own temporary directory, or (before it had one) the job
     # server's folder of the DirectRunner's Prism attempt.
@@ -403,11 +417,20 @@ def test_an_interrupted_beam_engine_ends_in_one_line_and_leaves_nothing(
     # beam-temp* folders left in the temporary directory.
     temporary = workspace / "tmp"
     temporary.mkdir()
+    # 20,000 new users: ranking them takes seconds, so the signal lands
+    # inside the pipeline on any machine (the run's own 60 users were
+    # ranked before it on a fast one, and the finished command died of
+    # the signal in its teardown, as any finished program does).
+    _write_many_histories(workspace / "many.tsv", users=20_000)
     before = snapshot(workspace)
     process = start_cli(
         *RUN,
         "--engine",
         "beam",
+        "--histories",
+        "many.tsv",
+        "--histories-format",
+        "udata",
         "--output",
         "recs.csv",
         "--quiet",
