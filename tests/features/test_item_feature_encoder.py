@@ -220,6 +220,57 @@ def test_id_dropout_treats_a_random_share_of_known_items_as_cold():
     )
 
 
+def test_id_dropout_drops_the_bias_of_the_items_whose_row_it_drops():
+    # DropoutNet: a dropped item must stand where a new item stands, id
+    # row and bias both replaced (before, its trained bias stayed).
+    encoder = make_encoder("sum", features=[])
+    encoder.id_dropout, encoder.seed = 0.5, 7
+    # No known item's bias equals the known mean (4.8).
+    bias = np.array([0, 1, 3, -2, 7, 4, 11, 2], "float32")
+    known = [1, 2, 4, 6, 7]
+    known_mean_row = ID_TABLE[known].mean(axis=0)
+    known_mean_bias = bias[known].mean()
+    seen_dropped = set()
+    for _ in range(20):
+        table, fused_bias = encoder.fuse(ID_TABLE, bias, training=True)
+        table, fused_bias = table.numpy(), fused_bias.numpy()
+        for item in known:
+            row_dropped = np.allclose(table[item], known_mean_row, atol=1e-6)
+            bias_dropped = np.isclose(fused_bias[item], known_mean_bias)
+            assert row_dropped == bias_dropped, item
+            seen_dropped |= {item} if row_dropped else set()
+        assert np.isclose(fused_bias[3], known_mean_bias)  # cold
+    assert seen_dropped == set(known)
+    # Inference: only the cold items, as fused_bias.
+    _, inference = encoder.fuse(ID_TABLE, bias)
+    np.testing.assert_allclose(inference, encoder.fused_bias(bias))
+    assert encoder.fuse(ID_TABLE, None, training=True)[1] is None
+
+
+@pytest.mark.parametrize("fusion", ["concat", "sum"])
+def test_a_cold_item_is_no_negative_for_the_attributes(fusion):
+    # Never trained, a cold item is only ever a negative in training: a
+    # loss pushing its score down must not reach the attribute weights
+    # (it taught them that new items rank low).
+    encoder = make_encoder(fusion)
+    bias = tf.Variable(np.zeros(N, "float32"))
+    with tf.GradientTape() as tape:
+        table, fused_bias = encoder.fuse(ID_TABLE, bias, training=True)
+        loss = tf.reduce_sum(tf.gather(table, [3, 5])) + tf.reduce_sum(
+            tf.gather(fused_bias, [3, 5])
+        )
+    weights = [bias, *encoder.trainable_weights]
+    for weight, grad in zip(weights, tape.gradient(loss, weights)):
+        assert grad is None or not np.any(tf.convert_to_tensor(grad)), (
+            weight.name
+        )
+    # A known item's row still trains them.
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(encoder.fuse(ID_TABLE, None)[0][1])
+    grads = tape.gradient(loss, encoder.trainable_weights)
+    assert any(g is not None and np.any(tf.convert_to_tensor(g)) for g in grads)
+
+
 def test_float_feature_takes_the_mean_of_its_finite_values():
     encoder = make_encoder("sum", features=FEATURES[3:])
     sizes = encoder.feature_encoders[0]

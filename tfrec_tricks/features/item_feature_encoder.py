@@ -183,7 +183,10 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
        ``mean_{j >= 1, id_known[j] = 1} U_j``, so that a new item starts
        as an "average item" plus its attributes. The mean is a constant
        for the gradient: cold items never move the known items' rows, and
-       their own rows get no gradient;
+       their own rows get no gradient. A cold item's whole fused row is a
+       constant for the gradient too: never trained, it is only ever a
+       negative in training, and pushing it down would teach the
+       attributes that new items rank low;
     2. one vector per feature, in the order of ``features``: a token
        feature (``"token"``, ``"token_seq"``) is the mean embedding of the
        item's non-padding ids (`CategoricalFeatureEmbedding`); a float
@@ -196,8 +199,10 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
        (``"sum"``);
     4. row 0 (padding) is set to zeros.
 
-    ``fused_bias`` applies step 1 to an output bias (cold items get the
-    known items' mean bias).
+    ``fuse`` returns the fused table and applies step 1 to an output bias
+    from the same draw of the id dropout: cold items, and in training the
+    items whose id is dropped, get the known items' mean bias
+    (``fused_bias``: the bias at inference).
 
     A feature is a JSON-serialisable dict: ``name`` (letters, digits,
     ``_``, ``.``, ``-``; it names the feature's weights, e.g.
@@ -239,9 +244,10 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         soft_one_hot_buckets: int. Buckets of each float feature's
             `SoftOneHotEncoding`. Defaults to ``10``.
         id_dropout: float in ``[0, 1)``. Training only: each step, each
-            known item's id row is replaced by the known mean (as a cold
-            item's is) with this probability, so the model learns to rank
-            by attributes alone (DropoutNet). Defaults to ``0.0``.
+            known item's id row and bias are replaced by the known means
+            (as a cold item's are) with this probability, so the model
+            learns to rank by attributes alone (DropoutNet). Defaults to
+            ``0.0``.
         seed: int or None. Seed of the id dropout. Defaults to ``None``.
         **kwargs: other keyword arguments of ``tf.keras.layers.Layer``
             (``name``, ``dtype``, ``trainable``).
@@ -510,6 +516,35 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         )
 
     def call(self, id_table: Any, training: Any = None) -> tf.Tensor:
+        table, _ = self.fuse(id_table, None, training=training)
+        return table
+
+    def fuse(
+        self, id_table: Any, bias: Any = None, training: Any = None
+    ) -> tuple:
+        """The fused table and the fused bias of one step, from one draw
+        of the id dropout.
+
+        An item whose id is dropped this step loses its id row and its
+        bias alike (both become the known items' means, as a cold item's
+        are), so that in training it stands exactly where a new item
+        will stand at inference: ranked by its attributes alone. The
+        rows and bias of never-trained items (``id_known`` 0) are
+        constants for the gradient: in training they are only ever
+        negatives, and pushing them down would teach the attributes
+        that a new item ranks low.
+
+        Args:
+            id_table: float ``[num_items, output_dim]``, the item id
+                embedding table.
+            bias: float ``[num_items]`` output bias, or None.
+            training: bool or None. In training, ``id_dropout`` drops a
+                random share of the known items' ids.
+
+        Returns:
+            ``(table, bias)``: the fused table (as ``call`` returns it)
+            and float32 ``[num_items]`` bias (None for None).
+        """
         dtype = softmax_dtype(self.compute_dtype)
         table = tf.cast(tf.convert_to_tensor(id_table), dtype)
         if table.shape.rank != 2 or table.shape[-1] != self.output_dim:
@@ -517,7 +552,13 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 "`id_table` must be the item table [num_items, "
                 f"{self.output_dim}]. Received: id_table.shape={table.shape}"
             )
-        vectors = [tf.cast(self._id_rows(table, training), self.compute_dtype)]
+        cold, weights = self._known(table.dtype)
+        stand_in = cold
+        if self.id_dropout and is_training(training):
+            draws = tf.random.uniform([self.num_items], seed=self.seed)
+            stand_in = cold | (draws < self.id_dropout)
+        id_rows = _with_known_mean(table, stand_in, weights)
+        vectors = [tf.cast(id_rows, self.compute_dtype)]
         for index, (feature, encoder) in enumerate(
             zip(self.features, self.feature_encoders)
         ):
@@ -527,8 +568,15 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             else:
                 vectors.append(self._float_vectors(rows, encoder))
         fused = self.fusion_layer(vectors)
+        fused = tf.where(cold[:, tf.newaxis], tf.stop_gradient(fused), fused)
         is_padding = tf.equal(tf.range(self.num_items), 0)[:, tf.newaxis]
-        return tf.where(is_padding, tf.zeros_like(fused), fused)
+        fused = tf.where(is_padding, tf.zeros_like(fused), fused)
+        if bias is None:
+            return fused, None
+        bias = self._checked_bias(bias)
+        return fused, _with_known_mean(
+            bias, stand_in, tf.cast(weights, bias.dtype)
+        )
 
     def _known(self, dtype: Any) -> tuple:
         """``(cold, weights)``: bool ``[N]`` items without a trained id;
@@ -537,20 +585,6 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         cold = tf.equal(id_known, 0.0)
         real = tf.not_equal(tf.range(self.num_items), 0)
         return cold, tf.cast(tf.logical_not(cold) & real, dtype)
-
-    def _id_rows(self, table: tf.Tensor, training: Any = None) -> tf.Tensor:
-        """Step 1: cold items' rows replaced by the known items' mean; in
-        training, also a random ``id_dropout`` share of the known items'
-        (DropoutNet's input dropout), so the attributes learn to stand in
-        for an id, as they must for a cold item."""
-        cold, weights = self._known(table.dtype)
-        mean = tf.reduce_sum(table * weights[:, tf.newaxis], axis=0)
-        mean /= tf.maximum(tf.reduce_sum(weights), 1.0)
-        mean = tf.stop_gradient(mean)
-        if self.id_dropout and is_training(training):
-            draws = tf.random.uniform([self.num_items], seed=self.seed)
-            cold = cold | (draws < self.id_dropout)
-        return tf.where(cold[:, tf.newaxis], mean[tf.newaxis, :], table)
 
     def _float_vectors(
         self, rows: tf.RaggedTensor, encoder: SoftOneHotEncoding
@@ -572,7 +606,8 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         return tf.cast(mean, self.compute_dtype)
 
     def fused_bias(self, bias: Any) -> Any:
-        """An output bias with cold items' entries set to the known mean.
+        """An output bias with cold items' entries set to the known mean,
+        as at inference (``fuse`` gives the bias of a training step).
 
         Args:
             bias: float ``[num_items]`` or None.
@@ -586,17 +621,18 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         if bias is None:
             return None
         self._ensure_built()
+        bias = self._checked_bias(bias)
+        cold, weights = self._known(tf.float32)
+        return _with_known_mean(bias, cold, weights)
+
+    def _checked_bias(self, bias: Any) -> tf.Tensor:
         bias = tf.cast(tf.convert_to_tensor(bias), tf.float32)
         if bias.shape.rank != 1:
             raise ValueError(
                 "`bias` must be a vector [num_items]. "
                 f"Received: bias.shape={bias.shape}"
             )
-        cold, weights = self._known(tf.float32)
-        mean = tf.reduce_sum(bias * weights) / tf.maximum(
-            tf.reduce_sum(weights), 1.0
-        )
-        return tf.where(cold, tf.stop_gradient(mean), bias)
+        return bias
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return (self.num_items, self.output_dim)
@@ -615,6 +651,20 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             }
         )
         return config
+
+
+def _with_known_mean(
+    values: tf.Tensor, replaced: tf.Tensor, weights: tf.Tensor
+) -> tf.Tensor:
+    """``values`` (``[N]`` or ``[N, d]``) with the entries of ``replaced``
+    (bool ``[N]``) set to the ``weights``-weighted mean of the entries (the
+    known items'), a constant for the gradient."""
+    expanded = tf.reshape(weights, [-1] + [1] * (values.shape.rank - 1))
+    mean = tf.reduce_sum(values * expanded, axis=0)
+    mean /= tf.maximum(tf.reduce_sum(weights), 1.0)
+    mean = tf.stop_gradient(mean)
+    where = tf.reshape(replaced, tf.shape(expanded))
+    return tf.where(where, mean[tf.newaxis, ...], values)
 
 
 def _value_rowids(row_splits: tf.Tensor) -> tf.Tensor:

@@ -53,14 +53,18 @@ def item_tables(
         table, and the output table when the embeddings are tied (an
         untied output table ``V`` stays the id-only one); the bias of
         never-trained items is the trained items' mean
-        (``ItemFeatureEncoder.fused_bias``).
+        (``ItemFeatureEncoder.fuse``; an item whose id the training's id
+        dropout drops loses its bias too).
     """
     bias = item_embedding.output_bias
     if item_features is None:
         return ItemTables(None, item_embedding.output_embeddings, bias)
-    fused = item_features(item_embedding.embeddings, training=training)
+    # One draw of the id dropout for the table and the bias.
+    fused, bias = item_features.fuse(
+        item_embedding.embeddings, bias, training=training
+    )
     output = fused if item_embedding.tie else item_embedding.output_embeddings
-    return ItemTables(fused, output, item_features.fused_bias(bias))
+    return ItemTables(fused, output, bias)
 
 
 def embed_items(
