@@ -133,3 +133,20 @@ def test_an_empty_value_is_no_value_and_counted(tmp_path):
         lines = handle.read().splitlines()
     assert lines[0] == "user_id,rank,item_id,score"
     assert len(lines) == 1 + 12 * 3
+    # New users' histories without the device column are refused, the
+    # message naming that column (not time_gap's: the times are there).
+    new = tmp_path / "new.inter"
+    new.write_text("user_id:token\titem_id:token\ttimestamp:float\nn\ti1\t5\n")
+    before = snapshot(tmp_path)
+    result = run_cli(
+        "recommend", str(run), "--histories", str(new),
+        "--output", str(tmp_path / "new.csv"),
+    )  # fmt: skip
+    assert_clean_error(
+        result,
+        "The model reads the per-interaction features ['device']; "
+        f"{new} has no ['device'] (device needs a column of its raw values "
+        "(a categorical feature: device:token in a RecBole .inter file); "
+        "its columns are user_id, item_id, timestamp)",
+    )
+    assert snapshot(tmp_path) == before

@@ -147,8 +147,16 @@ def test_new_users_histories_send_their_raw_values(run, loaded, data_path):
 
 def test_histories_without_a_token_feature_are_refused(run, data_path):
     new = _file_frame(data_path).drop(columns=["device"])
-    with pytest.raises(ValueError, match=r"has no \['device'\]"):
+    with pytest.raises(ValueError, match=r"has no \['device'\]") as error:
         RecommendationJob(run, RecommendationOptions(histories=new))
+    # The message names the column to add, not time_gap's (it is there).
+    message = str(error.value)
+    assert (
+        "(device needs a column of its raw values (a categorical feature: "
+        "device:token in a RecBole .inter file); its columns are user_id, "
+        "item_id, timestamp, channel)"
+    ) in message
+    assert "timestamp column" not in message
 
 
 @pytest.mark.slow

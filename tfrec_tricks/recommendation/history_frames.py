@@ -185,6 +185,56 @@ def frame_sequences(
     )
 
 
+def missing_columns_hint(
+    frame: pd.DataFrame,
+    needed: Sequence[str],
+    held: Sequence[str],
+    token_names: Sequence[str] = (),
+) -> str:
+    """What a histories table lacks, in words: for each feature the model
+    reads (``needed``) that the table's sequences do not hold (``held``),
+    the column it is read from, then the table's columns.
+
+    Each kind of feature is read from its own column, so the message
+    names that one: ``time_gap`` from the timestamps, a token feature
+    from a column of raw values, a float feature from a numeric column.
+
+    Returns:
+        str: ``" (...; its columns are ...)"``, or ``""`` when nothing is
+        missing.
+
+    Example:
+
+    >>> frame = pd.DataFrame({"user_id": ["u"], "item_id": ["a"]})
+    >>> print(missing_columns_hint(frame, ["time_gap"], [], ["device"]))
+     (time_gap needs a timestamp column; its columns are user_id, item_id)
+    >>> missing_columns_hint(frame, ["time_gap"], ["time_gap"])
+    ''
+    >>> print(missing_columns_hint(frame, ["device"], [], ["device"]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+     (device needs a column of its raw values (a categorical feature:
+     device:token in a RecBole .inter file); its columns are user_id,
+     item_id)
+    """
+    needs = []
+    for name in needed:
+        if name in held:
+            continue
+        if name == TIME_GAP:
+            needs.append(f"{TIME_GAP} needs a {TIMESTAMP} column")
+        elif name in token_names:
+            needs.append(
+                f"{name} needs a column of its raw values (a categorical "
+                f"feature: {name}:token in a RecBole .inter file)"
+            )
+        else:
+            needs.append(f"{name} needs a numeric {name} column")
+    if not needs:
+        return ""
+    columns = ", ".join(map(str, frame.columns))
+    return f" ({'; '.join(needs)}; its columns are {columns})"
+
+
 def _ids(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
     """A column of raw ids as str; refuses a missing or empty id."""
     values = frame[column]

@@ -19,7 +19,10 @@ import pandas as pd
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.export.model_identity import ModelIdentity
 from tfrec_tricks.export.serving_module import check_k
-from tfrec_tricks.recommendation.history_frames import frame_sequences
+from tfrec_tricks.recommendation.history_frames import (
+    frame_sequences,
+    missing_columns_hint,
+)
 from tfrec_tricks.recommendation.id_lists import check_known
 from tfrec_tricks.recommendation.local_engine import (
     ListFilters,
@@ -159,10 +162,11 @@ class RecommendationJob:
                 set(self.histories.user_names),
                 f"{name} ({len(sequences.user_names):,} users)",
             )
-            columns = ", ".join(map(str, options.histories.columns))
-            hint = (
-                " (time_gap needs a timestamp column; its columns are "
-                f"{columns})"
+            hint = missing_columns_hint(
+                options.histories,
+                self.engine.feature_names,
+                self.histories.feature_names,
+                self.engine.token_names,
             )
         self.histories.check_features(self.engine.feature_names, hint)
 
