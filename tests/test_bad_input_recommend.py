@@ -79,6 +79,25 @@ def _both(*setups):
 RUN = ["recommend", "runs/run"]
 CASES = [
     Case(
+        "new-item-slots-above-k",
+        [*RUN, "--k", "3", "--new-item-slots", "4", "--output", "recs.csv"],
+        1,
+        [
+            "`new_item_slots` must be an int in 0..k=3: the last places of "
+            "each list kept for new items. Received: new_item_slots=4"
+        ],
+    ),
+    Case(
+        "new-item-slots-ids-only",
+        [*RUN, "--new-item-slots", "2", "--output", "recs.csv"],
+        1,
+        [
+            "`new_item_slots` needs a model with item features (train "
+            "--item-features): without them a new item has no attribute "
+            "to be ranked by. Received: a model of item ids only"
+        ],
+    ),
+    Case(
         "unknown-user",
         [*RUN, "--users", "vip.txt", "--output", "recs.csv"],
         1,

@@ -227,6 +227,7 @@ class Recommender:
         filter_seen: bool = True,
         items: Sequence[Any] | None = None,
         exclude_items: Sequence[Any] | None = None,
+        new_item_slots: int = 0,
     ) -> pd.DataFrame:
         """The top ``k`` items for users of the data, or for histories.
 
@@ -242,6 +243,11 @@ class Recommender:
                 Defaults to True.
             items: raw item ids to choose from, or None: the catalogue.
             exclude_items: raw item ids never recommended, or None.
+            new_item_slots: int in ``0..k``. The last places of each list
+                kept for the best items the model never trained on
+                (ranked by their attributes; a model fitted with item
+                features), so that new items reach the lists. Defaults
+                to 0.
 
         Returns:
             A DataFrame with columns ``user_id``, ``rank`` (1 first),
@@ -259,6 +265,7 @@ class Recommender:
             items=_raw_ids(items),
             exclude_items=_raw_ids(exclude_items),
             keep_seen=not filter_seen,
+            new_item_slots=new_item_slots,
         )
 
     def evaluate(self) -> dict:

@@ -40,6 +40,7 @@ def test_recommend_frames_parameters_are_the_options_fields():
         "exclude_items",
         "keep_seen",
         "batch_size",
+        "new_item_slots",
     ]
     fields = RecommendationOptions()
     for name in list(parameters)[1:]:

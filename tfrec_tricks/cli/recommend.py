@@ -28,6 +28,14 @@ The format follows --output's ending (.csv, .jsonl, .parquet) unless
 --format says. The file is written aside and renamed when complete: an
 error or Ctrl-C leaves nothing. An existing file is never replaced.
 
+New items (a model trained with --item-features): an item of the run's
+catalogue that no training interaction holds is ranked by its attributes,
+and seldom scores into a top 10 against items with a trained identity.
+--new-item-slots R keeps the last R places of each list for the user's best
+new items (the top k - R items, then the R best new items not among them):
+a shop's "new this week", at the cost to the other places that
+docs/side-information.md measures.
+
 Id files (--users, --items, --exclude-items) hold one raw id a line; an id
 the run does not know is refused, named by file and line.
 
@@ -120,6 +128,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let a user's own items be recommended (by default they never "
         "are)",
+    )
+    parser.add_argument(
+        "--new-item-slots",
+        type=int,
+        default=0,
+        metavar="R",
+        help="keep the last R places of each list for the best new items "
+        "(items no training interaction holds, ranked by their "
+        "attributes; a model trained with --item-features). Default: 0",
     )
     parser.add_argument(
         "--batch-size",
@@ -288,6 +305,10 @@ def _job(args: argparse.Namespace):
         )
         lists["histories_name"] = args.histories
     options = RecommendationOptions(
-        k=args.k, keep_seen=args.keep_seen, batch_size=args.batch_size, **lists
+        k=args.k,
+        keep_seen=args.keep_seen,
+        batch_size=args.batch_size,
+        new_item_slots=args.new_item_slots,
+        **lists,
     )
     return RecommendationJob(args.run_dir, options)

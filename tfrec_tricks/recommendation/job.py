@@ -67,6 +67,10 @@ class RecommendationOptions:
         keep_seen: bool. Let a user's own history's items be recommended.
             Defaults to False.
         batch_size: int. Users ranked per batch. Defaults to 256.
+        new_item_slots: int in ``0..k``. The last places of each list
+            reserved for the best new items: the run's items the model
+            never trained on, ranked by their attributes (a model with
+            item features). Defaults to 0.
         histories_name: str. What ``histories`` is, for messages.
             Defaults to "histories".
     """
@@ -78,6 +82,7 @@ class RecommendationOptions:
     exclude_items: Sequence[str] | None = None
     keep_seen: bool = False
     batch_size: int = 256
+    new_item_slots: int = 0
     histories_name: str = "histories"
 
 
@@ -116,6 +121,7 @@ class RecommendationJob:
         vocabulary = Vocabulary.load(os.path.join(run_dir, "vocabulary.json"))
         catalogue = [str(item) for item in vocabulary.items]
         check_k(self.k, len(catalogue))
+        slots = _slots(options.new_item_slots, self.k)
         index = {raw: i for i, raw in enumerate(catalogue) if i}
         among = f"the run's catalogue ({len(catalogue) - 1:,} items)"
         items = options.items
@@ -169,6 +175,9 @@ class RecommendationJob:
                 self.engine.token_names,
             )
         self.histories.check_features(self.engine.feature_names, hint)
+        if slots:
+            self.filters.new_item_slots = slots
+            self.filters.new_items = self.engine.new_items()
 
     @staticmethod
     def _item_ids(
@@ -219,6 +228,18 @@ class RecommendationJob:
             yield frame
 
 
+def _slots(slots: Any, k: int) -> int:
+    """``new_item_slots``, an int in ``0..k``."""
+    integer = isinstance(slots, (int, np.integer))
+    if isinstance(slots, bool) or not integer or not 0 <= slots <= k:
+        raise ValueError(
+            f"`new_item_slots` must be an int in 0..k={k}: the last places "
+            f"of each list kept for new items. Received: "
+            f"new_item_slots={slots!r}"
+        )
+    return int(slots)
+
+
 def recommend_frame(
     run_dir: str,
     *,
@@ -229,6 +250,7 @@ def recommend_frame(
     exclude_items: Sequence[str] | None = None,
     keep_seen: bool = False,
     batch_size: int = 256,
+    new_item_slots: int = 0,
 ) -> pd.DataFrame:
     """Top-k recommendations of a finished run, as one table.
 
@@ -254,6 +276,10 @@ def recommend_frame(
         keep_seen: bool. Let a user's own items be recommended (else they
             never are). Defaults to False.
         batch_size: int. Users ranked at a time. Defaults to 256.
+        new_item_slots: int in ``0..k``. The last places of each list
+            kept for the best items the model never trained on (ranked
+            by their attributes; a model with item features), so new
+            items reach the lists. Defaults to 0.
 
     Returns:
         ``pandas.DataFrame`` with columns ``user_id`` (str), ``rank``
@@ -282,7 +308,14 @@ def recommend_frame(
     # The fields in the order of this signature (tests/recommendation/
     # test_job.py holds them to it).
     options = RecommendationOptions(
-        k, users, histories, items, exclude_items, keep_seen, batch_size
+        k,
+        users,
+        histories,
+        items,
+        exclude_items,
+        keep_seen,
+        batch_size,
+        new_item_slots,
     )
     frames = list(RecommendationJob(run_dir, options).batches())
     return pd.concat(frames, ignore_index=True) if frames else empty_frame()

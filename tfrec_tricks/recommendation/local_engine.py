@@ -33,6 +33,7 @@ import pandas as pd
 import tensorflow as tf
 
 from tfrec_tricks.export.serving_module import ServingModule
+from tfrec_tricks.recommendation.new_item_slots import with_new_item_slots
 from tfrec_tricks.recommendation.user_histories import HistoryBatch
 
 # The columns of a recommendations table, in order.
@@ -69,6 +70,12 @@ class ListFilters:
         denied: int array. Items that never appear (the deny-list).
         allowed: int array, or None for every item. The only items that
             may appear (the allow-list), in the order given.
+        new_items: int array: the items the model never trained on (no
+            interaction in the run's training data: ranked by their
+            attributes), the candidates of the reserved places.
+        new_item_slots: int. The last places of each list reserved for
+            the best new items (``new_item_slots.with_new_item_slots``);
+            0 for none.
     """
 
     keep_seen: bool = False
@@ -76,6 +83,22 @@ class ListFilters:
         default_factory=lambda: np.zeros(0, np.int32)
     )
     allowed: np.ndarray | None = None
+    new_items: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int64)
+    )
+    new_item_slots: int = 0
+
+    def eligible_new_items(self) -> np.ndarray:
+        """The new items that may appear: all, or those allowed.
+
+        >>> ListFilters(new_items=np.array([5, 7]), allowed=np.array([7, 1])
+        ...             ).eligible_new_items()
+        array([7])
+        """
+        new = np.asarray(self.new_items, np.int64)
+        if self.allowed is None:
+            return new
+        return new[np.isin(new, self.allowed)]
 
     def excluded(self, history: np.ndarray) -> np.ndarray:
         """The sorted distinct items a user with ``history`` never gets.
@@ -102,6 +125,11 @@ class ListFilters:
             parts.append("seen items excluded")
         if self.allowed is not None:
             parts.append(f"among {len(self.allowed):,} allowed items")
+        if self.new_item_slots:
+            parts.append(
+                f"the last {self.new_item_slots} for the best of "
+                f"{len(self.eligible_new_items()):,} new items"
+            )
         if len(self.denied):
             parts.append(f"{len(self.denied):,} items denied")
         return ", ".join(parts)
@@ -203,13 +231,25 @@ class ServedLists:
         Returns:
             ``(item_ids, scores, keep)``, each ``[B, W]``: raw ids (str),
             float32 scores, and whether each place is in the list. A
-            row's kept places are its list, best first (``rank``'s rows).
+            row's kept places are its list, best first, the places
+            reserved for new items last (``rank``'s rows).
         """
         history, features = self.request(batch)
         excluded = [filters.excluded(ids) for ids in batch.item_ids]
         if filters.allowed is None:
-            return self._top_k(history, features, excluded)
-        return self._top_allowed(history, features, excluded, filters.allowed)
+            ranked = self._top_k(history, features, excluded)
+        else:
+            ranked = self._top_allowed(
+                history, features, excluded, filters.allowed
+            )
+        if not filters.new_item_slots:
+            return ranked
+        best_new = self._top_allowed(
+            history, features, excluded, filters.eligible_new_items()
+        )
+        return with_new_item_slots(
+            ranked, best_new, self.k, filters.new_item_slots
+        )
 
     def request(self, batch: HistoryBatch) -> tuple[np.ndarray, dict]:
         """The module's inputs: each user's last ``max_len`` known items.
@@ -310,6 +350,7 @@ class LocalEngine(ServedLists):
     """
 
     def __init__(self, model: Any, items: Sequence[str], k: int) -> None:
+        self.model = model
         self.module = ServingModule(model, list(items), k=k)
         token_names = tuple(self.module.token_tables)
         feature_names = (*self.module.feature_names, *token_names)
@@ -345,6 +386,27 @@ class LocalEngine(ServedLists):
             history_last=model.ranks_history_last,
             token_names=token_names,
         )
+
+    def new_items(self) -> np.ndarray:
+        """The items the model never trained on, as contiguous ids: no
+        interaction in the run's training data, ranked by their
+        attributes (``ItemFeatureEncoder.id_known`` 0).
+
+        Raises:
+            ValueError: a model without item features, which ranks a
+                never-trained item by an id row no data has moved.
+        """
+        encoder = self.model.item_features
+        if encoder is None:
+            raise ValueError(
+                "`new_item_slots` needs a model with item features "
+                "(train --item-features): without them a new item has no "
+                "attribute to be ranked by. Received: a model of item ids "
+                "only"
+            )
+        known = np.asarray(encoder.id_known.numpy())
+        new = np.flatnonzero(known == 0)
+        return new[new > 0].astype(np.int64)
 
     def _recommend_filtered(self, history, exclude, k, last, features):
         return self.module.recommend_filtered(
