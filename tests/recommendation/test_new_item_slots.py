@@ -158,3 +158,14 @@ def test_the_beam_engine_lists_what_the_local_one_does(run, tmp_path):
     assert expected["item_id"].isin(NEW_ITEMS).sum() == 6
     assert_same_rows(got, expected)
     assert isinstance(got, pd.DataFrame)
+
+
+@pytest.mark.slow
+def test_the_facade_passes_the_slots_on(run):
+    from tfrec_tricks import Recommender
+
+    loaded = Recommender.load(run)
+    got = loaded.recommend(users=["u2"], k=4, new_item_slots=3)
+    expected = recommend_frame(run, k=4, users=["u2"], new_item_slots=3)
+    pd.testing.assert_frame_equal(got, expected)
+    assert got["item_id"].isin(NEW_ITEMS).sum() == 3
