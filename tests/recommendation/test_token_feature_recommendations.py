@@ -159,6 +159,27 @@ def test_histories_without_a_token_feature_are_refused(run, data_path):
     assert "timestamp column" not in message
 
 
+def test_a_token_column_of_floats_is_refused(run, data_path):
+    # pandas reads a column of codes with an empty field as floats: 7.0
+    # has lost its text ("7", "07"?), so every value would be OOV.
+    frame = _file_frame(data_path)
+    codes = frame.assign(channel=np.where(frame.channel == "ads", 7.0, np.nan))
+    with pytest.raises(ValueError) as error:
+        RecommendationJob(run, RecommendationOptions(histories=codes))
+    assert str(error.value).startswith(
+        "histories: column 'channel' is a categorical feature of the model, "
+        "looked up by its text, and holds floats"
+    )
+    assert str(error.value).endswith(
+        "Received: dtype float64, row 0: channel=7.0"
+    )
+    # Integers keep their text, and a column with no value at all is none.
+    ints = frame.assign(channel=np.where(frame.channel == "ads", 7, 8))
+    empty = frame.assign(channel=np.nan)
+    for histories in (ints, empty):
+        RecommendationJob(run, RecommendationOptions(histories=histories))
+
+
 @pytest.mark.slow
 def test_the_beam_engine_gives_the_local_rows(run, tmp_path):
     from tfrec_tricks.recommendation.beam_engine import recommend_with_beam

@@ -92,8 +92,9 @@ def frame_sequences(
         source: str. What the table is, for messages.
         token_names: the columns that are categorical features (the
             model's token features): read as raw values, ``str`` of each
-            (a missing value, NaN or None, is ``""``: no value). Defaults
-            to none.
+            (a missing value, NaN or None, is ``""``: no value; a float
+            column is refused: its values lost their text). Defaults to
+            none.
         feature_names: the per-interaction features the model reads (its
             token features among them or not): the only feature columns
             read, so a column of any other name is ignored, whatever it
@@ -106,8 +107,9 @@ def frame_sequences(
 
     Raises:
         DataError: a missing id column, an empty table, a missing id, a
-            timestamp that is not a finite number, or a feature column
-            read that is not numeric; each names what was received.
+            timestamp that is not a finite number, a feature column read
+            that is not numeric, or a categorical one of floats; each
+            names what was received.
 
     Example:
 
@@ -153,7 +155,7 @@ def frame_sequences(
     item_codes, item_names = first_appearance_codes(items[order])
     token_names = [str(name) for name in token_names]
     tokens = {
-        str(name): _values(frame, name)[order]
+        str(name): _values(frame, name, source)[order]
         for name in frame.columns
         if str(name) in token_names
     }
@@ -250,9 +252,26 @@ def _ids(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
     return text
 
 
-def _values(frame: pd.DataFrame, column: str) -> np.ndarray:
-    """A categorical column as str values, ``""`` where it has none."""
+def _values(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    """A categorical column as str values, ``""`` where it has none.
+
+    Refuses a float column with values: the model looks up each value's
+    text, and a float has lost it (``7.0`` was ``"7"``, ``"07"`` or
+    ``"7.0"``), so every value would be out-of-vocabulary, silently.
+    pandas reads a column of numbers with an empty field as floats.
+    """
     values = frame[column]
+    if pd.api.types.is_float_dtype(values) and values.notna().any():
+        row = int(np.argmax(values.notna().to_numpy()))
+        value = float(values.iloc[row])
+        raise DataError(
+            f"{source}: column {str(column)!r} is a categorical feature of "
+            "the model, looked up by its text, and holds floats, which "
+            "lost it (7.0 may have been '7', '07' or '7.0'); give it as "
+            "text (a :token column of a file; in a DataFrame, str values: "
+            "pandas.read_csv(..., dtype=str)). Received: dtype "
+            f"{values.dtype}, row {row}: {column}={value!r}"
+        )
     text = values.astype(str).to_numpy().astype(object)
     text[values.isna().to_numpy()] = ""
     return text.astype(str)
