@@ -40,15 +40,7 @@ def require_legacy_keras(feature: str) -> None:
             ``TF_USE_LEGACY_KERAS`` was unset or false when TensorFlow first
             resolved ``tf.keras``) or tf-keras is not installed.
     """
-    setting = os.environ.get(LEGACY_KERAS_ENV)
-    if setting is None:
-        # Nothing chosen yet: choose tf-keras. This is enough if tf.keras
-        # has not been resolved yet (TensorFlow resolves it lazily).
-        os.environ[LEGACY_KERAS_ENV] = "1"
-    elif setting.strip().lower() in _FALSE_VALUES:
-        raise KerasVersionError(
-            _message(feature, f"{LEGACY_KERAS_ENV}={setting}")
-        )
+    _choose_legacy_keras(feature)
     try:
         import tensorflow as tf
 
@@ -63,6 +55,40 @@ def require_legacy_keras(feature: str) -> None:
     if not keras_module.startswith("tf_keras"):
         raise KerasVersionError(
             _message(feature, f"tf.keras is Keras 3 ({keras_module})")
+        )
+
+
+def choose_legacy_keras(feature: str) -> None:
+    """``require_legacy_keras`` without importing TensorFlow.
+
+    Before TensorFlow is imported, choosing tf-keras (``TF_USE_LEGACY_KERAS``
+    set to 1, unless set false: ``KerasVersionError``) is all there is to
+    check: TensorFlow reads the choice when it first resolves ``tf.keras``.
+    Once TensorFlow is imported, the whole check runs. So a package can check
+    on import and still be imported where TensorFlow must not load yet (the
+    command line reads ``tfrec_tricks.models.config`` for its flags).
+
+    Args:
+        feature: str. What needs tf-keras, named in the error message.
+
+    Raises:
+        KerasVersionError: as ``require_legacy_keras``.
+    """
+    if "tensorflow" in sys.modules:
+        require_legacy_keras(feature)
+    else:
+        _choose_legacy_keras(feature)
+
+
+def _choose_legacy_keras(feature: str) -> None:
+    setting = os.environ.get(LEGACY_KERAS_ENV)
+    if setting is None:
+        # Nothing chosen yet: choose tf-keras. This is enough if tf.keras
+        # has not been resolved yet (TensorFlow resolves it lazily).
+        os.environ[LEGACY_KERAS_ENV] = "1"
+    elif setting.strip().lower() in _FALSE_VALUES:
+        raise KerasVersionError(
+            _message(feature, f"{LEGACY_KERAS_ENV}={setting}")
         )
 
 

@@ -2,10 +2,11 @@
 ``--config`` and ``--recipe`` defaults, and what a command refuses."""
 
 import json
+import os
 
 import pytest
 
-from tests.run_helpers import parsed_train_config, run_cli
+from tests.run_helpers import parsed_train_config, run_cli, snapshot
 from tfrec_tricks import cli
 from tfrec_tricks.cli import parser as cli_parser
 from tfrec_tricks.errors import DataError
@@ -188,3 +189,62 @@ def test_unknown_arguments_go_to_beam_only(capsys):
             cli_parser.parse(parser, refused)
         assert stop.value.code == 2
         assert "unrecognized arguments: --runner" in capsys.readouterr().err
+
+
+# What each answer holds: the text of today's answer, and where it prints.
+ANSWERS_BEFORE_TENSORFLOW = [
+    (["--help"], 0, "Start with `tfrec-tricks train`", "stdout"),
+    (["train", "--help"], 0, "examples:\n  tfrec-tricks train\n", "stdout"),
+    (["tune", "--help"], 0, "--max-trials", "stdout"),
+    (
+        ["train", "--epochs", "0"],
+        2,
+        "tfrec-tricks train: error: argument --epochs: must be positive, got 0",
+        "stderr",
+    ),
+    (
+        ["train", "--data", "file", "--data-path", "missing.inter"],
+        1,
+        "tfrec-tricks train: error: Data file not found. Received: "
+        "path='missing.inter'\n",
+        "stderr",
+    ),
+    (
+        ["train", "--data", "file", "--data-path", "bad.inter"],
+        1,
+        "tfrec-tricks train: error: bad.inter:1: header needs "
+        "user_id:token (or session_id:token) and item_id:token. Received "
+        "line: 'user\\titem'\n",
+        "stderr",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args, code, answer, stream",
+    ANSWERS_BEFORE_TENSORFLOW,
+    ids=[" ".join(answer[0]) for answer in ANSWERS_BEFORE_TENSORFLOW],
+)
+def test_answers_before_tensorflow_loads(tmp_path, args, code, answer, stream):
+    # A `tensorflow` that cannot be imported, first on the path: the help and
+    # these refusals must not need it (its import takes seconds).
+    blocker = tmp_path / "no_tensorflow" / "tensorflow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text(
+        "raise ImportError('TensorFlow imported before the arguments were "
+        "checked')\n"
+    )
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "bad.inter").write_text("user\titem\nu1\ti1\n")
+    before = snapshot(workspace)
+    path = os.pathsep.join(
+        p for p in (str(blocker.parent), os.environ.get("PYTHONPATH")) if p
+    )
+    result = run_cli(*args, cwd=workspace, env={"PYTHONPATH": path})
+    assert result.returncode == code, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert answer in getattr(result, stream), result.stderr[-2000:]
+    if stream == "stderr":
+        assert result.stderr.count("\n") == 1 or code == 2
+    assert snapshot(workspace) == before

@@ -44,3 +44,16 @@ def test_glob_shards_are_read_in_natural_order(tmp_path):
     ]
     users = list(dict.fromkeys(load_table(pattern).interactions.users))
     assert users == [f"s{k}" for k in range(1, 12)]
+
+
+def test_check_source_headers_refuses_what_load_source_refuses(tmp_path):
+    good = write_file(tmp_path / "good.inter", "user_id:token\titem_id:token\n")
+    bad = write_file(tmp_path / "bad.inter", "user\titem\nu1\ti1\n")
+    datasets.check_source_headers("synthetic")
+    datasets.check_source_headers("file", str(good))
+    for path in (bad, tmp_path / "missing.inter", tmp_path):
+        with pytest.raises(DataError) as checked:
+            datasets.check_source_headers("file", str(path))
+        with pytest.raises(DataError) as loaded:
+            datasets.load_source("file", str(path))
+        assert str(checked.value) == str(loaded.value)

@@ -124,3 +124,11 @@ def test_head_dropout_defaults_to_the_heads_measured_rate():
 def test_unknown_keys_are_rejected():
     with pytest.raises(ValueError, match="Unknown model config keys"):
         ModelConfig.from_dict({"num_items": 10, "tied": True})
+
+
+def test_fusion_modes_are_the_fusion_layers():
+    # Written out in models.config, which must not import TensorFlow.
+    from tfrec_tricks.features.feature_fusion import FUSION_MODES
+    from tfrec_tricks.models import config
+
+    assert config.FUSION_MODES == FUSION_MODES

@@ -12,7 +12,7 @@ import sys
 import threading
 import warnings
 
-from tfrec_tricks.cli.quiet import load_tensorflow
+from tfrec_tricks.cli.quiet import hide_native_logs, load_tensorflow
 from tfrec_tricks.keras_version import use_legacy_keras
 
 # The command line's Keras-version check: tf-keras is chosen before
@@ -68,9 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     previous = _install_signal_handlers()
     show_warning = warnings.showwarning
     interrupted = False
+    verbose = "--verbose" in argv
+    # Before anything can import TensorFlow: its C++ log level.
+    hide_native_logs(verbose)
     try:
-        # TensorFlow's start-up lines stay off the terminal.
-        load_tensorflow(verbose="--verbose" in argv)
+        # The parser and the commands' checks import no TensorFlow (its
+        # import takes seconds): --help and a refused argument, path or data
+        # header answer at once. A command module imports what needs
+        # TensorFlow inside its run, never at its top.
         from tfrec_tricks.cli.parser import COMMANDS, build_parser, parse
 
         parser = build_parser()
@@ -81,7 +86,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         warnings.showwarning = _warning_line(command, show_warning)
         args = parse(parser, argv)
-        return COMMANDS[command].run(args)
+        module = COMMANDS[command]
+        if hasattr(module, "check"):
+            module.check(args)
+        # Now, once the arguments have passed; its start-up lines stay off
+        # the terminal.
+        load_tensorflow(verbose=verbose)
+        return module.run(args)
     except KeyboardInterrupt as interrupt:
         interrupted = True
         return _interrupted(command, getattr(interrupt, "signum", None))

@@ -34,7 +34,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tfrec_tricks.training.ablation import PAPER_ROWS, ROWS
+    from tfrec_tricks.training.ablation_rows import PAPER_ROWS, ROWS
 
     add_overwrite_argument(parser)
     group = parser.add_argument_group("ablation")

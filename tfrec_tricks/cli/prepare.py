@@ -50,7 +50,7 @@ NOT_PREPARATION = ("prepared",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tfrec_tricks.training.prepare_dataset import ENGINES
+    from tfrec_tricks.training.option_choices import ENGINES
     from tfrec_tricks.training.train_config import TrainConfig
 
     groups = {}

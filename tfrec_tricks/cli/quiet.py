@@ -59,6 +59,14 @@ def interrupts_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+def hide_native_logs(verbose: bool) -> None:
+    """TensorFlow's C++ INFO and WARNING lines after start-up stay off the
+    terminal (errors still show), unless ``verbose``. Read by TensorFlow
+    when it loads: set before anything imports it."""
+    if not verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
 def load_tensorflow(verbose: bool) -> None:
     """Imports TensorFlow under tf-keras, quietly unless ``verbose``.
 
@@ -69,16 +77,15 @@ def load_tensorflow(verbose: bool) -> None:
     unhandled and ends the process by SIGINT on exit, even after ``main``
     caught it and returned 130.
     """
-    if not verbose:
-        # C++ INFO and WARNING lines after start-up (errors still show).
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    hide_native_logs(verbose)
     from tfrec_tricks.keras_version import use_legacy_keras
 
     use_legacy_keras()
     with interrupts_deferred(), native_stderr_silenced(not verbose):
         import tensorflow as tf
 
-        import tfrec_tricks.models  # noqa: F401  (tf-keras and TFRS)
+        # tf-keras and TFRS (tfrec_tricks.models imports its models lazily).
+        from tfrec_tricks.models import SequentialRetrievalModel  # noqa: F401
 
         # Device discovery logs a CUDA error on machines without a GPU.
         tf.config.list_physical_devices()

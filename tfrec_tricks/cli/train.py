@@ -3,7 +3,7 @@
 import argparse
 
 from tfrec_tricks.cli.options import add_overwrite_argument, train_config
-from tfrec_tricks.data.datasets import DATA_ENV
+from tfrec_tricks.data.datasets import DATA_ENV, check_source_headers
 
 HELP = "train and evaluate a model (start here)"
 USES_CONFIG = True
@@ -48,7 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_overwrite_argument(parser)
 
 
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` would refuse first, checked before TensorFlow loads
+    (``cli.main``): the options, and the data's files and headers. A typo
+    is answered in a fraction of a second, not after TensorFlow's start-up.
+    A prepared dataset is checked by ``run`` (it reads the dataset's files).
+    """
+    config = train_config(args)
+    if not config.prepared:
+        check_source_headers(config.data, config.data_path, config.file_format)
+
+
 def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: they import TensorFlow, which main
+    # loads only once the arguments and ``check`` have passed.
     from tfrec_tricks.training.evaluate import format_results
     from tfrec_tricks.training.training import train
 

@@ -16,7 +16,7 @@ import numpy as np
 from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.encoded_interactions import DuplicateRows, read_encoded
 from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.data.loaders import is_pipe, natural_sort_key
+from tfrec_tricks.data.loaders import is_pipe, natural_sort_key, read_records
 from tfrec_tricks.data.tfds_movielens import TFDS_DATASETS, load_tfds_movielens
 from tfrec_tricks.errors import DataError
 
@@ -103,6 +103,39 @@ def load_source(
         drop_duplicates=drop_duplicates,
     )
     return Source(table.to_interactions(), duplicates=table.duplicates)
+
+
+def check_source_headers(
+    name: str, data_path: str | None = None, file_format: str = "auto"
+) -> None:
+    """Reads what ``load_source`` reads first, and no more: the files of a
+    file-based source, each one opened and its header checked.
+
+    A missing file, a directory, a file that is not UTF-8 text or a header
+    without the needed columns is refused with the ``DataError`` that
+    ``load_source`` would raise, in a fraction of a second: the command
+    line checks this before TensorFlow loads. Synthetic and TFDS data are
+    not files: nothing is checked.
+
+    Raises:
+        DataError: as ``load_source`` on the same arguments.
+
+    Example:
+
+    >>> try:
+    ...     check_source_headers("file", "missing.inter")
+    ... except DataError as error:
+    ...     print(error)
+    Data file not found. Received: path='missing.inter'
+    """
+    if name == "synthetic" or name.startswith("tfds:"):
+        return
+    paths, file_format = located_files(name, data_path, file_format)
+    # As read_encoded does: every file's header, in order, before any row.
+    # A format without a header (--format udata, sasrec) is opened when its
+    # rows are read: its missing file is refused by load_source, later.
+    for path in paths:
+        read_records(path, file_format)
 
 
 def source_files(

@@ -22,7 +22,6 @@ import dataclasses
 import numpy as np
 
 from tfrec_tricks.data.user_sequences import TIME_GAP, UserSequences
-from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
 
 # The per-position features standardised after a signed log1p (they are
 # heavy-tailed); every other feature is standardised as it is.
@@ -167,6 +166,11 @@ def training_statistics(
                 counts, np.zeros(len(block_counts) - len(counts), np.int64)
             ]
         counts[: len(block_counts)] += block_counts
+    # Imported here: tfrec_tricks.layers imports TensorFlow, and this module
+    # is read (through data.preparation's SPLITS) by TrainConfig, which the
+    # command line builds its flags from before TensorFlow loads.
+    from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
+
     moments = {}
     # One feature at a time, its weights and values of every used row in
     # two arrays: the sums run over whole arrays (NumPy's and BLAS's

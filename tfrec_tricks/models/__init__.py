@@ -1,16 +1,41 @@
-"""TFRS sequential retrieval models (need tf-keras: see keras_version)."""
+"""TFRS sequential retrieval models (need tf-keras: see keras_version).
 
-from tfrec_tricks.keras_version import require_legacy_keras
+``ModelConfig`` (``tfrec_tricks.models.config``) is a plain dataclass,
+imported without TensorFlow: the command line reads its fields for its
+flags and checks them before TensorFlow loads. The models and encoders are
+imported on first access (PEP 562 ``__getattr__``), which checks that
+``tf.keras`` is tf-keras first (``require_legacy_keras``).
+"""
 
-require_legacy_keras("tfrec_tricks.models")
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from tfrec_tricks.keras_version import (
+    choose_legacy_keras,
+    require_legacy_keras,
+)
+
+# On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
+# check if TensorFlow is already imported; nothing here imports it.
+choose_legacy_keras("tfrec_tricks.models")
 
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
-from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder  # noqa: E402
-from tfrec_tricks.models.hstu_encoder import HSTUEncoder  # noqa: E402
-from tfrec_tricks.models.sasrec_encoder import SASRecEncoder  # noqa: E402
-from tfrec_tricks.models.sequential_retrieval_model import (  # noqa: E402
-    SequentialRetrievalModel,
-)
+
+if TYPE_CHECKING:
+    from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
+    from tfrec_tricks.models.hstu_encoder import HSTUEncoder
+    from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
+    from tfrec_tricks.models.sequential_retrieval_model import (
+        SequentialRetrievalModel,
+    )
+
+# The names imported on first access, and their modules.
+_LAZY = {
+    "GRU4RecEncoder": "gru4rec_encoder",
+    "HSTUEncoder": "hstu_encoder",
+    "SASRecEncoder": "sasrec_encoder",
+    "SequentialRetrievalModel": "sequential_retrieval_model",
+}
 
 __all__ = [
     "GRU4RecEncoder",
@@ -19,3 +44,20 @@ __all__ = [
     "SASRecEncoder",
     "SequentialRetrievalModel",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The models and encoders, imported on first access."""
+    if name not in _LAZY:
+        raise AttributeError(
+            f"module 'tfrec_tricks.models' has no attribute {name!r}"
+        )
+    require_legacy_keras("tfrec_tricks.models")
+    module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

@@ -9,7 +9,12 @@ from tfrec_tricks.config_fields import (
     document_fields,
     option,
 )
-from tfrec_tricks.features.feature_fusion import FUSION_MODES
+
+# ``tfrec_tricks.features.feature_fusion.FUSION_MODES``, written out: that
+# module (and its package) import TensorFlow, and this one must not (the
+# command line builds its flags from ModelConfig before TensorFlow loads).
+# tests/models/test_config.py checks that the two are equal.
+FUSION_MODES = ("concat", "sum")
 
 ENCODERS = ("gru4rec", "sasrec", "hstu")
 # Encoders of attention heads (num_heads must divide their width).

@@ -13,73 +13,14 @@ import os
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
+
+# Re-exported: the rows live in a module without TensorFlow.
+from tfrec_tricks.training.ablation_rows import PAPER_ROWS as PAPER_ROWS
+from tfrec_tricks.training.ablation_rows import ROWS as ROWS
 from tfrec_tricks.training.resumption import finished_metrics, run_directory
 from tfrec_tricks.training.run_directory import RUN_DIRECTORY
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training import train
-
-# The paper's CPR: no loss on the base logits (``--cpr-base-loss 0``).
-_PAPER_CPR = {"head": "cpr", "cpr_base_loss": 0.0}
-_NO_PARTITIONS = {
-    **_PAPER_CPR,
-    "cpr_context": False,
-    "cpr_pointer": False,
-    "cpr_reranker_ks": (),
-}
-
-#: Row name -> model-config overrides (on top of the base configuration).
-ROWS: dict[str, dict] = {
-    "Softmax": {"head": "softmax"},
-    "Softmax + Mi": {**_NO_PARTITIONS, "cpr_mi": True},
-    "Softmax + C": {**_NO_PARTITIONS, "cpr_context": True},
-    "Softmax + CP": {
-        **_NO_PARTITIONS,
-        "cpr_context": True,
-        "cpr_pointer": True,
-    },
-    "Softmax + CPR:100": {**_PAPER_CPR, "cpr_reranker_ks": (100,)},
-    "Softmax + CPR:100 + Mi": {
-        **_PAPER_CPR,
-        "cpr_reranker_ks": (100,),
-        "cpr_mi": True,
-    },
-    "Softmax + CPR:20,100,500 + Mi": {
-        **_PAPER_CPR,
-        "cpr_reranker_ks": (20, 100, 500),
-        "cpr_mi": True,
-    },
-    "MoS": {"head": "mos"},
-    "Softmax w/o duplication": {"head": "softmax_no_dup"},
-    "Untied embeddings": {"tie_embeddings": False},
-    "SSE-SE p=0.1": {"sse_item_probability": 0.1, "sse_label_probability": 0.1},
-    "Soft one-hot time gap": {"features": ("time_gap",)},
-    "Softmax + CPR:100 + Mi, add": {
-        **_PAPER_CPR,
-        "cpr_reranker_ks": (100,),
-        "cpr_mi": True,
-        "cpr_merge": "add",
-    },
-    "Softmax + CPR:100 + Mi, base loss 0.3": {
-        "head": "cpr",
-        "cpr_reranker_ks": (100,),
-        "cpr_mi": True,
-        "cpr_base_loss": 0.3,
-    },
-    "Softmax + CPR:100 + Mi, base loss 1": {
-        "head": "cpr",
-        "cpr_reranker_ks": (100,),
-        "cpr_mi": True,
-        "cpr_base_loss": 1.0,
-    },
-    "Softmax + CPR:100 + Mi, add, base loss 1": {
-        "head": "cpr",
-        "cpr_reranker_ks": (100,),
-        "cpr_mi": True,
-        "cpr_merge": "add",
-        "cpr_base_loss": 1.0,
-    },
-}
-PAPER_ROWS = tuple(list(ROWS)[:9])
 
 
 @dataclasses.dataclass

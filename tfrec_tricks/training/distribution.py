@@ -28,7 +28,11 @@ import time
 
 import tensorflow as tf
 
-DISTRIBUTE_MODES = ("auto", "off", "mirrored")
+# Re-exported: the modes live in a module without TensorFlow.
+from tfrec_tricks.training.option_choices import (
+    DISTRIBUTE_MODES as DISTRIBUTE_MODES,
+)
+
 # The task types a multi-worker run has (MultiWorkerMirroredStrategy): no
 # parameter servers, no evaluator.
 TASK_TYPES = ("chief", "worker")

@@ -12,10 +12,11 @@ from typing import Any
 
 import tensorflow as tf
 
-#: ``--optimizer`` name -> ``tf.keras.optimizers`` class name.
-OPTIMIZERS = {"adam": "Adam", "adagrad": "Adagrad"}
-#: ``--lr-schedule`` names: the rate held, or decayed to 0 along a cosine.
-LR_SCHEDULES = ("constant", "cosine")
+# Re-exported: the choices live in a module without TensorFlow.
+from tfrec_tricks.training.option_choices import (
+    LR_SCHEDULES as LR_SCHEDULES,
+)
+from tfrec_tricks.training.option_choices import OPTIMIZERS as OPTIMIZERS
 
 
 def make_optimizer(name: str, learning_rate: Any):

@@ -48,6 +48,7 @@ from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,
 )
+from tfrec_tricks.training.option_choices import ENGINES as ENGINES
 from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
@@ -55,9 +56,6 @@ from tfrec_tricks.training.training_data import (
     item_feature_files,
     item_feature_table,
 )
-
-ENGINES = ("local", "beam")
-
 
 PREPARED_DATASET = TargetKind(PREPARED_KIND, "--output")
 

@@ -15,9 +15,12 @@ from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
 from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
 from tfrec_tricks.models.config import ModelConfig
-from tfrec_tricks.training.distribution import DISTRIBUTE_MODES
 from tfrec_tricks.training.model_options import ModelOptions
-from tfrec_tricks.training.optimizers import LR_SCHEDULES, OPTIMIZERS
+from tfrec_tricks.training.option_choices import (
+    DISTRIBUTE_MODES,
+    LR_SCHEDULES,
+    OPTIMIZERS,
+)
 from tfrec_tricks.training.run_directory import check_run_name
 
 #: The learning rate of a run that gives none: Adam's usual 1e-3 for prefix
