@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.models.item_tables import embed_items, item_tables
+from tfrec_tricks.objectives.item_rows import ItemRows
 
 FEATURES = [
     {
@@ -164,3 +165,99 @@ def test_training_windows_train_on_the_fused_table():
     }
     history = model.fit(tf.data.Dataset.from_tensors(batch), verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+def _step(model, batch):
+    """One training step's loss and gradients (dense), from seed 0 (and
+    the SSE layers' call counters at 0)."""
+    tf.keras.utils.set_random_seed(0)
+    for sse in (model.item_sse, model.label_sse):
+        if sse is not None:
+            sse.seed_state.assign(0)
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(batch, training=True)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    return float(loss), [
+        None if g is None else tf.convert_to_tensor(g).numpy()
+        for g in gradients
+    ]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"objective": "sampled"},
+        {
+            "objective": "sampled",
+            "num_sampled_negatives": 3,
+            "head": "softmax_no_dup",
+            "cosine_temperature": 0.5,
+        },
+        {
+            "objective": "sampled",
+            "num_sampled_negatives": 2,
+            "feature_fusion": "sum",
+            "item_id_dropout": 0.5,
+            "sse_seed": 3,
+            "sse_item_probability": 0.3,
+            "sse_label_probability": 0.3,
+            "encoder": "sasrec",
+            "num_heads": 1,
+        },
+        {"objective": "sampled", "windows": True},
+    ],
+    ids=["in-batch", "negatives-no-dup-cosine", "dropout-sse", "windows"],
+)
+def test_a_sampled_step_fuses_only_its_rows_with_the_whole_table_s_numbers(
+    settings, monkeypatch
+):
+    # The sampled objective scores its candidates only: the step fuses
+    # the rows of its histories' and candidates' items (ItemRows), not the
+    # whole catalogue, and its loss and gradients are the whole table's.
+    settings = dict(settings)
+    batch = _batch()
+    if settings.pop("windows", False):
+        batch = {
+            "history": tf.constant([[1, 2, 3, 0], [4, 3, 0, 0]]),
+            "target": tf.constant([0, 0]),
+            "position_targets": tf.constant([[2, 3, 4, 0], [3, 1, 0, 0]]),
+        }
+    config = ModelConfig(
+        num_items=5,
+        max_len=4,
+        embedding_dim=8,
+        item_features=FEATURES,
+        **settings,
+    )
+    model = SequentialRetrievalModel(config, item_feature_values=_values())
+    with monkeypatch.context() as patch:
+        # The whole table is never fused.
+        patch.setattr(model.item_features, "fuse", None)
+        loss, gradients = _step(model, batch)
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            model,
+            "item_tables",
+            lambda training=False, by_row=False: item_tables(
+                model.item_embedding, model.item_features, training
+            ),
+        )
+        whole_loss, whole_gradients = _step(model, batch)
+    assert np.isfinite(loss)
+    # Equal but for the order of float sums (a row read twice sums its
+    # gradients in another order).
+    np.testing.assert_allclose(loss, whole_loss, rtol=1e-6)
+    assert len(gradients) == len(whole_gradients)
+    for gradient, whole in zip(gradients, whole_gradients):
+        assert (gradient is None) == (whole is None)
+        if gradient is not None:
+            np.testing.assert_allclose(gradient, whole, rtol=1e-5, atol=1e-6)
+    # Evaluation, and full-softmax steps, still read the whole table.
+    tables = model.item_tables(True, by_row=False)
+    assert not isinstance(tables.output_table, ItemRows)
+    assert isinstance(
+        model.item_tables(True, by_row=True).input_table, ItemRows
+    )
+    assert not isinstance(
+        model.item_tables(False, by_row=True).input_table, ItemRows
+    )

@@ -13,7 +13,9 @@ and to score items (tied output):
 - `ItemFeatureEncoder`: the whole catalogue at once: holds every item's
   values, encodes them (`CategoricalFeatureEmbedding`, and
   ``tfrec_tricks.layers.SoftOneHotEncoding`` for numbers), gives cold-start
-  items the mean id row and fuses.
+  items the mean id row and fuses; a training step that reads only some
+  items fuses only their rows (``fuse_rows``, ``fusion_step``: an
+  ``item_fusion.ItemFusion``).
 
 Like ``tfrec_tricks.layers``, these layers work under tf-keras and Keras 3.
 """

@@ -1,167 +1,25 @@
 """The fused item table: item id embeddings plus the items' attributes."""
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.features.categorical_feature_embedding import (
     CategoricalFeatureEmbedding,
 )
 from tfrec_tricks.features.feature_fusion import FUSION_MODES, FeatureFusion
+from tfrec_tricks.features.item_feature_checks import (
+    TOKEN_KINDS,
+    check_features,
+    checked_id_known,
+    checked_rows,
+    padded_table,
+)
+from tfrec_tricks.features.item_fusion import ItemFusion, with_known_mean
 from tfrec_tricks.layers.common import is_integer, is_training, softmax_dtype
 from tfrec_tricks.layers.soft_one_hot_encoding import SoftOneHotEncoding
 from tfrec_tricks.serialization import register
-
-TOKEN_KINDS = ("token", "token_seq")
-FLOAT_KINDS = ("float", "float_seq")
-FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
-# Kinds of one value per item: their width is 1.
-_SCALAR_KINDS = ("token", "float")
-_FEATURE_KEYS = (
-    "name",
-    "kind",
-    "width",
-    "vocabulary_size",
-    "mean",
-    "variance",
-    "num_values",
-)
-# A feature name is part of weight and layer names.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-def _feature_error(index: int, message: str, received: str) -> ValueError:
-    return ValueError(f"features[{index}]: {message}. Received: {received}")
-
-
-def check_feature(index: int, feature: Any) -> dict:
-    """One feature description, checked and completed (plain JSON types).
-
-    Args:
-        index: int. Its position in ``features`` (for the messages).
-        feature: dict with ``name``, ``kind``, ``width`` and, as needed,
-            ``vocabulary_size`` (token kinds), ``mean`` and ``variance``
-            (float kinds; default 0.0 and 1.0), and optionally
-            ``num_values`` (the values stored: ragged tables).
-
-    Returns:
-        A new dict with all of ``name, kind, width, vocabulary_size, mean,
-        variance``, and ``num_values`` when given.
-
-    Raises:
-        ValueError: a key is missing or unknown, or a value is wrong.
-    """
-    if not isinstance(feature, Mapping):
-        raise _feature_error(
-            index, "a feature is a dict", f"{type(feature).__name__}"
-        )
-    unknown = sorted(set(feature) - set(_FEATURE_KEYS))
-    missing = [key for key in ("name", "kind", "width") if key not in feature]
-    if unknown or missing:
-        raise _feature_error(
-            index,
-            f"a feature has keys {_FEATURE_KEYS} (name, kind and width "
-            "required)",
-            f"keys={sorted(feature)}",
-        )
-    name, kind, width = feature["name"], feature["kind"], feature["width"]
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise _feature_error(
-            index,
-            "`name` must be letters, digits, '_', '.' or '-', starting with "
-            "a letter or digit",
-            f"name={name!r}",
-        )
-    if kind not in FEATURE_KINDS:
-        raise _feature_error(
-            index, f"`kind` must be one of {FEATURE_KINDS}", f"kind={kind!r}"
-        )
-    if not is_integer(width) or width < 1:
-        raise _feature_error(
-            index, "`width` must be an int >= 1", f"width={width!r}"
-        )
-    if kind in _SCALAR_KINDS and width != 1:
-        raise _feature_error(
-            index,
-            f"kind {kind!r} has one value per item, so width 1 (use "
-            f"'{kind}_seq' for several)",
-            f"width={width!r}",
-        )
-    size = feature.get("vocabulary_size", 0)
-    if kind in TOKEN_KINDS and (not is_integer(size) or size < 2):
-        raise _feature_error(
-            index,
-            "a token feature needs `vocabulary_size`, an int >= 2 (id 0 is "
-            "padding, 1 out-of-vocabulary)",
-            f"vocabulary_size={size!r}",
-        )
-    if kind in FLOAT_KINDS and size != 0:
-        raise _feature_error(
-            index,
-            "a float feature has no vocabulary: `vocabulary_size` is 0",
-            f"vocabulary_size={size!r}",
-        )
-    mean, variance = feature.get("mean", 0.0), feature.get("variance", 1.0)
-    try:
-        mean, variance = float(mean), float(variance)
-    except (TypeError, ValueError):
-        mean = variance = float("nan")
-    if not np.isfinite(mean) or not np.isfinite(variance) or variance < 0:
-        raise _feature_error(
-            index,
-            "`mean` must be a finite float and `variance` a finite float >= 0",
-            f"mean={feature.get('mean')!r}, "
-            f"variance={feature.get('variance')!r}",
-        )
-    checked = {
-        "name": name,
-        "kind": kind,
-        "width": int(width),
-        "vocabulary_size": int(size),
-        "mean": mean,
-        "variance": variance,
-    }
-    if "num_values" in feature:
-        num_values = feature["num_values"]
-        if not is_integer(num_values) or num_values < 0:
-            raise _feature_error(
-                index,
-                "`num_values` (the values stored) must be an int >= 0",
-                f"num_values={num_values!r}",
-            )
-        checked["num_values"] = int(num_values)
-    return checked
-
-
-def check_features(features: Any) -> list:
-    """`check_feature` of each of ``features``; names must be unique."""
-    if isinstance(features, (str, bytes, Mapping)) or not isinstance(
-        features, (list, tuple)
-    ):
-        raise ValueError(
-            "`features` must be a list of dicts. "
-            f"Received: features={features!r}"
-        )
-    checked = [check_feature(i, f) for i, f in enumerate(features)]
-    names = [f["name"] for f in checked]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ValueError(
-            "Feature names must be unique. "
-            f"Received: features with names {repeated} more than once"
-        )
-    ragged = ["num_values" in f for f in checked]
-    if any(ragged) and not all(ragged):
-        raise ValueError(
-            "Either every feature gives `num_values` (ragged tables) or none "
-            "does (padded tables). Received: num_values for "
-            f"{[n for n, r in zip(names, ragged) if r]} only"
-        )
-    return checked
 
 
 @register
@@ -477,34 +335,58 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                 f"Received: keys={sorted(values)}"
             )
         rows = [
-            _checked_rows(f, values[f["name"]], self.num_items, self.ragged)
+            checked_rows(f, values[f["name"]], self.num_items, self.ragged)
             for f in self.features
         ]
-        known = _checked_id_known(id_known, self.num_items)
+        known = checked_id_known(id_known, self.num_items)
         for k, (feature, row) in enumerate(zip(self.features, rows)):
             if self.ragged:
                 self.item_values[k].assign(row.values)
                 self.item_row_splits[k].assign(row.row_splits)
             else:
                 self.item_values[k].assign(
-                    _padded(row, feature["width"], row.values.dtype)
+                    padded_table(row, feature["width"], row.values.dtype)
                 )
         self.id_known.assign(known)
 
-    def item_rows(self, index: int) -> tf.RaggedTensor:
-        """Feature ``index``'s values as ragged rows ``[num_items, None]``:
-        each item's ids (no padding) or finite numbers, partitioned by
-        their row ids (``value_rowids``, computed in time linear in the
-        values: ``tf.RaggedTensor``'s own, by ``tf.repeat``, costs the
-        number of rows times the widest row)."""
+    def item_rows(self, index: int, ids: Any = None) -> tf.RaggedTensor:
+        """Feature ``index``'s values as ragged rows: each item's ids (no
+        padding) or finite numbers, partitioned by their row ids
+        (``value_rowids``, computed in time linear in the values:
+        ``tf.RaggedTensor``'s own, by ``tf.repeat``, costs the number of
+        rows times the widest row).
+
+        Args:
+            index: int. The feature's position in ``features``.
+            ids: int ``[M]`` item ids, or None for every item. Defaults to
+                None.
+
+        Returns:
+            ``[num_items, None]``, or ``[M, None]``: the rows of ``ids``,
+            in their order (read in time linear in their values).
+        """
         values = tf.convert_to_tensor(self.item_values[index])
+        nrows = self.num_items
+        if ids is not None:
+            ids = tf.cast(ids, tf.int64)
+            nrows = tf.size(ids, out_type=tf.int64)
         if self.ragged:
             splits = tf.convert_to_tensor(self.item_row_splits[index])
-            # Up to the last offset: before set_item_values (the offsets
-            # all 0) every row is empty.
-            values = values[: splits[-1]]
+            if ids is None:
+                # Up to the last offset: before set_item_values (the
+                # offsets all 0) every row is empty.
+                values = values[: splits[-1]]
+            else:
+                # Each id's [start, end) of the values, one after another.
+                positions = tf.ragged.range(
+                    tf.gather(splits, ids), tf.gather(splits, ids + 1)
+                )
+                values = tf.gather(values, positions.values)
+                splits = positions.row_splits
             row_ids = _value_rowids(splits)
         else:
+            if ids is not None:
+                values = tf.gather(values, ids)
             if values.dtype.is_integer:
                 kept = tf.not_equal(values, 0)
             else:
@@ -512,7 +394,7 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             row_ids = tf.where(kept)[:, 0]
             values = tf.boolean_mask(values, kept)
         return tf.RaggedTensor.from_value_rowids(
-            values, row_ids, nrows=self.num_items, validate=False
+            values, row_ids, nrows=nrows, validate=False
         )
 
     def call(self, id_table: Any, training: Any = None) -> tf.Tensor:
@@ -545,6 +427,53 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             ``(table, bias)``: the fused table (as ``call`` returns it)
             and float32 ``[num_items]`` bias (None for None).
         """
+        return self.fusion_step(id_table, bias, training).table()
+
+    def fuse_rows(
+        self,
+        id_table: Any,
+        ids: Any,
+        bias: Any = None,
+        training: Any = None,
+    ) -> tuple:
+        """The rows of ``fuse`` at ``ids``, computed for those items only.
+
+        Equal to gathering ``fuse``'s table and bias at ``ids`` (the same
+        draw of the id dropout, the same known means over the whole
+        catalogue), but the attributes averaged are only those of
+        ``ids``: a step that reads a few thousand rows of a million items
+        costs its rows. Several reads of one step share its draw through
+        ``fusion_step``.
+
+        Args:
+            id_table: float ``[num_items, output_dim]``.
+            ids: int item ids, any shape.
+            bias: float ``[num_items]`` or None.
+            training: bool or None.
+
+        Returns:
+            ``(rows, bias)``: ``ids.shape + [output_dim]`` and float32
+            ``ids.shape`` (None for None).
+        """
+        return self.fusion_step(id_table, bias, training).rows(ids)
+
+    def fusion_step(
+        self, id_table: Any, bias: Any = None, training: Any = None
+    ) -> "ItemFusion":
+        """One step's fusion, read whole (``table``) or by id (``rows``).
+
+        It draws the step's id dropout and holds the known items' means,
+        so that every read of the step sees the same items dropped.
+
+        Args:
+            id_table: float ``[num_items, output_dim]``, the item id
+                embedding table.
+            bias: float ``[num_items]`` output bias, or None.
+            training: bool or None.
+
+        Returns:
+            An ``ItemFusion``.
+        """
         dtype = softmax_dtype(self.compute_dtype)
         table = tf.cast(tf.convert_to_tensor(id_table), dtype)
         if table.shape.rank != 2 or table.shape[-1] != self.output_dim:
@@ -557,26 +486,34 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         if self.id_dropout and is_training(training):
             draws = tf.random.uniform([self.num_items], seed=self.seed)
             stand_in = cold | (draws < self.id_dropout)
-        id_rows = _with_known_mean(table, stand_in, weights)
+        if bias is not None:
+            bias = self._checked_bias(bias)
+        return ItemFusion(self, table, bias, cold, stand_in, weights)
+
+    def _fused_vectors(
+        self, id_rows: tf.Tensor, rows: Any, cold: tf.Tensor, ids: Any
+    ) -> tf.Tensor:
+        """``FeatureFusion`` of the id rows and of each feature's vector
+        of ``rows(index)``; cold rows a constant for the gradient, the
+        padding row zeros (``ids`` the rows' item ids, None: all)."""
         vectors = [tf.cast(id_rows, self.compute_dtype)]
         for index, (feature, encoder) in enumerate(
             zip(self.features, self.feature_encoders)
         ):
-            rows = self.item_rows(index)
+            feature_rows = rows(index)
             if feature["kind"] in TOKEN_KINDS:
-                vectors.append(encoder(rows))
+                vectors.append(encoder(feature_rows))
             else:
-                vectors.append(self._float_vectors(rows, encoder))
+                num_rows = self.num_items if ids is None else tf.size(ids)
+                vectors.append(
+                    self._float_vectors(feature_rows, encoder, num_rows)
+                )
         fused = self.fusion_layer(vectors)
         fused = tf.where(cold[:, tf.newaxis], tf.stop_gradient(fused), fused)
-        is_padding = tf.equal(tf.range(self.num_items), 0)[:, tf.newaxis]
-        fused = tf.where(is_padding, tf.zeros_like(fused), fused)
-        if bias is None:
-            return fused, None
-        bias = self._checked_bias(bias)
-        return fused, _with_known_mean(
-            bias, stand_in, tf.cast(weights, bias.dtype)
-        )
+        if ids is None:
+            ids = tf.range(self.num_items)
+        is_padding = tf.equal(ids, 0)[:, tf.newaxis]
+        return tf.where(is_padding, tf.zeros_like(fused), fused)
 
     def _known(self, dtype: Any) -> tuple:
         """``(cold, weights)``: bool ``[N]`` items without a trained id;
@@ -587,9 +524,9 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         return cold, tf.cast(tf.logical_not(cold) & real, dtype)
 
     def _float_vectors(
-        self, rows: tf.RaggedTensor, encoder: SoftOneHotEncoding
+        self, rows: tf.RaggedTensor, encoder: SoftOneHotEncoding, num_rows: Any
     ) -> tf.Tensor:
-        """Mean encoding of each row's values ``[N, None] -> [N, d]``: a
+        """Mean encoding of each row's values ``[R, None] -> [R, d]``: a
         segment mean over the encodings of the flat values.
 
         A row without any gets the encoder's missing vector.
@@ -598,7 +535,7 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         # [T, 1]: the encoder drops the trailing 1.
         encoded = tf.cast(encoder(rows.values[:, tf.newaxis]), dtype)
         total = tf.math.unsorted_segment_sum(
-            encoded, rows.value_rowids(), self.num_items
+            encoded, rows.value_rowids(), num_rows
         )
         count = tf.cast(rows.row_lengths(), dtype)[:, tf.newaxis]
         missing = tf.cast(encoder(tf.fill([1, 1], float("nan"))), dtype)
@@ -623,7 +560,7 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         self._ensure_built()
         bias = self._checked_bias(bias)
         cold, weights = self._known(tf.float32)
-        return _with_known_mean(bias, cold, weights)
+        return with_known_mean(bias, cold, weights)
 
     def _checked_bias(self, bias: Any) -> tf.Tensor:
         bias = tf.cast(tf.convert_to_tensor(bias), tf.float32)
@@ -653,20 +590,6 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         return config
 
 
-def _with_known_mean(
-    values: tf.Tensor, replaced: tf.Tensor, weights: tf.Tensor
-) -> tf.Tensor:
-    """``values`` (``[N]`` or ``[N, d]``) with the entries of ``replaced``
-    (bool ``[N]``) set to the ``weights``-weighted mean of the entries (the
-    known items'), a constant for the gradient."""
-    expanded = tf.reshape(weights, [-1] + [1] * (values.shape.rank - 1))
-    mean = tf.reduce_sum(values * expanded, axis=0)
-    mean /= tf.maximum(tf.reduce_sum(weights), 1.0)
-    mean = tf.stop_gradient(mean)
-    where = tf.reshape(replaced, tf.shape(expanded))
-    return tf.where(where, mean[tf.newaxis, ...], values)
-
-
 def _value_rowids(row_splits: tf.Tensor) -> tf.Tensor:
     """int64 ``[row_splits[-1]]``: the row of each value, from the rows'
     offsets, in time linear in the values and rows: each value counts the
@@ -677,139 +600,3 @@ def _value_rowids(row_splits: tf.Tensor) -> tf.Tensor:
         tf.ones_like(starts), starts, num_values + 1
     )
     return tf.cumsum(marks[:num_values])
-
-
-def _checked_rows(
-    feature: dict, value: Any, num_items: int, ragged: bool
-) -> RaggedRows:
-    """``value`` as the feature's ``RaggedRows``; ValueError if it cannot
-    be (see ``ItemFeatureEncoder.set_item_values``)."""
-    name = feature["name"]
-    token = feature["kind"] in TOKEN_KINDS
-    if isinstance(value, tuple) or hasattr(value, "row_splits"):
-        rows = _given_rows(name, value, num_items)
-    else:
-        array = np.asarray(value)
-        if not ragged and array.shape != (num_items, feature["width"]):
-            raise ValueError(
-                f"`values['{name}']` must have shape "
-                f"{(num_items, feature['width'])} (num_items, width). "
-                f"Received: shape={array.shape}"
-            )
-        if array.ndim != 2 or array.shape[0] != num_items:
-            raise ValueError(
-                f"`values['{name}']` must be ragged (values, row_splits) or "
-                f"padded [num_items={num_items}, width]. Received: "
-                f"shape={array.shape}"
-            )
-        _check_dtype(name, token, array.dtype)
-        rows = RaggedRows.from_dense(array)
-    _check_dtype(name, token, rows.values.dtype)
-    if token:
-        size = feature["vocabulary_size"]
-        bad = rows.values[(rows.values < 1) | (rows.values >= size)]
-        if bad.size:
-            raise ValueError(
-                f"`values['{name}']` must be ids in [1, {size}) (0 is "
-                f"padding; vocabulary_size {size}). Received: an id "
-                f"{int(bad[0])}"
-            )
-        rows = RaggedRows(rows.values.astype(np.int32), rows.row_splits)
-    else:
-        if not np.isfinite(rows.values).all():
-            raise ValueError(
-                f"`values['{name}']` holds a NaN or infinite value among its "
-                "ragged values; leave a missing value out of its row"
-            )
-        rows = RaggedRows(rows.values.astype(np.float32), rows.row_splits)
-    widest = int(rows.row_lengths().max(initial=0))
-    if widest > feature["width"]:
-        raise ValueError(
-            f"`values['{name}']`: a row holds {widest} values, more than the "
-            f"feature's width {feature['width']}. Received: item "
-            f"{int(rows.row_lengths().argmax())}"
-        )
-    if ragged and rows.values.size != feature["num_values"]:
-        raise ValueError(
-            f"`values['{name}']` must hold num_values={feature['num_values']} "
-            f"values (the size of the layer's table). Received: "
-            f"{rows.values.size} values"
-        )
-    return rows
-
-
-def _given_rows(name: str, value: Any, num_items: int) -> RaggedRows:
-    """Ragged ``(values, row_splits)`` (or an object with both) as
-    ``RaggedRows`` of ``num_items`` rows; ValueError if they are not."""
-    if isinstance(value, tuple):
-        if len(value) != 2:
-            raise ValueError(
-                f"`values['{name}']` as a tuple is (values, row_splits). "
-                f"Received: a tuple of {len(value)}"
-            )
-        flat, splits = value
-    else:
-        flat, splits = value.values, value.row_splits
-    flat, splits = np.asarray(flat), np.asarray(splits)
-    if splits.shape != (num_items + 1,):
-        raise ValueError(
-            f"`values['{name}']`: row_splits must have shape "
-            f"({num_items + 1},) (num_items + 1). Received: "
-            f"shape={splits.shape}"
-        )
-    try:
-        return RaggedRows(flat, splits)
-    except ValueError as error:
-        raise ValueError(f"`values['{name}']`: {error}") from None
-
-
-def _check_dtype(name: str, token: bool, dtype: Any) -> None:
-    """Refuses non-integer ids (token kinds) and non-numbers (floats)."""
-    if token and not np.issubdtype(dtype, np.integer):
-        raise ValueError(
-            f"`values['{name}']` must be integer ids (a token feature). "
-            f"Received: dtype={dtype}"
-        )
-    if not token and (
-        np.dtype(dtype) == np.bool_
-        or not (
-            np.issubdtype(dtype, np.floating)
-            or np.issubdtype(dtype, np.integer)
-        )
-    ):
-        raise ValueError(
-            f"`values['{name}']` must be numbers (a float feature, NaN for "
-            f"no value). Received: dtype={dtype}"
-        )
-
-
-def _padded(rows: RaggedRows, width: int, dtype: Any) -> np.ndarray:
-    """``rows`` as a padded ``[N, width]`` table (0 or NaN after a row)."""
-    dense = rows.to_dense()
-    padding = 0 if np.issubdtype(dtype, np.integer) else np.nan
-    table = np.full((rows.num_rows, width), padding, dtype)
-    table[:, : dense.shape[1]] = dense
-    return table
-
-
-def _checked_id_known(id_known: Any, num_items: int) -> np.ndarray:
-    """``id_known`` as float32 ``[num_items]`` of 0 and 1; else ValueError."""
-    array = np.asarray(id_known)
-    if array.shape != (num_items,):
-        raise ValueError(
-            f"`id_known` must have shape ({num_items},) (num_items). "
-            f"Received: shape={array.shape}"
-        )
-    if (
-        not (
-            array.dtype == bool
-            or np.issubdtype(array.dtype, np.integer)
-            or np.issubdtype(array.dtype, np.floating)
-        )
-        or not np.isin(array, (0, 1)).all()
-    ):
-        raise ValueError(
-            "`id_known` must hold 0 and 1 (or bools). Received: values "
-            f"{sorted(set(np.unique(array).tolist()))[:5]}"
-        )
-    return array.astype(np.float32)

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from tfrec_tricks.layers import common
 from tfrec_tricks.layers.top_k import served_top_k
+from tfrec_tricks.models.config import SOFTMAX_HEADS
 from tfrec_tricks.models.item_tables import ItemTables, item_tables
 
 
@@ -17,14 +18,30 @@ class CandidateScoringMixin:
     ``score_candidates`` and ``top_k`` are what
     ``tfrec_tricks.export.ServingModule`` serves, without reading the
     head's internals. The model that mixes this in has ``head``,
-    ``item_embedding``, ``item_features`` and ``output_dropout``.
+    ``item_embedding``, ``item_features``, ``output_dropout``, ``config`` and
+    ``objective``.
     """
 
-    def item_tables(self, training: Any = False) -> ItemTables:
+    def item_tables(
+        self, training: Any = False, by_row: bool = False
+    ) -> ItemTables:
         """The item tables of one step (``models.item_tables``): the id
-        embedding's, or with item features the fused table of every
-        item."""
-        return item_tables(self.item_embedding, self.item_features, training)
+        embedding's, or with item features the fused table of every item
+        (``by_row``: the fused rows of the ids read, in training)."""
+        return item_tables(
+            self.item_embedding, self.item_features, training, by_row
+        )
+
+    @property
+    def scores_by_row(self) -> bool:
+        """Whether a training step scores each candidate from its own row
+        and bias alone: a softmax head (``SOFTMAX_HEADS``) under an
+        objective that scores only candidates (``--objective sampled``),
+        so item features are fused for the ids the step reads only."""
+        return (
+            not self.objective.ranks_in_training
+            and self.config.head in SOFTMAX_HEADS
+        )
 
     @staticmethod
     def last_positions(history: tf.Tensor) -> tf.Tensor:

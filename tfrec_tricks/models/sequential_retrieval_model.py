@@ -279,8 +279,9 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         objectives``): what to score and how is the objective's.
         """
         targets = tf.reshape(tf.cast(inputs["target"], tf.int32), [-1])
-        # Once per step: with item features, the fused table of every item.
-        tables = self.item_tables(training)
+        # Once per step: with item features, the fused table of every
+        # item, or only the rows the step reads (``scores_by_row``).
+        tables = self.item_tables(training, self.scores_by_row)
         history, states = self.encode(inputs, training, tables)
         batch = EncodedBatch(
             self.head,

@@ -5,6 +5,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.objectives.item_rows import ItemRows
 from tfrec_tricks.objectives.position_rows import (
     expand_positions,
     target_positions,
@@ -35,8 +36,11 @@ class EncodedBatch:
         history: int32 ``[B, L]`` ids, as the model's ``encode`` returns.
         states: list of ``[B, L, d]`` per-layer states.
         targets: int32 ``[B]``, the true next items.
-        item_table: float ``[N, d]``, the output item table.
-        item_bias: float ``[N]`` or None. Defaults to None.
+        item_table: float ``[N, d]``, the output item table, or an
+            ``ItemRows``: a table whose rows are computed for the ids
+            scored (``logits`` of candidates; it then holds the bias too).
+        item_bias: float ``[N]`` or None (None with an ``ItemRows``).
+            Defaults to None.
         position_targets: int ``[B, L]`` or None: every position's target
             (0 where none) of merged-prefix rows. Defaults to None.
         label_noise: callable ``(targets, training=...)`` or None: the
@@ -137,10 +141,15 @@ class EncodedBatch:
             extra["exclude_history"] = exclude_history
         if inputs is None:
             inputs = self.head_inputs()
+        table, bias = self.item_table, self.item_bias
+        if isinstance(table, ItemRows):
+            inputs, table, bias, candidate_ids = table.scoring_table(
+                inputs, candidate_ids
+            )
         return self.head(
             inputs,
-            self.item_table,
-            item_bias=self.item_bias,
+            table,
+            item_bias=bias,
             candidate_ids=candidate_ids,
             training=self.training,
             **extra,
