@@ -145,6 +145,9 @@ DEFAULTS = {
         "work_dir": "runs/benchmarks/cold-items",
         "report_dir": common.RESULTS + "/cold-items",
     }),
+    "cold_approaches": (["--report", "a=x.json", "--output", "o"], {
+        "report": ["a=x.json"], "output": "o",
+    }),
     "scale_out": ([], {
         "sizes": [1_000_000, 10_000_000, 50_000_000],
         "engines": ["memory", "local", "beam"],
