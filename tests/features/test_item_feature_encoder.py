@@ -247,30 +247,6 @@ def test_id_dropout_drops_the_bias_of_the_items_whose_row_it_drops():
     assert encoder.fuse(ID_TABLE, None, training=True)[1] is None
 
 
-@pytest.mark.parametrize("fusion", ["concat", "sum"])
-def test_a_cold_item_is_no_negative_for_the_attributes(fusion):
-    # Never trained, a cold item is only ever a negative in training: a
-    # loss pushing its score down must not reach the attribute weights
-    # (it taught them that new items rank low).
-    encoder = make_encoder(fusion)
-    bias = tf.Variable(np.zeros(N, "float32"))
-    with tf.GradientTape() as tape:
-        table, fused_bias = encoder.fuse(ID_TABLE, bias, training=True)
-        loss = tf.reduce_sum(tf.gather(table, [3, 5])) + tf.reduce_sum(
-            tf.gather(fused_bias, [3, 5])
-        )
-    weights = [bias, *encoder.trainable_weights]
-    for weight, grad in zip(weights, tape.gradient(loss, weights)):
-        assert grad is None or not np.any(tf.convert_to_tensor(grad)), (
-            weight.name
-        )
-    # A known item's row still trains them.
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(encoder.fuse(ID_TABLE, None)[0][1])
-    grads = tape.gradient(loss, encoder.trainable_weights)
-    assert any(g is not None and np.any(tf.convert_to_tensor(g)) for g in grads)
-
-
 def test_float_feature_takes_the_mean_of_its_finite_values():
     encoder = make_encoder("sum", features=FEATURES[3:])
     sizes = encoder.feature_encoders[0]

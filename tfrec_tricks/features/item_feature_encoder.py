@@ -41,10 +41,7 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
        ``mean_{j >= 1, id_known[j] = 1} U_j``, so that a new item starts
        as an "average item" plus its attributes. The mean is a constant
        for the gradient: cold items never move the known items' rows, and
-       their own rows get no gradient. A cold item's whole fused row is a
-       constant for the gradient too: never trained, it is only ever a
-       negative in training, and pushing it down would teach the
-       attributes that new items rank low;
+       their own rows get no gradient;
     2. one vector per feature, in the order of ``features``: a token
        feature (``"token"``, ``"token_seq"``) is the mean embedding of the
        item's non-padding ids (`CategoricalFeatureEmbedding`); a float
@@ -89,7 +86,10 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
     Cost. Each call gathers and averages ``num_values`` embeddings per
     token feature (a segment mean) and encodes ``num_values`` numbers per
     float feature, not ``num_items x width``: a step costs about the same
-    whether the widest row holds 3 values or 20,000.
+    whether the widest row holds 3 values or 20,000. A step that reads
+    only some items (the sampled objective) fuses only theirs
+    (``fuse_rows``, or ``fusion_step`` for several reads of one step):
+    it averages their values alone.
 
     Args:
         num_items: int. Catalogue size ``N``, padding id 0 included; at
@@ -410,11 +410,12 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
         An item whose id is dropped this step loses its id row and its
         bias alike (both become the known items' means, as a cold item's
         are), so that in training it stands exactly where a new item
-        will stand at inference: ranked by its attributes alone. The
-        rows and bias of never-trained items (``id_known`` 0) are
-        constants for the gradient: in training they are only ever
-        negatives, and pushing them down would teach the attributes
-        that a new item ranks low.
+        will stand at inference: ranked by its attributes alone.
+        Never-trained items (``id_known`` 0) stay in the training
+        softmax as negatives: keeping their fused rows out of the
+        gradient raised them over the trained items at inference and
+        cost ml-100k's test NDCG@10 6%, for no new item in a top 10
+        (``benchmarks/results/cold-items``).
 
         Args:
             id_table: float ``[num_items, output_dim]``, the item id
@@ -488,14 +489,14 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
             stand_in = cold | (draws < self.id_dropout)
         if bias is not None:
             bias = self._checked_bias(bias)
-        return ItemFusion(self, table, bias, cold, stand_in, weights)
+        return ItemFusion(self, table, bias, stand_in, weights)
 
     def _fused_vectors(
-        self, id_rows: tf.Tensor, rows: Any, cold: tf.Tensor, ids: Any
+        self, id_rows: tf.Tensor, rows: Any, ids: Any
     ) -> tf.Tensor:
         """``FeatureFusion`` of the id rows and of each feature's vector
-        of ``rows(index)``; cold rows a constant for the gradient, the
-        padding row zeros (``ids`` the rows' item ids, None: all)."""
+        of ``rows(index)``, the padding row zeros (``ids`` the rows'
+        item ids, None: all)."""
         vectors = [tf.cast(id_rows, self.compute_dtype)]
         for index, (feature, encoder) in enumerate(
             zip(self.features, self.feature_encoders)
@@ -509,7 +510,6 @@ class ItemFeatureEncoder(tf.keras.layers.Layer):
                     self._float_vectors(feature_rows, encoder, num_rows)
                 )
         fused = self.fusion_layer(vectors)
-        fused = tf.where(cold[:, tf.newaxis], tf.stop_gradient(fused), fused)
         if ids is None:
             ids = tf.range(self.num_items)
         is_padding = tf.equal(ids, 0)[:, tf.newaxis]

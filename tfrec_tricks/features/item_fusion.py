@@ -18,7 +18,6 @@ class ItemFusion:
         encoder: the ``ItemFeatureEncoder``.
         table: float ``[N, d]``, the id table read whole.
         bias: float32 ``[N]`` or None.
-        cold: bool ``[N]``, the items without a trained id.
         stand_in: bool ``[N]``, the items whose id row and bias are the
             known means this step (the cold ones and those dropped).
         weights: float ``[N]``, 1 for the known items but padding.
@@ -29,14 +28,12 @@ class ItemFusion:
         encoder: Any,
         table: tf.Tensor,
         bias: Any,
-        cold: tf.Tensor,
         stand_in: tf.Tensor,
         weights: tf.Tensor,
     ) -> None:
         self._encoder = encoder
         self._table = table
         self._bias = bias
-        self._cold = cold
         self._stand_in = stand_in
         self._weights = weights
         self._means = None
@@ -46,9 +43,7 @@ class ItemFusion:
         zeros) and float32 bias ``[N]`` (None without a bias)."""
         encoder = self._encoder
         id_rows = with_known_mean(self._table, self._stand_in, self._weights)
-        fused = encoder._fused_vectors(
-            id_rows, encoder.item_rows, self._cold, None
-        )
+        fused = encoder._fused_vectors(id_rows, encoder.item_rows, None)
         if self._bias is None:
             return fused, None
         weights = tf.cast(self._weights, self._bias.dtype)
@@ -78,7 +73,6 @@ class ItemFusion:
         fused = encoder._fused_vectors(
             id_rows,
             lambda index: encoder.item_rows(index, flat),
-            tf.gather(self._cold, flat),
             flat,
         )
         fused = tf.reshape(fused, tf.concat([shape, [encoder.output_dim]], 0))
