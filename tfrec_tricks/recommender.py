@@ -4,7 +4,8 @@ A facade over the run machinery of the ``tfrec-tricks`` command line. It
 takes ``tfrec-tricks train``'s options by their names; ``fit`` trains one
 run into a run directory (``tfrec_tricks.training.training.train``),
 ``recommend`` ranks items from it as ``tfrec-tricks recommend`` does
-(``tfrec_tricks.recommendation.recommend_frame``), ``save`` copies it
+(``tfrec_tricks.recommendation.recommend_frame``, from memory after the
+first call), ``save`` copies it
 where ``Recommender.load`` and the command line read it, and ``export``
 writes the SavedModel ``tfrec-tricks export`` writes.
 
@@ -47,7 +48,11 @@ from tfrec_tricks.export.models_config import (  # noqa: E402
 )
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig  # noqa: E402
 from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
-from tfrec_tricks.recommendation import recommend_frame  # noqa: E402
+from tfrec_tricks.recommendation import (  # noqa: E402
+    RecommendationJob,
+    RecommendationOptions,
+)
+from tfrec_tricks.recommendation.served_run import RunMemory  # noqa: E402
 from tfrec_tricks.training.model_options import (  # noqa: E402
     DERIVED_MODEL_FIELDS,
 )
@@ -149,6 +154,9 @@ class Recommender:
         # refuses the run once it holds another (retrained elsewhere).
         self._identity: ModelIdentity | None = None
         self._temporary: tempfile.TemporaryDirectory | None = None
+        # What recommend reads, held between calls: the run's vocabulary,
+        # histories, model and traced engines (served_run).
+        self._served = RunMemory()
 
     def __repr__(self) -> str:
         named = {"encoder": self.encoder, "head": self.head, **self.options}
@@ -211,6 +219,7 @@ class Recommender:
         if self._config.name is None:
             changes["name"] = _default_name(data)
         config = dataclasses.replace(self._config, **changes)
+        self._served.clear()
         result = train(config, verbose=verbose, overwrite=overwrite)
         self._temporary = temporary
         self.run_dir, self._model = result.run_dir, result.model
@@ -230,6 +239,15 @@ class Recommender:
         new_item_slots: int = 0,
     ) -> pd.DataFrame:
         """The top ``k`` items for users of the data, or for histories.
+
+        The lists ``recommend_frame`` gives, from memory: the first call
+        loads the run's vocabulary, its users' histories and its model (a
+        ``LocalEngine``, traced once per ``k``); later calls reuse them
+        while the run is unchanged, so one user's list costs about one
+        served call. A run retrained since (``fit``, or ``tfrec-tricks
+        train --overwrite`` elsewhere), or data edited, is read again
+        (``recommendation.served_run``). Users are ranked a batch at a
+        time.
 
         Args:
             users: raw user ids of the data fitted on (their histories are
@@ -257,8 +275,7 @@ class Recommender:
         Raises:
             ValueError: not fitted, or an unknown user or item id.
         """
-        return recommend_frame(
-            self._fitted_run(),
+        options = RecommendationOptions(
             k=k,
             users=_raw_ids(users),
             histories=histories,
@@ -267,6 +284,8 @@ class Recommender:
             keep_seen=not filter_seen,
             new_item_slots=new_item_slots,
         )
+        run_dir = self._fitted_run()
+        return RecommendationJob(run_dir, options, self._served).frame()
 
     def evaluate(self) -> dict:
         """The run's evaluation: its ``metrics.json``.

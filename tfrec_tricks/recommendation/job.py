@@ -9,15 +9,12 @@ time. The command line writes each batch to its file
 """
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.export.model_identity import ModelIdentity
 from tfrec_tricks.export.serving_module import check_k
 from tfrec_tricks.recommendation.history_frames import (
     frame_sequences,
@@ -26,13 +23,10 @@ from tfrec_tricks.recommendation.history_frames import (
 from tfrec_tricks.recommendation.id_lists import check_known
 from tfrec_tricks.recommendation.local_engine import (
     ListFilters,
-    LocalEngine,
     empty_frame,
 )
-from tfrec_tricks.recommendation.run_data import run_histories
+from tfrec_tricks.recommendation.served_run import RunMemory, ServedRun
 from tfrec_tricks.recommendation.user_histories import SequenceHistories
-from tfrec_tricks.training.persistence import load_model
-from tfrec_tricks.training.run_directory import check_finished_run
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -113,16 +107,25 @@ class RecommendationJob:
             is wrong, before anything is written.
     """
 
-    def __init__(self, run_dir: str, options: RecommendationOptions) -> None:
+    def __init__(
+        self,
+        run_dir: str,
+        options: RecommendationOptions,
+        memory: RunMemory | None = None,
+    ) -> None:
         self.k = _positive_int("k", options.k)
         self.batch_size = _positive_int("batch_size", options.batch_size)
-        run = check_finished_run(run_dir)
-        self.model_identity = ModelIdentity.of_run(run_dir, run)
-        vocabulary = Vocabulary.load(os.path.join(run_dir, "vocabulary.json"))
-        catalogue = [str(item) for item in vocabulary.items]
+        # The run a RunMemory holds (the facade's: loaded once, checked
+        # current), or one for this job alone.
+        if memory is None:
+            served = ServedRun(run_dir, held=False)
+        else:
+            served = memory.get(run_dir)
+        self.model_identity = served.model_identity
+        catalogue = served.catalogue
         check_k(self.k, len(catalogue))
         slots = _slots(options.new_item_slots, self.k)
-        index = {raw: i for i, raw in enumerate(catalogue) if i}
+        index = served.item_index()
         among = f"the run's catalogue ({len(catalogue) - 1:,} items)"
         items = options.items
         self.filters = ListFilters(
@@ -136,26 +139,25 @@ class RecommendationJob:
         )
         name = options.histories_name
         if options.histories is None:
-            users = vocabulary.users
-            # The users' ids are needed only to check --users: neither they
-            # nor a set of them stay alive while the histories load (60 and
-            # 47 bytes a user at the peak, benchmarks/recommend_throughput).
-            del vocabulary
             self.users = None
             if options.users is not None:
                 self.users = self._known_users(
                     options.users,
-                    set(map(str, users)),
-                    f"the run's data ({len(users):,} users after its filters)",
+                    served.known_users(),
+                    f"the run's data ({served.num_users:,} users after its "
+                    "filters)",
                 )
-            del users
-            self.histories = run_histories(run_dir, run, catalogue)
-            self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
+            # The users' ids are needed only to check --users: a job of
+            # its own keeps neither them nor a set of them while the
+            # histories load.
+            served.drop_users()
+            self.histories = served.histories()
+            self.engine = served.engine(self.k)
             hint = ""
         else:
             # First: the model says which columns it reads, and which of
             # them are token features; the others are left unread.
-            self.engine = LocalEngine(load_model(run_dir), catalogue, self.k)
+            self.engine = served.engine(self.k)
             sequences = frame_sequences(
                 options.histories,
                 name,
@@ -226,6 +228,11 @@ class RecommendationJob:
             if progress is not None:
                 progress(len(batch))
             yield frame
+
+    def frame(self) -> pd.DataFrame:
+        """Every list, as one table: the batches concatenated."""
+        frames = list(self.batches())
+        return pd.concat(frames, ignore_index=True) if frames else empty_frame()
 
 
 def _slots(slots: Any, k: int) -> int:
@@ -317,5 +324,4 @@ def recommend_frame(
         batch_size,
         new_item_slots,
     )
-    frames = list(RecommendationJob(run_dir, options).batches())
-    return pd.concat(frames, ignore_index=True) if frames else empty_frame()
+    return RecommendationJob(run_dir, options).frame()
