@@ -14,6 +14,7 @@ import tensorflow as tf
 from benchmarks import (
     baseline,
     common,
+    facade_latency,
     output_head,
     serving_latency,
     sse_sweep,
@@ -77,6 +78,12 @@ DEFAULTS = {
     "multi_worker": ([], {
         "data": "yoochoose-100k", "data_path": None, "epochs": 3,
         "work_dir": None, "report_dir": common.RESULTS,
+    }),
+    "facade_latency": ([], {
+        "synthetic_users": 5000, "synthetic_items": 2000, "epochs": 1,
+        "k": 10, "calls": 50, "fresh": 3,
+        "work_dir": TMP + "/tfrec_tricks_facade",
+        "report_dir": common.RESULTS,
     }),
     "large_catalogue": ([], {
         "interactions": 3_000_000, "users": 20_000, "items": 1_000_000,
@@ -448,3 +455,28 @@ def test_name_list_keeps_the_given_order_once_and_names_the_choices():
         assert str(error.value) == (
             f"letters are a, b, c, comma-separated. Received: {bad!r}"
         )
+
+
+@pytest.mark.slow
+def test_facade_latency_times_each_row_on_a_tiny_run(tmp_path):
+    argv = [
+        "--synthetic-users", "40", "--synthetic-items", "60",
+        "--calls", "3", "--fresh", "1",
+        "--work-dir", str(tmp_path / "runs"),
+        "--report-dir", str(tmp_path / "results"),
+    ]  # fmt: skip
+    assert facade_latency.main(argv) == 0
+    text = (tmp_path / "results" / "facade_latency.md").read_text()
+    assert text.startswith(
+        f"Command: `{common.command_line('facade_latency', argv)}`"
+    )
+    numbers = json.loads(
+        (tmp_path / "results" / "facade_latency.json").read_text()
+    )
+    assert {row: len(ms) for row, ms in numbers.items()} == {
+        "first call": 1,
+        "later calls": 3,
+        "one job per call": 1,
+        "served call alone": 3,
+    }
+    assert all(f"| {row} |" in text for row in facade_latency.ROWS)
