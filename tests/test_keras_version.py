@@ -34,8 +34,10 @@ def test_models_after_keras3_import_raise_with_instructions():
     assert "before `import tensorflow`" in result.stderr
 
 
-def test_explicit_keras3_setting_is_reported():
-    result = _python("import tfrec_tricks.models", TF_USE_LEGACY_KERAS="0")
+@pytest.mark.parametrize("package", ["models", "export"])
+def test_explicit_keras3_setting_is_reported(package):
+    # On import, though the package imports its TensorFlow parts lazily.
+    result = _python(f"import tfrec_tricks.{package}", TF_USE_LEGACY_KERAS="0")
     assert result.returncode != 0
     assert "TF_USE_LEGACY_KERAS=0" in result.stderr
 

@@ -17,7 +17,6 @@ TESTS = ROOT / "tests"
 
 # Modules without logic (constants, re-exports): no test file of their own.
 NO_LOGIC: dict[str, str] = {
-    "tfrec_tricks/training/ablation_rows.py": "the ablation's rows",
     "tfrec_tricks/training/option_choices.py": "choices of options",
 }
 # Modules whose test file cannot be named test_<module>.py because another

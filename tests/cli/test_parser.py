@@ -217,6 +217,42 @@ ANSWERS_BEFORE_TENSORFLOW = [
         "line: 'user\\titem'\n",
         "stderr",
     ),
+    # Each other command's check (cli.<command>.check).
+    (
+        ["prepare", "--data", "file", "--data-path", "bad.inter"]
+        + ["--output", "out"],
+        1,
+        "tfrec-tricks prepare: error: bad.inter:1: header needs "
+        "user_id:token (or session_id:token) and item_id:token.",
+        "stderr",
+    ),
+    (
+        ["ablation", "--data", "file", "--data-path", "bad.inter"]
+        + ["--report-dir", "bad.inter"],
+        1,
+        "tfrec-tricks ablation: error: 'bad.inter' is an input of this "
+        "command ('bad.inter')",
+        "stderr",
+    ),
+    (
+        ["tune", "--window-stride", "2"],
+        1,
+        "tfrec-tricks tune: error: window_stride applies to train_windows "
+        "only. Received: window_stride=2, train_windows=False\n",
+        "stderr",
+    ),
+    (
+        ["export", "missing_run", "--name", "shop", "--version", "3"],
+        1,
+        "tfrec-tricks export: error: No run directory at 'missing_run'.\n",
+        "stderr",
+    ),
+    (
+        ["recommend", "missing_run", "--output", "recs.csv"],
+        1,
+        "tfrec-tricks recommend: error: No run directory at 'missing_run'.\n",
+        "stderr",
+    ),
 ]
 
 

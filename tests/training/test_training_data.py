@@ -21,7 +21,6 @@ from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.training import train
 from tfrec_tricks.training.training_data import (
     data_files,
-    input_paths,
     item_feature_files,
     load_training_data,
     prepare_in_memory,
@@ -127,17 +126,6 @@ def test_in_memory_batches_are_shared_among_the_input_pipelines(tmp_path):
         for i in (0, 1)
     ]
     assert shares == [batches[0::2], batches[1::2]]
-
-
-def test_a_prepared_datasets_files_identify_its_data(tmp_path):
-    config = tiny_config(tmp_path, prepared="prep", tfds_data_dir="tfds")
-    assert data_files(config) == [
-        os.path.join("prep", name)
-        for name in ("metadata.json", "vocabulary.json", "statistics.json")
-    ]
-    # Nothing a run writes may be, contain or lie inside what it reads.
-    assert input_paths(config) == [*data_files(config), "prep", "tfds"]
-    assert input_paths(tiny_config(tmp_path)) == []  # synthetic: no file
 
 
 # --- item features ----------------------------------------------------------
@@ -268,20 +256,6 @@ def test_the_item_file_is_in_a_prepared_runs_fingerprint(tmp_path):
     first, second = ({d["file"]: d for d in i} for i in identities)
     assert first["metadata.json"]["sha256"] != second["metadata.json"]["sha256"]
     assert first["vocabulary.json"] == second["vocabulary.json"]
-
-
-def test_the_built_in_metadata_files_are_recorded(tmp_path):
-    config = tiny_config(tmp_path, data="ml-100k", data_path="d")
-    assert item_feature_files(config) == []
-    config = dataclasses.replace(config, model={"features": ["genres"]})
-    assert item_feature_files(config) == [
-        os.path.join("d", "ml-100k", "u.item"),
-        os.path.join("d", "ml-100k", "u.genre"),
-    ]
-    config = dataclasses.replace(config, data="ml-1m-timed")
-    assert item_feature_files(config) == [
-        os.path.join("d", "ml-1m", "movies.dat")
-    ]
 
 
 def test_a_per_interaction_feature_never_reads_the_metadata(tmp_path):

@@ -10,6 +10,7 @@ from tfrec_tricks.cli.options import (
     probability,
     train_config,
 )
+from tfrec_tricks.data.datasets import check_source_headers
 
 HELP = "train the paper's variants with one budget; table and chart"
 USES_CONFIG = True
@@ -63,6 +64,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _report_dir(args: argparse.Namespace, base) -> str:
+    """``--report-dir``, else OUTPUT_DIR/NAME-ablation."""
+    return args.report_dir or os.path.join(
+        base.output_dir, f"{base.run_name}-ablation"
+    )
+
+
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` refuses first, checked before TensorFlow loads
+    (``cli.main``): the options, a report folder that may not be written,
+    and the data's files and headers (as ``train`` checks them for each
+    row's run)."""
+    from tfrec_tricks.training.ablation_rows import check_report_dir
+    from tfrec_tricks.training.run_inputs import input_paths
+
+    base = train_config(args)
+    check_report_dir(_report_dir(args, base), input_paths(base))
+    check_source_headers(base.data, base.data_path, base.file_format)
+
+
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.errors import writes_named
     from tfrec_tricks.training.ablation import (
@@ -71,13 +92,12 @@ def run(args: argparse.Namespace) -> int:
         run_ablation,
         write_report,
     )
-    from tfrec_tricks.training.training_data import input_paths
+    from tfrec_tricks.training.run_inputs import input_paths
 
     base = train_config(args)
-    report_dir = args.report_dir or os.path.join(
-        base.output_dir, f"{base.run_name}-ablation"
-    )
-    # Refused before hours of training, not after.
+    report_dir = _report_dir(args, base)
+    # Refused before hours of training, not after (again: check ran before
+    # TensorFlow's start-up).
     check_report_dir(report_dir, input_paths(base))
     rows = run_ablation(
         base,

@@ -105,10 +105,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` refuses first, checked before TensorFlow loads
+    (``cli.main``): a run directory that is missing, not a finished run or
+    not whole (``check_finished_run``). The rest (the model, ``--add-items``,
+    ``--base-path``) is checked by ``run``, with the model loaded."""
+    from tfrec_tricks.training.run_directory import check_finished_run
+
+    check_finished_run(args.run_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     from tfrec_tricks.training.run_directory import check_finished_run
 
-    # The run must be finished and whole before anything is loaded.
+    # Again, though ``check`` passed it: the run may have changed while
+    # TensorFlow loaded, and the record read here is the one exported.
     run_record = check_finished_run(args.run_dir)
 
     from tfrec_tricks.errors import writes_named

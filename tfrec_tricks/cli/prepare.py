@@ -3,6 +3,7 @@
 import argparse
 
 from tfrec_tricks.cli.options import add_field_arguments, positive_int
+from tfrec_tricks.data.datasets import check_source_headers
 
 HELP = "prepare a dataset on disk (sharded TFRecords) for train --prepared"
 USES_CONFIG = False
@@ -127,23 +128,46 @@ def beam_arguments(args: argparse.Namespace) -> list[str]:
     return extra
 
 
-def run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace):
+    """The ``TrainConfig`` of the data options (refused as ``train``
+    refuses them)."""
     import dataclasses
+
+    from tfrec_tricks.training.train_config import TrainConfig
+
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    return TrainConfig(
+        **{name: value for name, value in vars(args).items() if name in names},
+        model={} if args.features is None else {"features": args.features},
+    )
+
+
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` refuses first, in its order, checked before TensorFlow
+    loads (``cli.main``): the data options, ``--beam-runner`` without
+    ``--engine beam``, an ``--output`` that may not be written
+    (``check_prepared_output``), and the data's files and headers. An
+    ``.item`` file and the data's rows are checked by ``run``."""
+    from tfrec_tricks.training.prepared_output import check_prepared_output
+
+    config = _config(args)
+    beam_arguments(args)
+    check_prepared_output(args.output, config, args.overwrite)
+    if args.engine == "local" or config.data != "file":
+        check_source_headers(config.data, config.data_path, config.file_format)
+
+
+def run(args: argparse.Namespace) -> int:
     import logging
 
     from tfrec_tricks.errors import writes_named
     from tfrec_tricks.training.prepare_dataset import prepare_dataset
-    from tfrec_tricks.training.train_config import TrainConfig
 
     if args.engine == "beam" and not args.verbose:
         # Beam logs notices of optional packages (GCP clients, faster
         # CRCs) at WARNING; --verbose shows them.
         logging.getLogger().setLevel(logging.ERROR)
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    config = TrainConfig(
-        **{name: value for name, value in vars(args).items() if name in names},
-        model={} if args.features is None else {"features": args.features},
-    )
+    config = _config(args)
     # A full disk or a folder that is not writable names --output (the
     # staging folder is removed, nothing is published).
     with writes_named(args.output):

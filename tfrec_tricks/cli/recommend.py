@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from tfrec_tricks.cli.options import positive_int
+from tfrec_tricks.data.datasets import check_source_headers
 from tfrec_tricks.data.loaders import FORMATS
 
 HELP = "write top-k recommendations for every user of a run to a file"
@@ -178,21 +179,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    import os
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` refuses first, in its order, checked before TensorFlow
+    loads (``cli.main``): the Beam flags, ``--output`` and its format, the
+    id files (read whole), the header of ``--histories`` and the run
+    directory (missing, not finished or not whole).
 
-    from tfrec_tricks.errors import writes_named
+    With ``--engine beam`` and no Apache Beam installed, only the first
+    three: ``run`` names the missing extra before it reads any file. The
+    rows of ``--histories``, the ids against the run and the model are
+    checked by ``run``.
+    """
+    import importlib.util
+
+    from tfrec_tricks.recommendation.id_lists import read_id_list
+    from tfrec_tricks.training.run_directory import check_finished_run
+
+    _checked_output(args)
+    if (
+        args.engine == "beam"
+        and importlib.util.find_spec("apache_beam") is None
+    ):
+        return
+    for path in (args.users, args.items, args.exclude_items):
+        if path is not None:
+            read_id_list(path)
+    if args.histories is not None:
+        check_source_headers("file", args.histories, args.histories_format)
+    check_finished_run(args.run_dir)
+
+
+def _checked_output(args: argparse.Namespace) -> tuple[list[str], str]:
+    """Beam's pipeline options and the output's format, once the Beam flags
+    and ``--output`` (``check_output``) are checked."""
     from tfrec_tricks.recommendation.writers import (
         check_output,
         output_format,
     )
 
-    # Refused before anything is loaded.
     pipeline_args = _beam_arguments(args)
     named = [args.users, args.items, args.exclude_items, args.histories]
     named.append(args.saved_model)
     check_output(args.output, [args.run_dir, *filter(None, named)])
-    file_format = output_format(args.output, args.format)
+    return pipeline_args, output_format(args.output, args.format)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from tfrec_tricks.errors import writes_named
+
+    # Refused before anything is loaded (again: ``check`` ran before
+    # TensorFlow's start-up, and a file may have appeared since).
+    pipeline_args, file_format = _checked_output(args)
     if args.engine == "beam":
         return _run_beam(args, file_format, pipeline_args)
     job = _job(args)

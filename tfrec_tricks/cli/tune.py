@@ -160,6 +160,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _defaults_config(args: argparse.Namespace) -> TrainConfig:
+    """The ``TrainConfig`` of the defaults (the first trial, and the
+    selection's reference): train's batch size and learning rate unless
+    given. The search folder is --output-dir; the chosen configuration's
+    runs go to train's folder."""
+    values = dict(vars(args))
+    for name in ("batch_size", "learning_rate"):
+        if values[name] is None:
+            values[name] = field_default(TrainConfig, name)
+    values["output_dir"] = field_default(TrainConfig, "output_dir")
+    return train_config(argparse.Namespace(**values))
+
+
+def check(args: argparse.Namespace) -> None:
+    """What ``run`` refuses first, checked before TensorFlow loads
+    (``cli.main``): the options (``TrainConfig``). The rest (``--choices``,
+    the budget, the search folder, the data) is checked by ``run_search``,
+    in its order, before any trial."""
+    _defaults_config(args)
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -176,15 +197,7 @@ def run(args: argparse.Namespace) -> int:
         for name in ("batch_size", "learning_rate")
         if getattr(args, name) is not None
     }
-    # The defaults (the first trial, and the selection's reference) take
-    # train's batch size and learning rate unless given. The search folder
-    # is --output-dir; the chosen configuration's runs go to train's folder.
-    values = dict(vars(args))
-    for name in ("batch_size", "learning_rate"):
-        if values[name] is None:
-            values[name] = field_default(TrainConfig, name)
-    values["output_dir"] = field_default(TrainConfig, "output_dir")
-    config = train_config(argparse.Namespace(**values))
+    config = _defaults_config(args)
     options = SearchOptions(
         tuner=args.tuner,
         max_trials=args.max_trials,

@@ -59,14 +59,17 @@ a reader never sees half of one.
 import json
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tensorflow as tf
 
 import tfrec_tricks
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256
 from tfrec_tricks.errors import DataError
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 FORMAT = "tfrec_tricks.prepared"
 # 2: ``files`` lists every file of the folder (1 listed the shards only).
@@ -101,6 +104,9 @@ def user_example(
     ``features``: float [len(items)] per name; ``tokens``: int ids
     [len(items)] per name (``interaction_tokens.encode_tokens``), or None.
     """
+    # Here, not at the top: the command line reads this module's names
+    # (a prepared dataset's files and kind) before TensorFlow loads.
+    import tensorflow as tf
 
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -122,10 +128,10 @@ def user_example(
 
 
 def parse_users(
-    serialized: tf.Tensor,
+    serialized: "tf.Tensor",
     feature_names: Sequence[str],
     token_names: Sequence[str] = (),
-) -> dict[str, tf.Tensor]:
+) -> dict[str, "tf.Tensor"]:
     """Parses a batch of serialized user records.
 
     Args:
@@ -140,6 +146,8 @@ def parse_users(
         per feature name and one int64 ragged [U, None] per token name,
         keyed by the name (without its prefix).
     """
+    import tensorflow as tf
+
     both = sorted(set(feature_names) & set(token_names))
     if both:
         raise ValueError(

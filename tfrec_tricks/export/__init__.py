@@ -5,22 +5,41 @@ raw-id signatures (``serving_default``, ``score_candidates``), TF Serving
 warmup requests, and next to the model folder the ``models.config`` entry
 and a REST request example. ``extend_catalogue`` adds items to a model
 trained with item features, without retraining (``--add-items``).
+
+``check_model_name`` (``tfrec_tricks.export.models_config``) imports no
+TensorFlow: the command line checks ``--name`` and ``--version`` with it
+before TensorFlow loads. The others are imported on first access (PEP 562
+``__getattr__``), which checks that ``tf.keras`` is tf-keras first
+(``require_legacy_keras``).
 """
 
-from tfrec_tricks.keras_version import require_legacy_keras
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-require_legacy_keras("tfrec_tricks.export")
+from tfrec_tricks.keras_version import (
+    choose_legacy_keras,
+    require_legacy_keras,
+)
 
-from tfrec_tricks.export.catalogue_extension import (  # noqa: E402
-    extend_catalogue,
-)
-from tfrec_tricks.export.export_for_serving import (  # noqa: E402
-    export_for_serving,
-)
-from tfrec_tricks.export.models_config import (  # noqa: E402
-    check_model_name,
-)
-from tfrec_tricks.export.serving_module import ServingModule  # noqa: E402
+# On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
+# check if TensorFlow is already imported; nothing here imports it.
+choose_legacy_keras("tfrec_tricks.export")
+
+from tfrec_tricks.export.models_config import check_model_name  # noqa: E402
+
+if TYPE_CHECKING:
+    from tfrec_tricks.export.catalogue_extension import extend_catalogue
+    from tfrec_tricks.export.export_for_serving import export_for_serving
+    from tfrec_tricks.export.serving_module import ServingModule
+
+# The names imported on first access, and their modules.
+_LAZY = {
+    "ServingModule": "serving_module",
+    "export_for_serving": "export_for_serving",
+    "extend_catalogue": "catalogue_extension",
+}
 
 __all__ = [
     "ServingModule",
@@ -28,3 +47,39 @@ __all__ = [
     "export_for_serving",
     "extend_catalogue",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The exports' functions and ``ServingModule``, on first access."""
+    if name not in _LAZY:
+        raise AttributeError(
+            f"module 'tfrec_tricks.export' has no attribute {name!r}"
+        )
+    require_legacy_keras("tfrec_tricks.export")
+    module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``export_for_serving`` is the function.
+
+    Importing the submodule ``export.export_for_serving`` sets the
+    package's attribute of that name to the submodule; eagerly imported,
+    the function replaced it afterwards. Lazily, ``__setattr__`` keeps the
+    function, so ``tfrec_tricks.export.export_for_serving(...)`` calls it
+    whichever was imported first.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -22,13 +22,35 @@ rank), raw ids. One module per part:
   the command line and ``recommend_frame`` share.
 
 It sits beside ``tfrec_tricks.tuning``, above ``training`` (it reads run
-directories and their data).
+directories and their data). ``job``'s names are imported on first
+access: ``writers`` and ``id_lists`` are read without TensorFlow.
 """
 
-from tfrec_tricks.recommendation.job import (
-    RecommendationJob,
-    RecommendationOptions,
-    recommend_frame,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfrec_tricks.recommendation.job import (
+        RecommendationJob,
+        RecommendationOptions,
+        recommend_frame,
+    )
 
 __all__ = ["RecommendationJob", "RecommendationOptions", "recommend_frame"]
+
+
+def __getattr__(name: str) -> Any:
+    """``job``'s names, imported on first access (PEP 562): ``job`` imports
+    TensorFlow, and ``tfrec-tricks recommend`` checks its output file and
+    id lists (``writers``, ``id_lists``) before TensorFlow loads."""
+    if name not in __all__:
+        raise AttributeError(
+            f"module 'tfrec_tricks.recommendation' has no attribute {name!r}"
+        )
+    value = getattr(importlib.import_module(f"{__name__}.job"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

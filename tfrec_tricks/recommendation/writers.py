@@ -25,7 +25,6 @@ import pandas as pd
 from tfrec_tricks import ownership
 from tfrec_tricks.errors import OutputError
 from tfrec_tricks.output_targets import TargetKind, overlap, target_lock
-from tfrec_tricks.recommendation.local_engine import COLUMNS
 
 RECOMMENDATIONS = TargetKind("recommendations file", "--output")
 # File name endings and the format each one means.
@@ -116,6 +115,10 @@ class RecommendationWriter(abc.ABC):
 
     def write(self, frame: pd.DataFrame) -> None:
         """Appends ``frame``'s rows (columns ``COLUMNS``)."""
+        # Here, not at the top: local_engine imports TensorFlow, and the
+        # command line checks its output (check_output) before it loads.
+        from tfrec_tricks.recommendation.local_engine import COLUMNS
+
         self._write(frame.loc[:, list(COLUMNS)])
         self.rows += len(frame)
 
@@ -151,6 +154,8 @@ class CsvWriter(TextWriter):
     """
 
     def __init__(self, path: str) -> None:
+        from tfrec_tricks.recommendation.local_engine import COLUMNS
+
         super().__init__(path)
         self.handle.write(",".join(COLUMNS) + "\n")
 

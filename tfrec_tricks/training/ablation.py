@@ -12,11 +12,18 @@ import os
 
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
-from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
+from tfrec_tricks.output_targets import check_target, target_lock
 
-# Re-exported: the rows live in a module without TensorFlow.
+# Re-exported: the rows and the report folder's check live in a module
+# without TensorFlow.
+from tfrec_tricks.training.ablation_rows import (
+    ABLATION_REPORT as ABLATION_REPORT,
+)
 from tfrec_tricks.training.ablation_rows import PAPER_ROWS as PAPER_ROWS
 from tfrec_tricks.training.ablation_rows import ROWS as ROWS
+from tfrec_tricks.training.ablation_rows import (
+    check_report_dir as check_report_dir,
+)
 from tfrec_tricks.training.resumption import finished_metrics, run_directory
 from tfrec_tricks.training.run_directory import RUN_DIRECTORY
 from tfrec_tricks.training.train_config import TrainConfig
@@ -179,18 +186,9 @@ def plot(rows: list[AblationRow], path: str, title: str) -> None:
 REPORT_FILES = tuple(f"ablation.{ext}" for ext in ("md", "json", "png"))
 
 
-ABLATION_REPORT = TargetKind("ablation report", "--report-dir")
-
-
 def is_ablation_report(folder: str) -> bool:
     """Whether ``folder`` is an ablation report by record (``ownership``)."""
     return ABLATION_REPORT.recognise(folder)
-
-
-def check_report_dir(output_dir: str, inputs: list[str]) -> None:
-    """Refuses a report folder that ``write_report`` may not write, before
-    any row trains (``output_targets.check_target``)."""
-    check_target(output_dir, ABLATION_REPORT, inputs)
 
 
 def write_report(

@@ -1,9 +1,14 @@
-"""The ablation's rows: each variant's model settings.
+"""The ablation's rows (each variant's model settings) and the check of
+its report folder.
 
 Apart from ``training.ablation`` (which trains them, and imports TensorFlow)
 because ``tfrec-tricks ablation --rows`` lists them in its help and refuses
-other names before TensorFlow loads.
+other names, and a report folder it may not write, before TensorFlow loads.
 """
+
+from tfrec_tricks.output_targets import TargetKind, check_target
+
+ABLATION_REPORT = TargetKind("ablation report", "--report-dir")
 
 # The paper's CPR: no loss on the base logits (``--cpr-base-loss 0``).
 _PAPER_CPR = {"head": "cpr", "cpr_base_loss": 0.0}
@@ -67,3 +72,9 @@ ROWS: dict[str, dict] = {
     },
 }
 PAPER_ROWS = tuple(list(ROWS)[:9])
+
+
+def check_report_dir(output_dir: str, inputs: list[str]) -> None:
+    """Refuses a report folder that ``write_report`` may not write, before
+    any row trains (``output_targets.check_target``)."""
+    check_target(output_dir, ABLATION_REPORT, inputs)

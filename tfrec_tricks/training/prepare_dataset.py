@@ -22,7 +22,6 @@ trains with them (``prepared_train_config`` refuses ``--item-features``,
 
 import contextlib
 import dataclasses
-import os
 
 import numpy as np
 
@@ -33,22 +32,24 @@ from tfrec_tricks.data.datasets import (
     source_files,
 )
 from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.prepared_format import PREPARED_KIND, read_metadata
+from tfrec_tricks.data.prepared_format import read_metadata
 from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
-from tfrec_tricks.output_targets import (
-    TargetKind,
-    check_target,
-    read_lock,
-    target_lock,
-)
+from tfrec_tricks.output_targets import check_target, read_lock, target_lock
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,
 )
 from tfrec_tricks.training.option_choices import ENGINES as ENGINES
+
+# Re-exported: the output's kind and checks live in a module without
+# TensorFlow (the command line checks them before it loads).
+from tfrec_tricks.training.prepared_output import (
+    PREPARED_DATASET as PREPARED_DATASET,
+)
+from tfrec_tricks.training.prepared_output import refuse_existing
 from tfrec_tricks.training.run_directory import data_identity
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
@@ -56,8 +57,6 @@ from tfrec_tricks.training.training_data import (
     item_feature_files,
     item_feature_table,
 )
-
-PREPARED_DATASET = TargetKind(PREPARED_KIND, "--output")
 
 
 def is_prepared_dataset(folder: str) -> bool:
@@ -198,10 +197,7 @@ def prepare_dataset(
         )
     check_target(output, PREPARED_DATASET, input_paths(config))
     with target_lock(output, PREPARED_DATASET):
-        if os.path.exists(output) and not overwrite:
-            raise FileExistsError(
-                f"{output!r} already exists; pass --overwrite to replace it."
-            )
+        refuse_existing(output, overwrite)
         written = _prepare(
             config, output, engine, num_shards, pipeline_args, verbose
         )

@@ -8,7 +8,6 @@ shards a ``tfrec-tricks prepare`` wrote (``OnDiskDataset``).
 """
 
 import dataclasses
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
-from tfrec_tricks.data.datasets import source_files
 from tfrec_tricks.data.item_feature_file import (
     ItemFeatureTable,
     read_item_features,
@@ -24,20 +22,26 @@ from tfrec_tricks.data.item_feature_file import (
 from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.movielens_item_features import (
     MOVIELENS_METADATA,
-    metadata_files,
     movielens_item_features,
 )
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.data.prepared_format import (
-    METADATA_FILE,
-    STATISTICS_FILE,
-    VOCABULARY_FILE,
-)
 from tfrec_tricks.data.tfds_item_features import load_tfds_item_features
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,
+)
+
+# Re-exported: named without TensorFlow in run_inputs (the command line
+# checks its outputs against them before TensorFlow loads).
+from tfrec_tricks.training.run_inputs import (
+    data_files as data_files,
+)
+from tfrec_tricks.training.run_inputs import (
+    input_paths as input_paths,
+)
+from tfrec_tricks.training.run_inputs import (
+    item_feature_files as item_feature_files,
 )
 from tfrec_tricks.training.train_config import TrainConfig
 
@@ -307,40 +311,3 @@ def item_feature_table(
             config.data[len("tfds:") :], config.tfds_data_dir
         )
     return None
-
-
-def item_feature_files(config: TrainConfig) -> list[str]:
-    """The files ``item_feature_table`` reads for ``config`` (none when it
-    reads none): what ``prepare`` records the SHA-256s of."""
-    if config.item_features is not None:
-        return [config.item_features]
-    if config.data in MOVIELENS_METADATA and config.model.value("features"):
-        return metadata_files(config.data, config.data_path)
-    return []
-
-
-def data_files(config: TrainConfig) -> list[str]:
-    """The files that identify ``config``'s data in a run's fingerprint.
-
-    A prepared dataset's ``metadata.json`` holds the SHA-256s of its
-    shards, of its item features and of the ``.item`` file they were
-    encoded from, so it, the vocabulary and the statistics identify all of
-    it.
-    """
-    if config.prepared:
-        return [
-            os.path.join(config.prepared, name)
-            for name in (METADATA_FILE, VOCABULARY_FILE, STATISTICS_FILE)
-        ]
-    files = source_files(config.data, config.data_path, config.tfds_manual_dir)
-    if config.item_features is not None:
-        files.append(config.item_features)
-    return files
-
-
-def input_paths(config: TrainConfig) -> list[str]:
-    """Every file and folder ``config``'s data is read from: what no
-    output of the run may be, contain or lie inside
-    (``output_targets.check_target``)."""
-    folders = [config.prepared, config.tfds_data_dir, config.tfds_manual_dir]
-    return [*data_files(config), *(f for f in folders if f)]
