@@ -19,7 +19,10 @@ rank), raw ids. One module per part:
   exported SavedModel in an Apache Beam pipeline (``RunInference``),
   writing sharded output;
 - ``job``: ``RecommendationJob``, the checks and the stream of batches
-  the command line and ``recommend_frame`` share.
+  the command line and ``recommend_frame`` share;
+- ``served_run``: a run's parts held between calls (``RunMemory``), read
+  again when its files change: what ``Recommender.recommend`` answers
+  from.
 
 It sits beside ``tfrec_tricks.tuning``, above ``training`` (it reads run
 directories and their data). ``job``'s names are imported on first
