@@ -28,7 +28,7 @@ from tfrec_tricks.recommendation.run_data import run_histories, run_train_config
 from tfrec_tricks.recommendation.user_histories import UserHistories
 from tfrec_tricks.training.persistence import load_model
 from tfrec_tricks.training.run_directory import RUN_FILE, check_finished_run
-from tfrec_tricks.training.training_data import data_files
+from tfrec_tricks.training.run_inputs import data_files
 
 #: Engines kept, one per list length ``k`` (the ``ServingModule``'s own):
 #: each holds the catalogue's lookup tables and its traced functions.
