@@ -71,4 +71,4 @@ def _row(lists: tuple, row: int) -> list[tuple]:
     """``(item, score)`` of a row's kept places, best first."""
     item_ids, scores, keep = lists
     kept = np.flatnonzero(keep[row])
-    return [(item_ids[row, c], float(scores[row, c])) for c in kept]
+    return [(str(item_ids[row, c]), float(scores[row, c])) for c in kept]
