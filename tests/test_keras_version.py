@@ -62,3 +62,32 @@ def test_cli_module_selects_tf_keras_before_tensorflow():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().startswith("tf_keras")
+
+
+def test_lazy_names_are_imported_once_on_first_access():
+    # The models' and the exports' packages share this: a name is its
+    # module's on first access, kept in the package; an unknown one is an
+    # AttributeError naming it; dir() lists the public names before any
+    # is imported.
+    import types
+
+    from tfrec_tricks import keras_version
+
+    package = types.ModuleType("fake_package")
+    sys.modules["fake_package"] = package
+    try:
+        getter, lister = keras_version.lazy_legacy_keras_names(
+            "fake_package", {"dumps": "json_part"}, ["dumps"]
+        )
+        part = types.ModuleType("fake_package.json_part")
+        part.dumps = lambda value: f"<{value}>"
+        sys.modules["fake_package.json_part"] = part
+        assert "dumps" in lister()
+        assert getter("dumps")(1) == "<1>"
+        assert package.__dict__["dumps"] is part.dumps
+        with pytest.raises(AttributeError, match="'fake_package' has no "
+                           "attribute 'loads'"):  # fmt: skip
+            getter("loads")
+    finally:
+        sys.modules.pop("fake_package", None)
+        sys.modules.pop("fake_package.json_part", None)

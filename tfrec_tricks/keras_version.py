@@ -6,8 +6,10 @@ is first resolved. The layers in ``tfrec_tricks.layers`` work with either
 Keras; models, tuning and export need tf-keras.
 """
 
+import importlib
 import os
 import sys
+from collections.abc import Callable, Sequence
 
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
 
@@ -78,6 +80,40 @@ def choose_legacy_keras(feature: str) -> None:
         require_legacy_keras(feature)
     else:
         _choose_legacy_keras(feature)
+
+
+def lazy_legacy_keras_names(
+    package: str, lazy: dict[str, str], public: Sequence[str]
+) -> tuple[Callable, Callable]:
+    """A package's PEP 562 ``__getattr__`` and ``__dir__`` for names that
+    need tf-keras: each name of ``lazy`` is imported from its module on
+    first access, after ``require_legacy_keras``, and kept in the package.
+
+    Args:
+        package: str. The package's ``__name__``.
+        lazy: dict. Name -> the package's submodule that defines it.
+        public: the package's ``__all__``.
+
+    Returns:
+        ``(__getattr__, __dir__)``, for the package to bind to those names.
+    """
+    namespace = sys.modules[package].__dict__
+
+    def __getattr__(name: str) -> object:
+        if name not in lazy:
+            raise AttributeError(
+                f"module {package!r} has no attribute {name!r}"
+            )
+        require_legacy_keras(package)
+        module = importlib.import_module(f"{package}.{lazy[name]}")
+        value = getattr(module, name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list:
+        return sorted(set(namespace) | set(public))
+
+    return __getattr__, __dir__
 
 
 def _choose_legacy_keras(feature: str) -> None:

@@ -13,14 +13,13 @@ before TensorFlow loads. The others are imported on first access (PEP 562
 (``require_legacy_keras``).
 """
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
 from tfrec_tricks.keras_version import (
     choose_legacy_keras,
-    require_legacy_keras,
+    lazy_legacy_keras_names,
 )
 
 # On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
@@ -49,21 +48,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The exports' functions and ``ServingModule``, on first access."""
-    if name not in _LAZY:
-        raise AttributeError(
-            f"module 'tfrec_tricks.export' has no attribute {name!r}"
-        )
-    require_legacy_keras("tfrec_tricks.export")
-    module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
+# The exports' names imported on first access, tf-keras checked first.
+__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY, __all__)
 
 
 class _Package(types.ModuleType):

@@ -7,12 +7,11 @@ imported on first access (PEP 562 ``__getattr__``), which checks that
 ``tf.keras`` is tf-keras first (``require_legacy_keras``).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfrec_tricks.keras_version import (
     choose_legacy_keras,
-    require_legacy_keras,
+    lazy_legacy_keras_names,
 )
 
 # On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
@@ -46,18 +45,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The models and encoders, imported on first access."""
-    if name not in _LAZY:
-        raise AttributeError(
-            f"module 'tfrec_tricks.models' has no attribute {name!r}"
-        )
-    require_legacy_keras("tfrec_tricks.models")
-    module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
+# The models' names imported on first access, tf-keras checked first.
+__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY, __all__)
