@@ -32,7 +32,7 @@ def _ragged_features():
 def test_rows_by_id_are_the_whole_table_s_values_and_gradients(fusion, ragged):
     # The sampled objective reads the fused rows of a step's ids only
     # (ItemFusion.rows): the same draw of the id dropout, the same known
-    # means, cold rows constant, padding zeros, as the whole table's rows.
+    # means, padding zeros, as the whole table's rows.
     features = _ragged_features() if ragged else FEATURES
     encoder = make_encoder(fusion, features=features)
     assert encoder.ragged == ragged
@@ -46,8 +46,15 @@ def test_rows_by_id_are_the_whole_table_s_values_and_gradients(fusion, ragged):
     bias_weights = rng.normal(size=(2, 4)).astype("float32")
     variables = [id_table, bias, *encoder.trainable_weights]
     with tf.GradientTape(persistent=True) as tape:
+        # A step whose draw drops some of the known items read and keeps
+        # some (the draws follow the op seeds TensorFlow hands out: under
+        # pytest-xdist and Keras 3, one step in eight drops all or none).
+        for _ in range(50):
+            fusion_step = encoder.fusion_step(id_table, bias, training=True)
+            dropped = fusion_step._stand_in.numpy()[[1, 4, 6, 7]]
+            if dropped.any() and not dropped.all():
+                break
         # One step, one draw: read whole, then by id.
-        fusion_step = encoder.fusion_step(id_table, bias, training=True)
         table, fused_bias = fusion_step.table()
         whole, whole_bias = tf.gather(table, ids), tf.gather(fused_bias, ids)
         by_id, by_id_bias = fusion_step.rows(ids)
@@ -61,7 +68,6 @@ def test_rows_by_id_are_the_whole_table_s_values_and_gradients(fusion, ragged):
         for loss in losses
     ]
     # Some known item read is dropped this step, some is not.
-    dropped = fusion_step._stand_in.numpy()[[1, 4, 6, 7]]
     assert dropped.any() and not dropped.all()
     np.testing.assert_array_equal(by_id, whole)
     np.testing.assert_array_equal(by_id_bias, whole_bias)
