@@ -35,16 +35,21 @@ def _values(num_items=5):
     return {"values": {"genre": genre, "year": year}, "id_known": known}
 
 
-def _model(tie=True, fusion="concat"):
+def _feature_model(**settings):
+    """A 5-item model with FEATURES and ``_values()``; ``settings`` are
+    the other ``ModelConfig`` fields."""
     config = ModelConfig(
         num_items=5,
         max_len=4,
         embedding_dim=8,
         item_features=FEATURES,
-        feature_fusion=fusion,
-        tie_embeddings=tie,
+        **settings,
     )
     return SequentialRetrievalModel(config, item_feature_values=_values())
+
+
+def _model(tie=True, fusion="concat"):
+    return _feature_model(feature_fusion=fusion, tie_embeddings=tie)
 
 
 def test_without_item_features_the_tables_are_the_id_embedding_s():
@@ -130,14 +135,7 @@ def _batch():
     ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()),
 )
 def test_every_head_objective_and_encoder_trains_on_the_fused_table(settings):
-    config = ModelConfig(
-        num_items=5,
-        max_len=4,
-        embedding_dim=8,
-        item_features=FEATURES,
-        **settings,
-    )
-    model = SequentialRetrievalModel(config, item_feature_values=_values())
+    model = _feature_model(**settings)
     model.compile(optimizer=tf.keras.optimizers.Adam(0.05))
     before = [w.numpy().copy() for w in model.item_features.trainable_weights]
     history = model.fit(
@@ -222,14 +220,7 @@ def test_a_sampled_step_fuses_only_its_rows_with_the_whole_table_s_numbers(
             "target": tf.constant([0, 0]),
             "position_targets": tf.constant([[2, 3, 4, 0], [3, 1, 0, 0]]),
         }
-    config = ModelConfig(
-        num_items=5,
-        max_len=4,
-        embedding_dim=8,
-        item_features=FEATURES,
-        **settings,
-    )
-    model = SequentialRetrievalModel(config, item_feature_values=_values())
+    model = _feature_model(**settings)
     with monkeypatch.context() as patch:
         # The whole table is never fused.
         patch.setattr(model.item_features, "fuse", None)
