@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tfrec_tricks.export.serving_module import check_k
+from tfrec_tricks.layers.common import is_integer
 from tfrec_tricks.recommendation.history_frames import (
     frame_sequences,
     missing_columns_hint,
@@ -237,8 +238,7 @@ class RecommendationJob:
 
 def _slots(slots: Any, k: int) -> int:
     """``new_item_slots``, an int in ``0..k``."""
-    integer = isinstance(slots, (int, np.integer))
-    if isinstance(slots, bool) or not integer or not 0 <= slots <= k:
+    if not is_integer(slots) or not 0 <= slots <= k:
         raise ValueError(
             f"`new_item_slots` must be an int in 0..k={k}: the last places "
             f"of each list kept for new items. Received: "

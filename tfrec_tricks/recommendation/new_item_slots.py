@@ -14,6 +14,8 @@ measures (``benchmarks.cold_tradeoff.reserved_positions``).
 
 import numpy as np
 
+from tfrec_tricks.layers.common import is_integer
+
 
 def with_new_item_slots(ranked: tuple, new: tuple, k: int, slots: int) -> tuple:
     """Each row's list with its last ``slots`` places for new items.
@@ -43,8 +45,7 @@ def with_new_item_slots(ranked: tuple, new: tuple, k: int, slots: int) -> tuple:
     >>> with_new_item_slots(ranked, new, k=3, slots=1)[0].tolist()
     [['a', 'n2', 'n1']]
     """
-    integer = isinstance(slots, (int, np.integer))
-    if isinstance(slots, bool) or not integer or not 1 <= slots <= k:
+    if not is_integer(slots) or not 1 <= slots <= k:
         raise ValueError(
             f"`slots` must be in 1..k={k}. Received: slots={slots!r}"
         )
