@@ -231,34 +231,15 @@ def model_ranks(
     return {key: np.concatenate(parts) for key, parts in out.items()}
 
 
-def score_scale(model, training: TrainingData, config: TrainConfig) -> float:
-    """The standard deviation of the model's scores of real items on its
-    first validation batch (history and padding, at -1e9, left out): the
-    unit of the new-item offsets, since models differ in scale."""
-    batch = next(
-        iter(
-            training.batches(
-                "validation",
-                eval_batch_size(training.num_items),
-                bucket_by_length=config.bucket_by_length,
-            )
-        )
-    )
-    scores = model(batch, training=False).numpy()[:, 1:]
-    return float(np.std(scores[scores > -1e8]))
-
-
 def trade_offs(
     model, training: TrainingData, config: TrainConfig, cold: np.ndarray
 ) -> dict:
     """What a new-item offset and reserved slots do on validation and test
     (``benchmarks.cold_tradeoff``), and the offset chosen on validation:
     the largest whose warm NDCG@10 stays within 2% of the model's own."""
-    scale = score_scale(model, training, config)
-    offsets = tuple(float(step) * scale for step in OFFSET_STEPS)
-    out: dict = {"scale": scale, "steps": list(OFFSET_STEPS)}
+    out: dict = {"steps": list(OFFSET_STEPS)}
     for split in ("validation", "test"):
-        trade = TradeOff(cold=cold, offsets=offsets)
+        trade = TradeOff(cold=cold, offsets=OFFSET_STEPS)
         for batch in training.batches(
             split,
             eval_batch_size(training.num_items),
@@ -270,8 +251,7 @@ def trade_offs(
         # By step (the offset in score deviations), JSON-friendly keys.
         out[split] = {
             "offset": {
-                str(step): results["offset"][offset]
-                for step, offset in zip(OFFSET_STEPS, offsets)
+                str(step): results["offset"][step] for step in OFFSET_STEPS
             },
             "slots": {str(r): results["slots"][r] for r in SLOTS},
         }
@@ -456,7 +436,7 @@ def list_table(numbers: dict) -> list[str]:
     rows = [("the model's list", own)]
     steps = ", ".join(f"{step:g}" for step in lists["chosen steps"])
     rows.append(
-        (f"new-item offset chosen on validation ({steps} score sd)",
+        (f"new-item boost chosen on validation ({steps} sd)",
          lists["offset chosen on validation"])
     )  # fmt: skip
     for slots, row in lists["slots"].items():
@@ -465,11 +445,12 @@ def list_table(numbers: dict) -> list[str]:
         "",
         "### New items into the list (test)",
         "",
-        "The same runs' scores, with every cold item's score raised by an "
-        "offset (the largest, in standard deviations of the validation "
-        "scores, whose validation warm NDCG@10 stays within 2% of the "
-        "model's list) or with the list's last slots reserved for the best "
-        "cold items. Warm: the test targets that are trained items. Random "
+        "The same runs' scores, with every cold item's score raised by a "
+        "boost (`recommend --new-item-boost`: the largest, in standard "
+        "deviations of each user's scores, whose validation warm NDCG@10 "
+        "stays within 2% of the model's list) or with the list's last "
+        "slots reserved for the best cold items. Warm: the test targets "
+        "that are trained items. Random "
         f"gives a cold HR@10 of {random_hr:.4f} (10x: {10 * random_hr:.4f}); "
         f"popularity within attribute {within['hr@10']:.4f}.",
         "",
@@ -528,7 +509,7 @@ def draw_trade_off(numbers: dict, path: str) -> None:
     axis.set_ylabel("cold targets' HR@10")
     axis.set_title(
         f"New items into the list: {numbers['data']}, {numbers['encoder']} "
-        "(offsets in score sd)"
+        "(boosts in sd of each user's scores)"
     )
     axis.legend(fontsize=8)
     figure.tight_layout()

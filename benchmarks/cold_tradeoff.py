@@ -5,10 +5,13 @@ A model ranks a cold item (no training interaction) by its attributes,
 against trained items that also have an id row and a bias. Two ways to
 let new items into a top 10, both applied to a trained model's scores:
 
-- **an offset**: every cold item's score is raised by ``offset`` (one
-  number, chosen on the validation split). The lists mix warm and cold
-  items by the shifted scores, so a cold item enters only where its score
-  comes close to the warm items'.
+- **an offset** (``tfrec-tricks recommend --new-item-boost``): every cold
+  item's score is raised by ``step`` standard deviations of the user's
+  scores (``tfrec_tricks.recommendation.new_item_boost``: over a fixed
+  sample of the catalogue, the user's history left out; one number,
+  chosen on the validation split). The lists mix warm and cold items by
+  the raised scores, so a cold item enters only where its score comes
+  close to the warm items'.
 - **reserved slots**: the top ``10 - r`` items by score, then the ``r``
   best cold items not already among them (a shop's "new this week" row).
   A warm target ranked below ``10 - r`` drops out of the list.
@@ -25,11 +28,12 @@ import dataclasses
 import numpy as np
 
 from tfrec_tricks.evaluation.full_ranking import target_ranks
+from tfrec_tricks.recommendation.new_item_boost import row_spread, spread_sample
 
 #: The list's length.
 K = 10
-#: Offsets tried, in units of the validation scores' standard deviation
-#: (scores of different models differ in scale).
+#: Offsets tried, in standard deviations of each user's scores (scores of
+#: different models and users differ in scale): ``--new-item-boost``.
 OFFSET_STEPS = tuple(np.round(np.arange(0.0, 3.01, 0.1), 2))
 #: Reserved slots tried: 0 (the model's list) to 3.
 SLOTS = (0, 1, 2, 3)
@@ -105,8 +109,8 @@ class TradeOff:
 
     Attributes:
         cold: bool ``[N]``, the items without a trained id.
-        offsets: the absolute offsets tried (``OFFSET_STEPS`` times a
-            scale).
+        offsets: the offsets tried, in standard deviations of each
+            row's scores (``OFFSET_STEPS``).
     """
 
     cold: np.ndarray
@@ -125,13 +129,16 @@ class TradeOff:
         entry["warm ndcg@10"] += float(gains[~is_cold].sum())
 
     def add(self, scores: np.ndarray, targets: np.ndarray) -> None:
-        """One batch: scores ``[B, N]`` and targets ``[B]``."""
+        """One batch: scores ``[B, N]`` (a user's history, which no list
+        holds, at ``-1e9``) and targets ``[B]``."""
         scores = np.asarray(scores, np.float64)
         targets = np.asarray(targets, np.int64)
         is_cold = self.cold[targets]
         self.counts["cold"] += int(is_cold.sum())
         self.counts["warm"] += int((~is_cold).sum())
-        shift = self.cold.astype(np.float64)[None, :]
+        sampled = scores[:, spread_sample(scores.shape[1])]
+        spread = row_spread(sampled, sampled > -1e8)
+        shift = self.cold.astype(np.float64)[None, :] * spread[:, None]
         for offset in self.offsets:
             ranks = target_ranks(scores + offset * shift, targets)
             self._add(("offset", offset), _gain(ranks), is_cold)

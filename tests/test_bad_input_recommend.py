@@ -94,7 +94,19 @@ CASES = [
         [
             "`new_item_slots` needs a model with item features (train "
             "--item-features): without them a new item has no attribute "
-            "to be ranked by. Received: a model of item ids only"
+            "to be ranked by. Received: new_item_slots=2 for a model of "
+            "item ids only"
+        ],
+    ),
+    Case(
+        "new-item-boost-ids-only",
+        [*RUN, "--new-item-boost", "0.5", "--output", "recs.csv"],
+        1,
+        [
+            "`new_item_boost` needs a model with item features (train "
+            "--item-features): without them a new item has no attribute "
+            "to be ranked by. Received: new_item_boost=0.5 for a model of "
+            "item ids only"
         ],
     ),
     Case(
@@ -139,6 +151,12 @@ CASES = [
         [*RUN, "--k", "0", "--output", "recs.csv"],
         2,
         ["argument --k: must be positive, got 0"],
+    ),
+    Case(
+        "new-item-boost-negative",
+        [*RUN, "--new-item-boost", "-1", "--output", "recs.csv"],
+        2,
+        ["argument --new-item-boost: must be >= 0, got -1.0"],
     ),
     Case(
         "k-above-the-catalogue",

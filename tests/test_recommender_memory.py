@@ -89,6 +89,8 @@ OPTION_SETS = [
      {"users": ["5"], "k": 3, "exclude_items": ["7", "8"]}),
     ({"users": [1, 2], "k": 5, "new_item_slots": 2},
      {"users": ["1", "2"], "k": 5, "new_item_slots": 2}),
+    ({"users": [1, 2], "k": 5, "new_item_boost": 3.0},
+     {"users": ["1", "2"], "k": 5, "new_item_boost": 3.0}),
     ({"histories": "new", "k": 3}, {"histories": "new", "k": 3}),
     ({"k": 1}, {"k": 1}),
 ]  # fmt: skip
@@ -110,6 +112,8 @@ def test_the_lists_are_recommend_frames_for_every_option(fitted, counted):
         assert len(got)
         if facade.get("new_item_slots"):
             assert got.item_id.isin(NEW_ITEMS).sum() == 4
+        if facade.get("new_item_boost"):
+            assert got.item_id.isin(NEW_ITEMS).any()
     assert loads == 1
 
 

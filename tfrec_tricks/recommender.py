@@ -237,6 +237,7 @@ class Recommender:
         items: Sequence[Any] | None = None,
         exclude_items: Sequence[Any] | None = None,
         new_item_slots: int = 0,
+        new_item_boost: float = 0.0,
     ) -> pd.DataFrame:
         """The top ``k`` items for users of the data, or for histories.
 
@@ -266,10 +267,16 @@ class Recommender:
                 (ranked by their attributes; a model fitted with item
                 features), so that new items reach the lists. Defaults
                 to 0.
+            new_item_boost: float >= 0. Raise every new item's score by
+                this many standard deviations of the user's scores, so
+                that new items enter a list where they come close to the
+                trained ones (a model fitted with item features).
+                Defaults to 0.
 
         Returns:
             A DataFrame with columns ``user_id``, ``rank`` (1 first),
-            ``item_id`` and ``score`` (the model's logit): ``k`` rows per
+            ``item_id`` and ``score`` (the model's logit, a new item's
+            raised by ``new_item_boost``): ``k`` rows per
             user, fewer where fewer items are eligible.
 
         Raises:
@@ -283,6 +290,7 @@ class Recommender:
             exclude_items=_raw_ids(exclude_items),
             keep_seen=not filter_seen,
             new_item_slots=new_item_slots,
+            new_item_boost=new_item_boost,
         )
         run_dir = self._fitted_run()
         return RecommendationJob(run_dir, options, self._served).frame()

@@ -121,3 +121,42 @@ def assert_same_lists(got: dict, expected: dict, atol: float = 1e-5) -> None:
         np.testing.assert_allclose(
             [s for _, s in got[user]], [s for _, s in pairs], atol=atol
         )
+
+
+# 40 users over items i0..i19; the .item file also lists 6 items no user
+# clicked: the run's new items, ranked by their attributes.
+INTERACTIONS = "".join(
+    f"u{u}\ti{(u * 3 + k * (1 + u % 4)) % 20}\t{1 + k % 5}\t{100 * u + k}\n"
+    for u in range(40)
+    for k in range(5 + u % 4)
+)
+NEW_ITEMS = [f"new{k}" for k in range(6)]
+
+
+def train_new_items_run(root) -> str:
+    """Trains a one-epoch run whose catalogue holds 6 items no user
+    clicked (``NEW_ITEMS``): its new items, ranked by their attributes;
+    returns its folder."""
+    from tfrec_tricks.training.train_config import TrainConfig
+    from tfrec_tricks.training.training import train
+
+    (root / "u.data").write_text(INTERACTIONS)
+    items = [f"i{k}" for k in range(20)] + NEW_ITEMS
+    (root / "x.item").write_text(
+        "item_id:token\tgenres:token_seq\n"
+        + "".join(
+            f"{item}\tg{k % 5} g{k % 3 + 5}\n" for k, item in enumerate(items)
+        )
+    )
+    config = TrainConfig(
+        data="file",
+        data_path=str(root / "u.data"),
+        file_format="udata",
+        item_features=str(root / "x.item"),
+        max_len=6,
+        epochs=1,
+        output_dir=str(root),
+        name="run",
+        model={"embedding_dim": 8},
+    )
+    return train(config, verbose=0).run_dir

@@ -41,6 +41,7 @@ def test_recommend_frames_parameters_are_the_options_fields():
         "keep_seen",
         "batch_size",
         "new_item_slots",
+        "new_item_boost",
     ]
     fields = RecommendationOptions()
     for name in list(parameters)[1:]:

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.recommendation.recommend_helpers import NEW_ITEMS
 from tfrec_tricks.recommendation import RecommendationOptions, recommend_frame
 from tfrec_tricks.recommendation.job import RecommendationJob
 from tfrec_tricks.recommendation.new_item_slots import with_new_item_slots
@@ -64,42 +65,9 @@ def test_slots_outside_one_to_k_are_refused(slots):
         with_new_item_slots(ranked, ranked, k=3, slots=slots)
 
 
-# 40 users over items i0..i19; the .item file also lists 6 items no user
-# clicked: the run's new items, ranked by their attributes.
-INTERACTIONS = "".join(
-    f"u{u}\ti{(u * 3 + k * (1 + u % 4)) % 20}\t{1 + k % 5}\t{100 * u + k}\n"
-    for u in range(40)
-    for k in range(5 + u % 4)
-)
-NEW_ITEMS = [f"new{k}" for k in range(6)]
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
-
-    root = tmp_path_factory.mktemp("new-items")
-    (root / "u.data").write_text(INTERACTIONS)
-    items = [f"i{k}" for k in range(20)] + NEW_ITEMS
-    (root / "x.item").write_text(
-        "item_id:token\tgenres:token_seq\n"
-        + "".join(
-            f"{item}\tg{k % 5} g{k % 3 + 5}\n" for k, item in enumerate(items)
-        )
-    )
-    config = TrainConfig(
-        data="file",
-        data_path=str(root / "u.data"),
-        file_format="udata",
-        item_features=str(root / "x.item"),
-        max_len=6,
-        epochs=1,
-        output_dir=str(root),
-        name="run",
-        model={"embedding_dim": 8},
-    )
-    return train(config, verbose=0).run_dir
+def run(new_items_run):
+    return new_items_run
 
 
 @pytest.mark.slow

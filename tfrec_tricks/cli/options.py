@@ -194,6 +194,8 @@ def add_field_arguments(
 positive_int = _number(int, "positive")
 positive_float = _number(float, "positive")
 non_negative_int = _number(int, "non_negative")
+#: An argparse type: a finite float >= 0.
+non_negative_float = _number(float, "non_negative")
 probability = _number(float, "probability")
 
 

