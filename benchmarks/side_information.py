@@ -95,6 +95,7 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     model = dict(recipe.get("model", {}))
     if args.encoder:
         model["encoder"] = args.encoder
+    model.update(args.model)
     model.setdefault("head", "softmax")
     train_options.setdefault("epochs", args.epochs)
     train_options.setdefault("patience", args.patience)
@@ -103,6 +104,7 @@ def base_config(args: argparse.Namespace) -> TrainConfig:
     train_options["eval_seen_excluded"] = True
     # Runs of another recipe or encoder on the same data keep apart.
     setting = args.recipe or model.get("encoder") or "gru4rec"
+    setting += "".join(f"-{key}{value}" for key, value in args.model.items())
     return TrainConfig(
         name=f"{data_label(args)}-{setting}",
         data=args.data,
@@ -436,6 +438,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--encoder", choices=("gru4rec", "sasrec", "hstu"), default=None
+    )
+    parser.add_argument(
+        "--model",
+        type=common.json_object,
+        default={},
+        metavar="JSON",
+        help="other model settings of every variant, a JSON object (the "
+        "runs' names say them), e.g. '{\"num_layers\": 2}'. Default: {}",
     )
     parser.add_argument(
         "--features",

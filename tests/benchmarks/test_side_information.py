@@ -54,6 +54,18 @@ def test_base_config_ranks_seen_items_last_and_takes_a_recipe():
     assert config.model.value("encoder") == "sasrec"
 
 
+def test_model_settings_reach_every_variant_and_name_the_runs():
+    args = side_information.build_parser().parse_args(
+        ["--encoder", "sasrec", "--model", '{"num_layers": 2, "dropout": 0.5}']
+    )
+    config = side_information.base_config(args)
+    assert config.model.value("num_layers") == 2
+    assert config.model.value("dropout") == 0.5
+    assert config.name == "ml-100k-sasrec-num_layers2-dropout0.5"
+    plain = side_information.build_parser().parse_args(["--encoder", "sasrec"])
+    assert side_information.base_config(plain).name == "ml-100k-sasrec"
+
+
 def test_the_report_gives_means_ranges_and_changes():
     rows = {
         "id-only": [_metrics(0.10, 0.08), _metrics(0.12, 0.10)],
