@@ -311,8 +311,8 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
 ):
     from tfrec_tricks.training.resumption import (
         LATER_OPTIONS,
-        MODEL_LATER_OPTIONS,
         fingerprint,
+        model_later_options,
     )
 
     # Runs from before drop_duplicates kept duplicates: today's default
@@ -324,7 +324,7 @@ def test_options_added_later_enter_the_fingerprint_only_when_set(
     assert not set(LATER_OPTIONS) & set(before["train"])
     dropping = fingerprint(tiny_config(tmp_path), 40, data=[])
     assert dropping["train"]["drop_duplicates"] is True
-    assert not set(MODEL_LATER_OPTIONS) & set(before["model"])
+    assert not set(model_later_options()) & set(before["model"])
     # So do runs that set the option to the value of those runs: a CPR run
     # with cpr_base_loss=0 has the fingerprint of a CPR run from before.
     cpr = {"head": "cpr", "cpr_reranker_ks": (5,)}

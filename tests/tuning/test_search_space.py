@@ -2,7 +2,8 @@
 
 import pytest
 
-from tfrec_tricks.models.config import HEADS, SOFTMAX_HEADS
+from tfrec_tricks.heads.registry import tied_softmax_heads
+from tfrec_tricks.models.config import HEADS
 from tfrec_tricks.tuning import search_space
 
 # The rows of ``default_space``: (name, parent) in declaration order,
@@ -45,24 +46,13 @@ def test_feature_choices_add_all_features_only_when_several():
     assert search_space.feature_choices(["a", "b"]) == ["none", "a", "b", "a,b"]
 
 
-@pytest.mark.parametrize(
-    "num_items, expected",
-    [
-        (2, ["none"]),
-        (21, ["none", "20"]),
-        (101, ["none", "20", "100"]),
-        (501, ["none", "20", "100", "500", "20,100,500"]),
-    ],
-)
-def test_reranker_choices_are_below_the_catalogue_size(num_items, expected):
-    assert search_space.reranker_choices(num_items) == expected
-
-
 def test_rows_of_heads_not_searched_are_left_out():
-    rows = search_space.default_space([], 1000, heads=SOFTMAX_HEADS)
+    softmax_heads = tied_softmax_heads()
+    assert softmax_heads == ("softmax", "softmax_no_dup")
+    rows = search_space.default_space([], 1000, heads=softmax_heads)
     names = [row[0] for row in rows]
     head = next(row for row in rows if row[0] == "head")
-    assert head[2]["values"] == list(SOFTMAX_HEADS)
+    assert head[2]["values"] == list(softmax_heads)
     assert not {"cpr_mi", "head_dropout", "mos_components"} & set(names)
 
 

@@ -42,12 +42,9 @@ from tfrec_tricks.data.item_features import (
 from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.export.serving_module import load_item_vocabulary
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models import SequentialRetrievalModel
 
-# Heads whose logit of an item reads only that item's row, bias and the
-# history (``cpr`` without rerankers only): new rows change no old item's
-# score.
-EXTENSIBLE_HEADS = ("softmax", "softmax_no_dup", "cpr")
 # How close the old items' logits must stay (float32 sums over a longer
 # table may add in another order).
 _TOLERANCE = {"rtol": 1e-5, "atol": 1e-4}
@@ -90,21 +87,9 @@ def check_extensible(config: Any) -> None:
             "ranks by its attributes, and this model has none. Received: "
             "item_features=()"
         )
-    if config.head not in EXTENSIBLE_HEADS:
-        raise ValueError(
-            "--add-items cannot extend a mixture of softmaxes: its scores "
-            "are normalised over the whole catalogue, so a new item would "
-            f"change every old item's score. Received: head={config.head!r}"
-            f"; heads that can be extended: {EXTENSIBLE_HEADS}"
-        )
-    if config.head == "cpr" and config.cpr_reranker_ks:
-        raise ValueError(
-            "--add-items cannot extend Softmax-CPR with rerankers: a "
-            "reranker rescores the top-k of the whole catalogue, so a new "
-            "item entering it would change an old item's score. Received: "
-            f"cpr_reranker_ks={config.cpr_reranker_ks!r} (CPR without "
-            "rerankers, --cpr-rerankers none, can be extended)"
-        )
+    refusal = head_spec(config.head).extension_refusal(config)
+    if refusal is not None:
+        raise ValueError(refusal)
 
 
 def load_feature_specs(path: str) -> list:

@@ -11,13 +11,62 @@ Every head is an `OutputHead`: the model and the serving module call
   ``cpr_candidates``).
 * `MixtureOfSoftmax`: a mixture of softmaxes (no index).
 
-They work under tf-keras and Keras 3, and are also importable from
-``tfrec_tricks.layers``.
+Each head has a ``HeadSpec`` (``registry``; the built-in ones in
+``head_specs``): what a model config builds, searches, estimates and
+reports for it, asked by name (``head_spec(config.head)``). A new head is
+its layer and its spec, registered with ``@register_head``
+(docs/adding-a-head.md).
+
+The layers work under tf-keras and Keras 3 and are imported on first
+access (PEP 562 ``__getattr__``): the specs import no TensorFlow, so the
+command line reads the heads' names before TensorFlow loads. They are also
+importable from ``tfrec_tricks.layers``.
 """
 
-from tfrec_tricks.heads.mixture_of_softmax import MixtureOfSoftmax
-from tfrec_tricks.heads.output_head import OutputHead
-from tfrec_tricks.heads.softmax_cpr import SoftmaxCPR
-from tfrec_tricks.heads.tied_softmax import TiedSoftmax
+import importlib
+from typing import Any
 
-__all__ = ["MixtureOfSoftmax", "OutputHead", "SoftmaxCPR", "TiedSoftmax"]
+from tfrec_tricks.heads import head_specs as _builtin_specs  # noqa: F401
+from tfrec_tricks.heads.registry import (
+    HeadParts,
+    HeadSpec,
+    head_spec,
+    register_head,
+    unregister_head,
+)
+
+# The layers, by the submodule that defines each.
+_LAYERS = {
+    "MixtureOfSoftmax": "mixture_of_softmax",
+    "OutputHead": "output_head",
+    "SoftmaxCPR": "softmax_cpr",
+    "TiedSoftmax": "tied_softmax",
+}
+
+__all__ = [
+    "HeadParts",
+    "HeadSpec",
+    "MixtureOfSoftmax",
+    "OutputHead",
+    "SoftmaxCPR",
+    "TiedSoftmax",
+    "head_spec",
+    "register_head",
+    "unregister_head",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """A head layer, imported from its submodule on first access."""
+    if name not in _LAYERS:
+        raise AttributeError(
+            f"module 'tfrec_tricks.heads' has no attribute {name!r}"
+        )
+    module = importlib.import_module(f"tfrec_tricks.heads.{_LAYERS[name]}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAYERS))

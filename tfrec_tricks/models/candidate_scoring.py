@@ -4,9 +4,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.layers import common
 from tfrec_tricks.layers.top_k import served_top_k
-from tfrec_tricks.models.config import SOFTMAX_HEADS
 from tfrec_tricks.models.item_tables import ItemTables, item_tables
 
 
@@ -35,12 +35,12 @@ class CandidateScoringMixin:
     @property
     def scores_by_row(self) -> bool:
         """Whether a training step scores each candidate from its own row
-        and bias alone: a softmax head (``SOFTMAX_HEADS``) under an
+        and bias alone: a tied softmax head (``HeadSpec.tied_softmax``) under an
         objective that scores only candidates (``--objective sampled``),
         so item features are fused for the ids the step reads only."""
         return (
             not self.objective.ranks_in_training
-            and self.config.head in SOFTMAX_HEADS
+            and head_spec(self.config.head).tied_softmax
         )
 
     @staticmethod

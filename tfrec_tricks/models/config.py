@@ -9,6 +9,12 @@ from tfrec_tricks.config_fields import (
     document_fields,
     option,
 )
+from tfrec_tricks.heads.head_specs import CPR_HEAD_DROPOUT  # noqa: F401
+from tfrec_tricks.heads.registry import (
+    RegisteredHeads,
+    head_spec,
+    tied_softmax_heads,
+)
 
 # ``tfrec_tricks.features.feature_fusion.FUSION_MODES``, written out: that
 # module (and its package) import TensorFlow, and this one must not (the
@@ -19,10 +25,9 @@ FUSION_MODES = ("concat", "sum")
 ENCODERS = ("gru4rec", "sasrec", "hstu")
 # Encoders of attention heads (num_heads must divide their width).
 ATTENTION_ENCODERS = ("sasrec", "hstu")
-HEADS = ("softmax", "cpr", "mos", "softmax_no_dup")
-#: The heads whose logits are ``h E^T + b`` (the tied softmax's): the ones
-#: that take ``cosine_temperature``.
-SOFTMAX_HEADS = ("softmax", "softmax_no_dup")
+#: The registered heads' names, live (``tfrec_tricks.heads.registry``): the
+#: built-in softmax, cpr, mos and softmax_no_dup, then any registered since.
+HEADS = RegisteredHeads()
 #: A training run's ``--head auto``, its default: the run chooses one of
 #: ``HEADS`` from its data (``tfrec_tricks.training.head_choice``); a model has
 #: a real head, and ``ModelConfig`` defaults to ``softmax``.
@@ -30,17 +35,13 @@ AUTO_HEAD = "auto"
 OBJECTIVES = ("full", "sampled")
 CPR_MERGES = ("replace", "add")
 SASREC_NORMS = ("post", "pre")
-#: ``head_dropout`` of the cpr head when none is given: +2.2% validation
-#: NDCG@10 over 0 on retailrocket-20k, level on yoochoose-100k
-#: (docs/decisions.md#cpr-head-dropout).
-CPR_HEAD_DROPOUT = 0.3
 
 
 def default_head_dropout(head: str) -> float:
-    """The head dropout ``head`` trains with when none is given: 0.3 for
-    cpr (``CPR_HEAD_DROPOUT``, measured), 0 for the others (mos: not
-    measured; docs/decisions.md#cpr-head-dropout)."""
-    return CPR_HEAD_DROPOUT if head == "cpr" else 0.0
+    """The head dropout ``head`` trains with when none is given: its
+    spec's (``HeadSpec.default_dropout``: 0.3 for cpr, measured,
+    ``CPR_HEAD_DROPOUT``; 0 for the others), 0 for a name no head has."""
+    return head_spec(head).default_dropout if head in HEADS else 0.0
 
 
 def as_trained(model: dict) -> dict:
@@ -283,7 +284,7 @@ class ModelConfig:
         "of training targets that repeat an item of their history (below "
         "0.01: softmax_no_dup; 0.01 to 0.05: softmax; from 0.05: cpr, or "
         "softmax with sasrec, whose attention copies by itself).",
-        choices=(*HEADS, AUTO_HEAD),
+        choices=RegisteredHeads(AUTO_HEAD),
         default_text="auto (a ModelConfig built in Python: softmax)",
     )
     cpr_context: bool = option(
@@ -479,38 +480,23 @@ class ModelConfig:
                     f"Invalid model config: {name} {rule}. Received: "
                     f"{name}={getattr(self, name)!r}"
                 )
-        if (
-            self.cosine_temperature is not None
-            and self.head not in SOFTMAX_HEADS
-        ):
+        tied = self.head in HEADS and head_spec(self.head).tied_softmax
+        if self.cosine_temperature is not None and not tied:
             raise ValueError(
                 "Invalid model config: cosine_temperature applies to the "
-                f"softmax heads {SOFTMAX_HEADS}, whose logits are "
+                f"softmax heads {tied_softmax_heads()}, whose logits are "
                 "h E^T + b. Received: cosine_temperature="
                 f"{self.cosine_temperature!r} with head={self.head!r}"
             )
         if self.num_sampled_negatives is not None and (
-            self.objective != "sampled" or self.head not in SOFTMAX_HEADS
+            self.objective != "sampled" or not tied
         ):
             raise ValueError(
                 "Invalid model config: num_sampled_negatives applies to the "
-                f"sampled objective with a softmax head {SOFTMAX_HEADS}. "
-                "Received: num_sampled_negatives="
+                "sampled objective with a softmax head "
+                f"{tied_softmax_heads()}. Received: num_sampled_negatives="
                 f"{self.num_sampled_negatives!r} with objective="
                 f"{self.objective!r}, head={self.head!r}"
-            )
-        # Checked only when the CPR head is used: the default (100,) is
-        # too large for tiny catalogues but harmless to other heads.
-        largest = self.num_items - 1
-        if self.head == "cpr" and any(
-            k > largest for k in self.cpr_reranker_ks
-        ):
-            raise ValueError(
-                "Invalid model config: each CPR reranker size k must be at "
-                f"most the number of real items, {largest} here "
-                f"(num_items={self.num_items} counts the padding id 0); "
-                "choose smaller sizes (CLI: --cpr-rerankers K,K or 'none'). "
-                f"Received: cpr_reranker_ks={self.cpr_reranker_ks!r}"
             )
         choices = {
             "encoder": ENCODERS,
@@ -526,6 +512,8 @@ class ModelConfig:
                     f"{name} must be one of {allowed}. Received: "
                     f"{name}={getattr(self, name)!r}"
                 )
+        # The head's own settings (e.g. CPR's reranker sizes).
+        head_spec(self.head).check(self)
 
     def head_dropout_rate(self) -> float:
         """``head_dropout``, or the head's default when it is None."""

@@ -16,13 +16,11 @@ from tfrec_tricks.features import (
     CategoricalFeatureEmbedding,
     ItemFeatureEncoder,
 )
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.layers import (
-    MixtureOfSoftmax,
-    SoftmaxCPR,
     SoftOneHotEncoding,
     StochasticSharedEmbedding,
     TiedItemEmbedding,
-    TiedSoftmax,
 )
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.encoders import encoder_for
@@ -202,16 +200,13 @@ def encoder_layers(config: ModelConfig, hidden: int) -> tuple:
 
 
 def output_head(config: ModelConfig, hidden: int) -> tuple:
-    """The output head ``config.head`` names.
+    """The output head ``config.head`` names, built by its spec
+    (``tfrec_tricks.heads.head_spec``).
 
     Each head has the same interface (``call``, ``top_k_candidates``,
-    ``score_candidates``, ``has_index``, ...): a ``SoftmaxCPR``
-    (``"cpr"``), a ``MixtureOfSoftmax`` (``"mos"``) or a ``TiedSoftmax``
-    (``"softmax"``, and ``"softmax_no_dup"`` with ``exclude_history``).
-    This is the one place that reads the head's name; the rest of the
-    model asks the head. Each maps the encoder's width to
-    ``embedding_dim`` itself (the tied softmax through a ``projection``
-    only when they differ).
+    ``score_candidates``, ``has_index``, ...): the rest of the model asks
+    the head. Each maps the encoder's width to ``embedding_dim`` itself
+    (the tied softmax through a ``projection`` only when they differ).
 
     Args:
         config: a ``ModelConfig``.
@@ -223,37 +218,8 @@ def output_head(config: ModelConfig, hidden: int) -> tuple:
         ``cpr_base_loss`` for CPR (the weight of its base logits' own
         loss), else 0.
     """
-    d = config.embedding_dim
-    if config.head == "cpr":
-        head = SoftmaxCPR(
-            use_context=config.cpr_context,
-            use_pointer=config.cpr_pointer,
-            reranker_ks=config.cpr_reranker_ks,
-            use_mi=config.cpr_mi,
-            mi_layers=min(2, config.num_layers),
-            merge=config.cpr_merge,
-            start_as_softmax=config.cpr_start_as_softmax,
-            rerank_within_candidates=config.cpr_rerank_within_candidates,
-            dropout=config.head_dropout_rate(),
-            output_dim=d,
-            name="cpr_head",
-        )
-        return head, None, float(config.cpr_base_loss)
-    if config.head == "mos":
-        head = MixtureOfSoftmax(
-            config.mos_components,
-            dropout=config.head_dropout_rate(),
-            output_dim=d,
-            name="mos_head",
-        )
-        return head, None, 0.0
-    head = TiedSoftmax(
-        exclude_history=config.head == "softmax_no_dup",
-        output_dim=d if hidden != d else None,
-        cosine_temperature=config.cosine_temperature,
-        name="softmax_head",
-    )
-    return head, head.projection, 0.0
+    parts = head_spec(config.head).build(config, hidden)
+    return parts.head, parts.projection, float(parts.base_loss_weight)
 
 
 def candidate_probabilities(

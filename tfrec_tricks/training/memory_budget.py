@@ -18,6 +18,7 @@ as failed).
 import os
 
 from tfrec_tricks.errors import InsufficientMemoryError
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
 from tfrec_tricks.training.train_config import TrainConfig
 
@@ -60,11 +61,7 @@ def parameter_count(model: ModelConfig) -> dict[str, int]:
             # A GRU layer: three gates, input and recurrent kernels.
             encoder += 3 * (inputs * width + width * width + 2 * width)
             inputs = width
-    head = width * d if width != d else 0
-    if model.head == "mos":
-        head += model.mos_components * (width * d + width)
-    elif model.head == "cpr":
-        head += width * d
+    head = head_spec(model.head).parameters(model, width)
     return {"item tables": tables, "encoder": encoder, "head": head}
 
 
@@ -105,9 +102,7 @@ def training_bytes(
         columns = rows  # in-batch candidates
     else:
         columns = model.num_items
-    logits = rows * columns * 2
-    if model.head == "mos":
-        logits *= model.mos_components
+    logits = rows * columns * 2 * head_spec(model.head).logit_copies(model)
     attention = 0
     if model.encoder in ATTENTION_ENCODERS:
         length = model.max_len

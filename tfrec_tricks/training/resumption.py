@@ -21,10 +21,10 @@ import tensorflow as tf
 from tfrec_tricks.callbacks import epochs_since_best, monitor_history
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.errors import TrainingFailedError, write_failure
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models.config import (
     AUTO_HEAD,
     HEADS,
-    SOFTMAX_HEADS,
     ModelConfig,
     as_trained,
 )
@@ -69,11 +69,10 @@ LATER_OPTIONS = {
 # to every model). Left out of the resolved model config when it has that
 # value or does not apply, and out of the ``model`` overrides when they
 # set that value: runs that differ only there are the same run.
+# The heads' own later settings are their specs' (``HeadSpec.
+# later_options``; ``model_later_options`` joins them).
 MODEL_LATER_OPTIONS = {
-    "cpr_base_loss": (0.0, ("head", "cpr")),
     "sasrec_norm": ("post", ("encoder", "sasrec")),
-    "cpr_rerank_within_candidates": (False, ("head", "cpr")),
-    "cosine_temperature": (None, ("head", SOFTMAX_HEADS)),
     "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
     "item_features": ((), None),
@@ -123,12 +122,30 @@ def fingerprint(
     return make_fingerprint(train, model, data)
 
 
+def model_later_options() -> dict:
+    """``MODEL_LATER_OPTIONS`` and the registered heads' later settings
+    (``HeadSpec.later_options``), each applying to the heads that name
+    it: ``{name: (value of older runs, ("head", heads))}``.
+
+    >>> model_later_options()["cpr_base_loss"]
+    (0.0, ('head', ('cpr',)))
+    """
+    options = dict(MODEL_LATER_OPTIONS)
+    heads: dict = {}
+    for head in HEADS:
+        for name, before in head_spec(head).later_options.items():
+            heads.setdefault(name, (before, []))[1].append(head)
+    for name, (before, names) in heads.items():
+        options[name] = (before, ("head", tuple(names)))
+    return options
+
+
 def _without_later_options(model: dict, overrides: dict) -> tuple:
-    """``(model, overrides)`` without the ``MODEL_LATER_OPTIONS`` that
+    """``(model, overrides)`` without the ``model_later_options`` that
     hold their earlier value (or, in ``model``, do not apply): a run that
     recorded such a value explicitly is the run that left it out."""
     model, overrides = dict(model), dict(overrides)
-    for name, (before, condition) in MODEL_LATER_OPTIONS.items():
+    for name, (before, condition) in model_later_options().items():
         if name in model and (
             model[name] == before or not _applies(model, condition)
         ):

@@ -36,10 +36,12 @@ Example:
 ('item_feature_set', ['genres'])
 """
 
+import dataclasses
 from typing import Any
 
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.features.feature_fusion import FUSION_MODES
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models.config import (
     HEADS,
     ModelConfig,
@@ -66,14 +68,13 @@ ITEM_FEATURE_SET = "item_feature_set"
 # The SSE paper sweeps 0.01-0.2 (0: that side off).
 SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
 DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
-RERANKER_CHOICES = ("none", "20", "100", "500", "20,100,500")
 
 #: The encoders of the default search: ``"hstu"`` is left out until it is
 #: measured beside them, so that a default search stays the one measured.
 SEARCHED_ENCODERS = ("gru4rec", "sasrec")
 
-#: ModelConfig fields that only the softmax heads take: set, they narrow
-#: the searched heads to ``SOFTMAX_HEADS``.
+#: ModelConfig fields that only the tied softmax heads take: set, they
+#: narrow the searched heads to those (``HeadSpec.tied_softmax``).
 SOFTMAX_HEAD_SETTINGS = ("cosine_temperature", "num_sampled_negatives")
 
 
@@ -296,88 +297,61 @@ def _item_feature_rows(values: list[str], default: str) -> list:
     return rows
 
 
-def reranker_choices(num_items: int) -> list[str]:
-    """The ``RERANKER_CHOICES`` whose sizes are all below ``num_items``.
-
-    Args:
-        num_items: int. The catalogue size.
-
-    Returns:
-        list of ``cpr_reranker_ks`` hyperparameter values.
-    """
-    return [
-        choice
-        for choice in RERANKER_CHOICES
-        if choice == NONE or all(int(k) < num_items for k in choice.split(","))
-    ]
-
-
 def _head_rows(
     num_items: int,
     head: str | None,
     first_head: str = "softmax",
     heads: tuple = HEADS,
 ) -> list:
-    """The head (one of ``heads``, ``first_head`` first), the CPR settings,
-    the head dropout and the MoS size: those of the heads in ``heads``
-    (KerasTuner would otherwise set the head to a value outside the
-    choice to activate a condition)."""
+    """The head (one of ``heads``, ``first_head`` first), the head dropout
+    of the heads that take one, and each head's own settings (its spec's
+    ``search_rows``): those of the heads in ``heads`` (KerasTuner would
+    otherwise set the head to a value outside the choice to activate a
+    condition)."""
+    space = HeadSearch(num_items)
+    heads = tuple(heads)
+    own = [row for name in heads for row in head_spec(name).search_rows(space)]
+    # CPR's settings come before the head dropout, as the searches
+    # recorded before the heads had specs hold them.
+    cpr = [row for row in own if row[0].startswith("cpr_")]
+    rest = [row for row in own if not row[0].startswith("cpr_")]
+    with_dropout = [name for name in heads if head_spec(name).takes_dropout]
     rows = [
         (
             "head",
             "Choice",
             {"values": list(heads), "default": first_head},
         ),
-        *_cpr_rows(num_items),
-        (
-            "head_dropout",
-            "Float",
-            {
-                "min_value": 0.0,
-                "max_value": 0.5,
-                "step": 0.1,
-                # ``train``'s None means the head's default; a searched
-                # head starts at CPR's.
-                "default": default_head_dropout(head or "cpr"),
-            },
-            ("head", ["cpr", "mos"]),
-        ),
-        (
-            "mos_components",
-            "Choice",
-            {"values": [2, 4, 8], "default": _default("mos_components")},
-            ("head", ["mos"]),
-        ),
+        *cpr,
     ]
-    return [row for row in rows if len(row) < 4 or set(row[3][1]) & set(heads)]
+    if with_dropout:
+        rows.append(
+            (
+                "head_dropout",
+                "Float",
+                {
+                    "min_value": 0.0,
+                    "max_value": 0.5,
+                    "step": 0.1,
+                    # ``train``'s None means the head's default; a searched
+                    # head starts at CPR's.
+                    "default": default_head_dropout(head or "cpr"),
+                },
+                ("head", with_dropout),
+            )
+        )
+    return rows + rest
 
 
-def _cpr_rows(num_items: int) -> list:
-    """The Softmax-CPR settings, active when the head is "cpr"."""
-    rerankers = reranker_choices(num_items)
-    cpr = ("head", ["cpr"])
-    return [
-        ("cpr_context", "Boolean", {"default": _default("cpr_context")}, cpr),
-        ("cpr_pointer", "Boolean", {"default": _default("cpr_pointer")}, cpr),
-        (
-            "cpr_reranker_ks",
-            "Choice",
-            {
-                "values": rerankers,
-                "default": "100" if "100" in rerankers else NONE,
-            },
-            cpr,
-        ),
-        ("cpr_mi", "Boolean", {"default": _default("cpr_mi")}, cpr),
-        (
-            "cpr_base_loss",
-            "Choice",
-            {
-                "values": sorted(
-                    {0.0, 0.1, 0.3, 1.0, _default("cpr_base_loss")}
-                ),
-                "default": _default("cpr_base_loss"),
-            },
-            cpr,
-        ),
-    ]
+@dataclasses.dataclass(frozen=True)
+class HeadSearch:
+    """What a head's ``search_rows`` reads: the catalogue's size, the
+    first trial's values (``ModelConfig``'s defaults) and the search's
+    value for "none"."""
+
+    num_items: int
+    none: str = NONE
+
+    @staticmethod
+    def default(name: str) -> Any:
+        return _default(name)

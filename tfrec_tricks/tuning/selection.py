@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Any
 
+from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.training.evaluate import training_minutes
 from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
 from tfrec_tricks.training.run_directory import differences
@@ -251,24 +252,7 @@ def technique_summary(
         str.
     """
     model = trained if trained is not None else config.model_config(num_items)
-    head = model.head
-    if head == "cpr":
-        parts = [
-            name
-            for name, used in (
-                ("context", model.cpr_context),
-                ("pointer", model.cpr_pointer),
-            )
-            if used
-        ]
-        if model.cpr_reranker_ks:
-            parts.append(",".join(map(str, model.cpr_reranker_ks)))
-        if model.cpr_mi:
-            parts.append("Mi")
-        parts.append(f"base loss {model.cpr_base_loss:g}")
-        head = f"CPR ({', '.join(parts)})"
-    elif head == "mos":
-        head = f"MoS {model.mos_components}"
+    head = head_spec(model.head).describe(model)
     used = [head, "tied" if model.tie_embeddings else "untied"]
     if model.sse_item_probability or model.sse_label_probability:
         used.append(

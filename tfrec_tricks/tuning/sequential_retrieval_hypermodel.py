@@ -21,6 +21,7 @@ keras_tuner = import_keras_tuner()
 import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data.train_windows import merged_stride  # noqa: E402
+from tfrec_tricks.heads.registry import tied_softmax_heads  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,
@@ -28,7 +29,6 @@ from tfrec_tricks.models import (  # noqa: E402
 from tfrec_tricks.models.config import (  # noqa: E402
     AUTO_HEAD,
     HEADS,
-    SOFTMAX_HEADS,
 )
 from tfrec_tricks.training.feature_selection import (  # noqa: E402
     ALL_FEATURES,
@@ -259,14 +259,14 @@ sizes below N only (CPR) |
         first_head = self._first_head(self._first_data(custom))
         if self.fixed.get("head") == AUTO_HEAD:
             self.fixed["head"] = first_head
-        heads = HEADS
+        heads = tuple(HEADS)
         if any(
             self.fixed.get(name) is not None or name in custom
             for name in SOFTMAX_HEAD_SETTINGS
         ):
             # Settings of the softmax heads alone (ModelConfig refuses
             # them with another head): search those heads alone.
-            heads = SOFTMAX_HEADS
+            heads = tied_softmax_heads()
             if first_head not in heads:
                 first_head = "softmax"
         self._space = default_space(
