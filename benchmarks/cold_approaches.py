@@ -2,7 +2,8 @@
 
 ``benchmarks.cold_items`` reports one training (one ``--model``) with its
 ways to let new items into the lists: the model's own list, a new-item
-offset chosen on validation, 1-3 reserved slots. This puts several such
+boost chosen on validation (``recommend --new-item-boost``), 1-3 reserved
+slots (``--new-item-slots``). This puts several such
 reports of one dataset and hold-out side by side. Each training is a row
 group; the warm targets' NDCG@10 is compared with the first report's
 model's list (today's defaults), so a training that costs the warm
@@ -15,7 +16,7 @@ targets shows it even before any slot is reserved.
 
 Writes ``<output>.md`` (the table and the command) and ``<output>.png``
 (cold HR@10 against the warm change, one colour per training: the
-offset curve as a line, the reserved slots as squares, with random x1
+boost curve as a line, the reserved slots as squares, with random x1
 and x10, popularity within attribute and the -2% warm budget drawn in).
 """
 
@@ -27,6 +28,10 @@ import sys
 
 #: The list policies of a ``cold_items`` report, in table order.
 POLICIES = ("model's list", "offset chosen on validation", "1", "2", "3")
+#: How the table names a policy of a report (the report's key otherwise).
+POLICY_NAMES = {
+    "offset chosen on validation": "--new-item-boost chosen on validation",
+}
 #: The warm budget the issue sets (percent).
 WARM_BUDGET = -2.0
 
@@ -45,7 +50,7 @@ def _policy_rows(lists: dict) -> list[tuple[str, dict]]:
     rows = []
     for policy in POLICIES:
         if policy in lists:
-            rows.append((policy, lists[policy]))
+            rows.append((POLICY_NAMES.get(policy, policy), lists[policy]))
         elif policy in lists.get("slots", {}):
             plural = "s" if policy != "1" else ""
             rows.append(
@@ -102,7 +107,7 @@ def draw(reports: list[tuple[str, dict]], path: str) -> None:
 
         curve = [point(row) for row in lists["offsets"].values()]
         axis.plot(
-            *zip(*curve), "-", color=colour, lw=1, label=f"{label}: offsets"
+            *zip(*curve), "-", color=colour, lw=1, label=f"{label}: boosts"
         )
         slots = [point(row) for row in lists["slots"].values()]
         axis.plot(*zip(*slots), "s", color=colour, label=f"{label}: 1-3 slots")

@@ -58,6 +58,9 @@ def test_table_and_chart_compare_with_the_first_training(tmp_path):
     assert lines[5].startswith("| drop | model's list |")
     assert lines[5].endswith("| -5.0% |")
     assert "| drop | 3 reserved slots | 0.0900 [0.0900, 0.0900]" in text
+    assert lines[1].startswith(
+        "| defaults | --new-item-boost chosen on validation | 0.0100"
+    )
     assert "python -m benchmarks.cold_approaches --report" in text
     assert (tmp_path / "out" / "approaches.png").stat().st_size > 10_000
 
