@@ -15,6 +15,11 @@ from tfrec_tricks.heads.registry import (
     head_spec,
     tied_softmax_heads,
 )
+from tfrec_tricks.models import encoder_specs as _builtin_encoders  # noqa: F401
+from tfrec_tricks.models.encoder_registry import (
+    RegisteredEncoders,
+    encoder_spec,
+)
 
 # ``tfrec_tricks.features.feature_fusion.FUSION_MODES``, written out: that
 # module (and its package) import TensorFlow, and this one must not (the
@@ -22,9 +27,9 @@ from tfrec_tricks.heads.registry import (
 # tests/models/test_config.py checks that the two are equal.
 FUSION_MODES = ("concat", "sum")
 
-ENCODERS = ("gru4rec", "sasrec", "hstu")
-# Encoders of attention heads (num_heads must divide their width).
-ATTENTION_ENCODERS = ("sasrec", "hstu")
+#: The registered encoders' names, live (``models.encoder_registry``): the
+#: built-in gru4rec, sasrec and hstu, then any registered since.
+ENCODERS = RegisteredEncoders()
 #: The registered heads' names, live (``tfrec_tricks.heads.registry``): the
 #: built-in softmax, cpr, mos and softmax_no_dup, then any registered since.
 HEADS = RegisteredHeads()
@@ -443,7 +448,8 @@ class ModelConfig:
         # name: (holds, the rule a reader needs to fix it)
         checks = {
             "num_heads": (
-                self.encoder not in ATTENTION_ENCODERS
+                self.encoder not in ENCODERS
+                or not encoder_spec(self.encoder).attention
                 or width % self.num_heads == 0,
                 f"must divide the encoder width {width}",
             ),

@@ -1,20 +1,16 @@
-"""Which sequence encoder a model config names: one line per encoder."""
+"""The sequence encoder a model config names, built by its spec."""
 
 from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
-from tfrec_tricks.models.hstu_encoder import HSTUEncoder
-from tfrec_tricks.models.sasrec_encoder import SASRecEncoder
-
-#: ``ModelConfig.encoder`` -> the encoder class; each class builds itself
-#: from the config (``from_model_config(config, hidden_dim, **kwargs)``).
-ENCODER_CLASSES = {
-    "gru4rec": GRU4RecEncoder,
-    "sasrec": SASRecEncoder,
-    "hstu": HSTUEncoder,
-}
+# The built-in layers register themselves for their specs' ``build``.
+from tfrec_tricks.models import (  # noqa: F401
+    gru4rec_encoder,
+    hstu_encoder,
+    sasrec_encoder,
+)
+from tfrec_tricks.models.encoder_registry import encoder_spec
 
 
 def encoder_for(config: Any, hidden_dim: int) -> tf.keras.layers.Layer:
@@ -28,7 +24,7 @@ def encoder_for(config: Any, hidden_dim: int) -> tf.keras.layers.Layer:
         The encoder layer, named ``"encoder"`` (its checkpoint key).
 
     Raises:
-        ValueError: an encoder name without a class.
+        ValueError: an encoder name no spec has (``encoder_spec``).
 
     Example:
 
@@ -36,10 +32,6 @@ def encoder_for(config: Any, hidden_dim: int) -> tf.keras.layers.Layer:
     >>> encoder_for(ModelConfig(num_items=5, encoder="hstu"), 8).name
     'encoder'
     """
-    if config.encoder not in ENCODER_CLASSES:
-        raise ValueError(
-            f"config.encoder must be one of {sorted(ENCODER_CLASSES)}. "
-            f"Received: encoder={config.encoder!r}"
-        )
-    cls = ENCODER_CLASSES[config.encoder]
-    return cls.from_model_config(config, hidden_dim, name="encoder")
+    return encoder_spec(config.encoder).build(
+        config, hidden_dim, name="encoder"
+    )

@@ -4,9 +4,11 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.models.encoder_registry import register_encoder_layer
 from tfrec_tricks.serialization import register
 
 
+@register_encoder_layer("gru4rec")
 @register
 class GRU4RecEncoder(tf.keras.layers.Layer):
     """Stacked GRUs over item embeddings (Hidasi et al., 2016).

@@ -4,6 +4,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.models.encoder_registry import register_encoder_layer
 from tfrec_tricks.models.positional_inputs import (
     build_positional_inputs,
     check_encoder_arguments,
@@ -12,6 +13,7 @@ from tfrec_tricks.models.positional_inputs import (
 from tfrec_tricks.serialization import register
 
 
+@register_encoder_layer("hstu")
 @register
 class HSTUEncoder(tf.keras.layers.Layer):
     """Hierarchical Sequential Transduction Units (Zhai et al., ICML 2024).

@@ -5,6 +5,7 @@ from typing import Any
 import tensorflow as tf
 
 from tfrec_tricks.models.config import SASREC_NORMS as NORMS
+from tfrec_tricks.models.encoder_registry import register_encoder_layer
 from tfrec_tricks.models.positional_inputs import (
     build_positional_inputs,
     check_encoder_arguments,
@@ -13,6 +14,7 @@ from tfrec_tricks.models.positional_inputs import (
 from tfrec_tricks.serialization import register
 
 
+@register_encoder_layer("sasrec")
 @register
 class SASRecEncoder(tf.keras.layers.Layer):
     """Transformer blocks with causal self-attention (Kang & McAuley, 2018).

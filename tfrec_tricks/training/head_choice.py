@@ -32,15 +32,16 @@ from typing import Any
 from tfrec_tricks.config_fields import field_default
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
-from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig
+from tfrec_tricks.models.config import AUTO_HEAD, ENCODERS, ModelConfig
+from tfrec_tricks.models.encoder_registry import encoder_spec
 from tfrec_tricks.training.train_config import TrainConfig
 
 #: Below this share of repeat targets the history is ranked last.
 FEW_REPEATS = 0.01
 #: From this share on, an encoder that does not copy by itself gets CPR.
 MANY_REPEATS = 0.05
-#: Encoders whose softmax copies from the history as well as CPR does.
-COPYING_ENCODERS = ("sasrec",)
+# Encoders whose softmax copies from the history as well as CPR does say
+# so in their spec (``EncoderSpec.copies_history``: SASRec).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +106,7 @@ def choose_head(repeat_share: float, encoder: str) -> HeadChoice:
             f"{share} ({FEW_REPEATS:.0%} to {MANY_REPEATS:.0%}): the plain "
             "softmax",
         )
-    if encoder in COPYING_ENCODERS:
+    if encoder in ENCODERS and encoder_spec(encoder).copies_history:
         return HeadChoice(
             "softmax",
             repeat_share,

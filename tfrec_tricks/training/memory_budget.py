@@ -19,7 +19,8 @@ import os
 
 from tfrec_tricks.errors import InsufficientMemoryError
 from tfrec_tricks.heads.registry import head_spec
-from tfrec_tricks.models.config import ATTENTION_ENCODERS, ModelConfig
+from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.models.encoder_registry import encoder_spec
 from tfrec_tricks.training.train_config import TrainConfig
 
 FLOAT_BYTES = 4
@@ -41,26 +42,7 @@ def parameter_count(model: ModelConfig) -> dict[str, int]:
     width = model.hidden_dim or d
     tables = model.num_items * d * (1 if model.tie_embeddings else 2)
     tables += model.num_items if model.output_bias else 0
-    encoder = 0
-    if model.encoder in ATTENTION_ENCODERS:
-        # Positions and the input projection, then the blocks: SASRec's
-        # attention and feed-forward network; HSTU's u, v, q, k, its
-        # output and a relative bias.
-        encoder += model.max_len * width
-        if width != d:
-            encoder += d * width
-        if model.encoder == "sasrec":
-            ffn = model.ffn_dim or width
-            block = 4 * width * width + 2 * width * ffn
-        else:
-            block = 5 * width * width + model.max_len
-        encoder += model.num_layers * block
-    else:
-        inputs = d
-        for _ in range(model.num_layers):
-            # A GRU layer: three gates, input and recurrent kernels.
-            encoder += 3 * (inputs * width + width * width + 2 * width)
-            inputs = width
+    encoder = encoder_spec(model.encoder).parameters(model, width)
     head = head_spec(model.head).parameters(model, width)
     return {"item tables": tables, "encoder": encoder, "head": head}
 
@@ -103,11 +85,10 @@ def training_bytes(
     else:
         columns = model.num_items
     logits = rows * columns * 2 * head_spec(model.head).logit_copies(model)
-    attention = 0
-    if model.encoder in ATTENTION_ENCODERS:
-        length = model.max_len
-        attention = batch_size * model.num_heads * length * length
-        attention *= 2 * model.num_layers  # scores and their softmax
+    # Attention scores and their softmax, of every layer.
+    attention = encoder_spec(model.encoder).attention_elements(
+        model, batch_size
+    )
     parts = {
         "parameters": params * copies * FLOAT_BYTES,
         "logits": logits * FLOAT_BYTES,

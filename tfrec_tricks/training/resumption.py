@@ -24,10 +24,12 @@ from tfrec_tricks.errors import TrainingFailedError, write_failure
 from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models.config import (
     AUTO_HEAD,
+    ENCODERS,
     HEADS,
     ModelConfig,
     as_trained,
 )
+from tfrec_tricks.models.encoder_registry import encoder_spec
 from tfrec_tricks.training.distribution import is_chief
 from tfrec_tricks.training.memory_budget import check_training_memory
 from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
@@ -72,7 +74,6 @@ LATER_OPTIONS = {
 # The heads' own later settings are their specs' (``HeadSpec.
 # later_options``; ``model_later_options`` joins them).
 MODEL_LATER_OPTIONS = {
-    "sasrec_norm": ("post", ("encoder", "sasrec")),
     "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
     "item_features": ((), None),
@@ -123,20 +124,25 @@ def fingerprint(
 
 
 def model_later_options() -> dict:
-    """``MODEL_LATER_OPTIONS`` and the registered heads' later settings
-    (``HeadSpec.later_options``), each applying to the heads that name
-    it: ``{name: (value of older runs, ("head", heads))}``.
+    """``MODEL_LATER_OPTIONS`` and the registered heads' and encoders'
+    later settings (``HeadSpec.later_options``,
+    ``EncoderSpec.later_options``), each applying to the members that
+    name it: ``{name: (value of older runs, ("head", heads))}``.
 
     >>> model_later_options()["cpr_base_loss"]
     (0.0, ('head', ('cpr',)))
     """
     options = dict(MODEL_LATER_OPTIONS)
-    heads: dict = {}
-    for head in HEADS:
-        for name, before in head_spec(head).later_options.items():
-            heads.setdefault(name, (before, []))[1].append(head)
-    for name, (before, names) in heads.items():
-        options[name] = (before, ("head", tuple(names)))
+    for field, names, spec_of in (
+        ("head", HEADS, head_spec),
+        ("encoder", ENCODERS, encoder_spec),
+    ):
+        found: dict = {}
+        for member in names:
+            for name, before in spec_of(member).later_options.items():
+                found.setdefault(name, (before, []))[1].append(member)
+        for name, (before, members) in found.items():
+            options[name] = (before, (field, tuple(members)))
     return options
 
 

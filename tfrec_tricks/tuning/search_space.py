@@ -47,6 +47,7 @@ from tfrec_tricks.models.config import (
     ModelConfig,
     default_head_dropout,
 )
+from tfrec_tricks.models.encoder_registry import encoders_where
 from tfrec_tricks.training.feature_selection import ALL_FEATURES
 from tfrec_tricks.training.train_config import (
     TrainConfig,
@@ -69,9 +70,6 @@ ITEM_FEATURE_SET = "item_feature_set"
 SSE_PROBABILITIES = (0.0, 0.01, 0.05, 0.1, 0.2)
 DEFAULT_BATCH_SIZE = field_default(TrainConfig, "batch_size")
 
-#: The encoders of the default search: ``"hstu"`` is left out until it is
-#: measured beside them, so that a default search stays the one measured.
-SEARCHED_ENCODERS = ("gru4rec", "sasrec")
 
 #: ModelConfig fields that only the tied softmax heads take: set, they
 #: narrow the searched heads to those (``HeadSpec.tied_softmax``).
@@ -147,8 +145,12 @@ def default_space(
 
 def _encoder_rows() -> list:
     """The encoder, its size and its dropout."""
+    searched = encoders_where("searched")
+    attention = encoders_where("attention")
     return [
-        ("encoder", "Choice", {"values": list(SEARCHED_ENCODERS)}, None),
+        # The encoders of the default search (``EncoderSpec.searched``:
+        # HSTU is left out until it is measured beside them).
+        ("encoder", "Choice", {"values": list(searched)}, None),
         (
             "embedding_dim",
             "Choice",
@@ -159,7 +161,7 @@ def _encoder_rows() -> list:
             "num_heads",
             "Choice",
             {"values": [1, 2, 4], "default": _default("num_heads")},
-            ("encoder", ["sasrec"]),
+            ("encoder", [n for n in searched if n in attention]),
         ),
         (
             "dropout",
