@@ -25,6 +25,8 @@ NO_LOGIC: dict[str, str] = {
 OTHER_NAMES: dict[str, str] = {
     # tests/training/test_ablation.py tests tfrec_tricks/training/ablation.py.
     "tfrec_tricks/cli/ablation.py": "tests/cli/test_cli_ablation.py",
+    # tests/objectives/test_registry.py tests objectives/registry.py.
+    "tfrec_tricks/heads/registry.py": "tests/heads/test_head_registry.py",
 }
 
 MAX_MODULE_LINES = 800

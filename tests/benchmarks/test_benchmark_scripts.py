@@ -137,7 +137,8 @@ DEFAULTS = {
     "seed_spread": ([], {**TRAINING_RUNS, "seeds": [0, 1, 2]}),
     "side_information": ([], {
         "data": "ml-100k", "data_path": None, "item_features": None,
-        "recipe": None, "encoder": None, "features": ["genres", "year"],
+        "recipe": None, "encoder": None, "model": {},
+        "features": ["genres", "year"],
         "variants": ["id-only", "concat", "sum"], "seeds": [0, 1, 2],
         "train_windows": False, "report_only": False, "epochs": 100,
         "patience": 5, "output_dir": "runs/benchmarks",

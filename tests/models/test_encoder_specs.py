@@ -3,13 +3,7 @@
 import pytest
 
 from tfrec_tricks.models.config import ENCODERS, ModelConfig
-from tfrec_tricks.models.encoder_registry import (
-    EncoderSpec,
-    encoder_spec,
-    encoders_where,
-    register_encoder,
-    unregister_encoder,
-)
+from tfrec_tricks.models.encoder_registry import encoder_spec, encoders_where
 
 
 def test_the_built_in_encoders_and_what_their_specs_say():
@@ -45,18 +39,3 @@ def test_num_heads_must_divide_an_attention_encoders_width():
     with pytest.raises(ValueError, match="must divide the encoder width 8"):
         ModelConfig(num_items=5, encoder="sasrec", embedding_dim=8, num_heads=3)
     ModelConfig(num_items=5, encoder="gru4rec", embedding_dim=8, num_heads=3)
-
-
-def test_a_registered_encoder_is_accepted_until_removed():
-    @register_encoder
-    class TinySpec(EncoderSpec):
-        name = "tiny_encoder_for_test"
-
-    try:
-        assert ModelConfig(num_items=5, encoder="tiny_encoder_for_test")
-        with pytest.raises(NotImplementedError, match="no layer is registered"):
-            encoder_spec("tiny_encoder_for_test").build(None, 8)
-    finally:
-        unregister_encoder("tiny_encoder_for_test")
-    with pytest.raises(ValueError, match="encoder must be one of"):
-        ModelConfig(num_items=5, encoder="tiny_encoder_for_test")

@@ -23,8 +23,10 @@ The built-in heads' specs are ``tfrec_tricks.heads.head_specs``.
 """
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+from tfrec_tricks.family_registry import RegisteredNames, Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,87 +131,25 @@ class HeadSpec:
         return self.name
 
 
-_SPECS: dict[str, HeadSpec] = {}
+_HEADS = Registry("head")
+#: Class decorator: registers a ``HeadSpec`` subclass under its ``name``
+#: (``Registry.register``; a ValueError for no name or a taken one).
+register_head = _HEADS.register
+#: Removes a registered head (a notebook's or a test's own).
+unregister_head = _HEADS.unregister
+#: The registered spec of head ``name`` (a ValueError naming the heads).
+head_spec = _HEADS.get
 
 
-def register_head(cls: type) -> type:
-    """Class decorator: registers a ``HeadSpec`` subclass under its
-    ``name``.
+def registered_heads(*also: str) -> RegisteredNames:
+    """The registered heads' names, live, then ``also`` (``"auto"``).
 
-    Raises:
-        ValueError: no name, or the name of another registered head.
-
-    Example:
-
-    >>> @register_head
-    ... class PlainSpec(HeadSpec):
-    ...     name = "plain_for_the_example"
-    >>> head_spec("plain_for_the_example").name
-    'plain_for_the_example'
-    >>> unregister_head("plain_for_the_example")
-    """
-    name = getattr(cls, "name", "")
-    if not isinstance(name, str) or not name:
-        raise ValueError(
-            f"A head spec needs a name. Received: {cls.__name__}.name={name!r}"
-        )
-    known = _SPECS.get(name)
-    if known is not None and type(known) is not cls:
-        raise ValueError(
-            f"The head name {name!r} is taken by {type(known).__name__}. "
-            f"Received: {cls.__name__}"
-        )
-    _SPECS[name] = cls()
-    return cls
-
-
-def unregister_head(name: str) -> None:
-    """Removes a registered head (a notebook's or a test's own)."""
-    _SPECS.pop(name, None)
-
-
-def head_spec(name: str) -> HeadSpec:
-    """The registered spec of head ``name``.
-
-    Raises:
-        ValueError: no head of that name is registered.
-    """
-    spec = _SPECS.get(name)
-    if spec is None:
-        raise ValueError(
-            f"head must be one of {tuple(_SPECS)}. Received: head={name!r}"
-        )
-    return spec
-
-
-class RegisteredHeads:
-    """The registered heads' names, live: iteration and ``in`` see the
-    registry as it is now (a ``choices`` of a config field and a flag).
-
-    Args:
-        *also: names accepted after the heads' (``"auto"``, a training
-            run's choice of a head from its data).
-
-    >>> "cpr" in RegisteredHeads(), tuple(RegisteredHeads("auto"))[-1]
+    >>> "cpr" in registered_heads(), tuple(registered_heads("auto"))[-1]
     (True, 'auto')
     """
-
-    def __init__(self, *also: str) -> None:
-        self.also = also
-
-    def __iter__(self) -> Iterator[str]:
-        return iter((*_SPECS, *self.also))
-
-    def __contains__(self, name: object) -> bool:
-        return name in _SPECS or name in self.also
-
-    def __len__(self) -> int:
-        return len(_SPECS) + len(self.also)
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
+    return _HEADS.names(*also)
 
 
 def tied_softmax_heads() -> tuple[str, ...]:
     """The registered heads whose logits are ``h E^T + b``."""
-    return tuple(name for name, spec in _SPECS.items() if spec.tied_softmax)
+    return _HEADS.where("tied_softmax")

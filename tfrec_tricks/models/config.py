@@ -11,14 +11,14 @@ from tfrec_tricks.config_fields import (
 )
 from tfrec_tricks.heads.head_specs import CPR_HEAD_DROPOUT  # noqa: F401
 from tfrec_tricks.heads.registry import (
-    RegisteredHeads,
     head_spec,
+    registered_heads,
     tied_softmax_heads,
 )
 from tfrec_tricks.models import encoder_specs as _builtin_encoders  # noqa: F401
 from tfrec_tricks.models.encoder_registry import (
-    RegisteredEncoders,
     encoder_spec,
+    registered_encoders,
 )
 
 # ``tfrec_tricks.features.feature_fusion.FUSION_MODES``, written out: that
@@ -29,10 +29,10 @@ FUSION_MODES = ("concat", "sum")
 
 #: The registered encoders' names, live (``models.encoder_registry``): the
 #: built-in gru4rec, sasrec and hstu, then any registered since.
-ENCODERS = RegisteredEncoders()
+ENCODERS = registered_encoders()
 #: The registered heads' names, live (``tfrec_tricks.heads.registry``): the
 #: built-in softmax, cpr, mos and softmax_no_dup, then any registered since.
-HEADS = RegisteredHeads()
+HEADS = registered_heads()
 #: A training run's ``--head auto``, its default: the run chooses one of
 #: ``HEADS`` from its data (``tfrec_tricks.training.head_choice``); a model has
 #: a real head, and ``ModelConfig`` defaults to ``softmax``.
@@ -289,7 +289,7 @@ class ModelConfig:
         "of training targets that repeat an item of their history (below "
         "0.01: softmax_no_dup; 0.01 to 0.05: softmax; from 0.05: cpr, or "
         "softmax with sasrec, whose attention copies by itself).",
-        choices=RegisteredHeads(AUTO_HEAD),
+        choices=registered_heads(AUTO_HEAD),
         default_text="auto (a ModelConfig built in Python: softmax)",
     )
     cpr_context: bool = option(

@@ -14,8 +14,10 @@ This module imports no TensorFlow; the built-in specs are
 here (``register_encoder_layer``) for the specs' ``build``.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
+
+from tfrec_tricks.family_registry import RegisteredNames, Registry
 
 
 class EncoderSpec:
@@ -81,31 +83,13 @@ class EncoderSpec:
         return []
 
 
-_SPECS: dict[str, EncoderSpec] = {}
+_ENCODERS = Registry("encoder")
 _LAYERS: dict[str, type] = {}
-
-
-def register_encoder(cls: type) -> type:
-    """Class decorator: registers an ``EncoderSpec`` subclass under its
-    ``name``.
-
-    Raises:
-        ValueError: no name, or the name of another registered encoder.
-    """
-    name = getattr(cls, "name", "")
-    if not isinstance(name, str) or not name:
-        raise ValueError(
-            f"An encoder spec needs a name. Received: {cls.__name__}.name="
-            f"{name!r}"
-        )
-    known = _SPECS.get(name)
-    if known is not None and type(known) is not cls:
-        raise ValueError(
-            f"The encoder name {name!r} is taken by {type(known).__name__}. "
-            f"Received: {cls.__name__}"
-        )
-    _SPECS[name] = cls()
-    return cls
+#: Class decorator: registers an ``EncoderSpec`` subclass under its
+#: ``name`` (``Registry.register``).
+register_encoder = _ENCODERS.register
+#: The registered spec of encoder ``name`` (a ValueError naming them).
+encoder_spec = _ENCODERS.get
 
 
 def register_encoder_layer(name: str):
@@ -121,45 +105,16 @@ def register_encoder_layer(name: str):
 
 def unregister_encoder(name: str) -> None:
     """Removes a registered encoder (a notebook's or a test's own)."""
-    _SPECS.pop(name, None)
+    _ENCODERS.unregister(name)
     _LAYERS.pop(name, None)
 
 
-def encoder_spec(name: str) -> EncoderSpec:
-    """The registered spec of encoder ``name``.
-
-    Raises:
-        ValueError: no encoder of that name is registered.
-    """
-    spec = _SPECS.get(name)
-    if spec is None:
-        raise ValueError(
-            f"encoder must be one of {tuple(_SPECS)}. Received: "
-            f"encoder={name!r}"
-        )
-    return spec
-
-
-class RegisteredEncoders:
-    """The registered encoders' names, live (a ``choices`` of a config
-    field and a flag)."""
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(tuple(_SPECS))
-
-    def __contains__(self, name: object) -> bool:
-        return name in _SPECS
-
-    def __len__(self) -> int:
-        return len(_SPECS)
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
+def registered_encoders() -> RegisteredNames:
+    """The registered encoders' names, live."""
+    return _ENCODERS.names()
 
 
 def encoders_where(attribute: str) -> tuple[str, ...]:
     """The registered encoders whose spec's ``attribute`` is true, e.g.
     ``encoders_where("attention")``."""
-    return tuple(
-        name for name, spec in _SPECS.items() if getattr(spec, attribute)
-    )
+    return _ENCODERS.where(attribute)

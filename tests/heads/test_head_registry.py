@@ -7,15 +7,15 @@ import pytest
 
 from tfrec_tricks.heads.registry import (
     HeadSpec,
-    RegisteredHeads,
     head_spec,
     register_head,
+    registered_heads,
     unregister_head,
 )
 
 
 def test_a_registered_head_is_found_and_listed_until_removed():
-    names = RegisteredHeads("auto")
+    names = registered_heads("auto")
 
     @register_head
     class TinySpec(HeadSpec):
