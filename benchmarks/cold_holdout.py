@@ -21,10 +21,6 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.data.datasets import (  # noqa: E402
-    default_data_path,
-    load_source,
-)
 from tfrec_tricks.data.item_feature_file import (  # noqa: E402
     FLOAT_KINDS,
     ItemFeatureTable,
@@ -32,6 +28,10 @@ from tfrec_tricks.data.item_feature_file import (  # noqa: E402
 )
 from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
     movielens_item_features,
+)
+from tfrec_tricks.data.sources.named_sources import (  # noqa: E402
+    default_data_path,
+    load_source,
 )
 from tfrec_tricks.data.user_sequences import (  # noqa: E402
     split_positions,

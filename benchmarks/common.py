@@ -26,8 +26,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS
+from tfrec_tricks.data.sources.loaders import FORMATS
 
 #: The repository root, the working folder of ``module_command``'s child.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,8 +5,8 @@ train``, ``prepare`` or ``prepare --engine beam`` on it in a subprocess,
 and asserts the exit code, the message, no traceback, and that every file
 of the workspace is as it was (nothing written or left behind). The
 positive cases (gzip, shard order, duplicates) are unit tests of both
-reading paths in tests/data/test_input_files.py; two of them also run here
-to check the line the CLI prints. docs/run-directories.md ("Bad input")
+reading paths in tests/data/sources/test_input_files.py; two of them also
+run here to check the line the CLI prints. docs/run-directories.md ("Bad input")
 lists the same cases.
 """
 

@@ -38,7 +38,7 @@ from tfrec_tricks.atomic_files import (  # noqa: E402
     publish_directory,
     write_text_atomic,
 )
-from tfrec_tricks.data.datasets import SOURCES, resolved_path  # noqa: E402
+from tfrec_tricks.data.sources.named_sources import SOURCES, resolved_path  # noqa: E402
 from tfrec_tricks.errors import OutputError, writes_named  # noqa: E402
 from tfrec_tricks.export import export_for_serving  # noqa: E402
 from tfrec_tricks.export.model_identity import ModelIdentity  # noqa: E402

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from benchmarks import common, scale_out
-from tfrec_tricks.data.loaders import read_records
+from tfrec_tricks.data.sources.loaders import read_records
 
 GB = scale_out.GB
 

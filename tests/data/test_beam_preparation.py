@@ -12,9 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
-from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.beam_preparation import prepare_with_beam
-from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.item_feature_file import ItemFeatureTable
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prepared_format import parse_users
@@ -22,6 +20,8 @@ from tfrec_tricks.data.prepared_item_features import (
     ITEM_FEATURE_FILES,
     ItemFeatureRequest,
 )
+from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError

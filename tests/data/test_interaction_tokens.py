@@ -7,8 +7,6 @@ import pytest
 
 from tests.run_helpers import write_token_interactions
 from tfrec_tricks.data import prepare
-from tfrec_tricks.data.datasets import load_source
-from tfrec_tricks.data.encoded_interactions import read_encoded
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     encode_tokens,
@@ -20,8 +18,10 @@ from tfrec_tricks.data.interaction_tokens import (
     training_rows,
 )
 from tfrec_tricks.data.item_features import FIRST_TOKEN_ID, OOV_ID, PAD_ID
-from tfrec_tricks.data.loaders import load_file, read_records
 from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.sources.encoded_interactions import read_encoded
+from tfrec_tricks.data.sources.loaders import load_file, read_records
+from tfrec_tricks.data.sources.named_sources import load_source
 from tfrec_tricks.data.user_sequences import user_sequences
 
 

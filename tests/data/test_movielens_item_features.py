@@ -5,12 +5,12 @@ import re
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import datasets
 from tfrec_tricks.data.item_features import encode_item_features
 from tfrec_tricks.data.movielens_item_features import (
     MOVIELENS_METADATA,
     movielens_item_features,
 )
+from tfrec_tricks.data.sources import named_sources
 from tfrec_tricks.errors import DataError
 
 ITEM_MAP = (
@@ -97,7 +97,7 @@ def test_ml_100k_genres_from_flags_and_year_from_release_date(data_dir):
 
 
 def test_default_data_dir_is_the_datasets_one(data_dir, monkeypatch):
-    monkeypatch.setenv(datasets.DATA_ENV, str(data_dir))
+    monkeypatch.setenv(named_sources.DATA_ENV, str(data_dir))
     assert movielens_item_features("ml-1m").rows["1"]["year"] == 1995.0
 
 
@@ -136,7 +136,7 @@ def test_missing_file_names_its_path(tmp_path, name, relative):
         movielens_item_features(name, str(tmp_path))
     message = str(caught.value)
     assert repr(str(tmp_path / relative)) in message
-    assert "--data-path" in message and datasets.DATA_ENV in message
+    assert "--data-path" in message and named_sources.DATA_ENV in message
 
 
 def test_item_map_header_and_fields(data_dir):
@@ -266,7 +266,7 @@ def test_real_ml_100k(shared_data):
 @pytest.mark.parametrize("name", sorted(MOVIELENS_METADATA))
 def test_real_keys_are_the_loaders_item_ids(shared_data, name):
     table = movielens_item_features(name, str(shared_data))
-    source = datasets.load_source(name, data_path=str(shared_data))
+    source = named_sources.load_source(name, data_path=str(shared_data))
     items = set(np.unique(source.interactions.items).tolist())
     assert items <= set(table.rows)
     if name != "ml-1m-timed":  # movies.dat lists movies nobody rated here

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.pipeline import length_boundaries, make_dataset
 from tfrec_tricks.data.preparation import TIME_GAP, prepare
+from tfrec_tricks.data.sources import synthetic
 
 MAX_LEN = 7
 

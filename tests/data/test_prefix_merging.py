@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import SequenceExamples, synthetic
+from tfrec_tricks.data import SequenceExamples
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
 from tfrec_tricks.data.preparation import TIME_GAP, prepare
+from tfrec_tricks.data.sources import synthetic
 
 MAX_LEN = 6
 

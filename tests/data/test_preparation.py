@@ -7,8 +7,6 @@ as ``preparation._windows`` does; ``padded`` builds the expected rows.
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import synthetic
-from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.preparation import (
     PADDING,
     TIME_GAP,
@@ -16,6 +14,8 @@ from tfrec_tricks.data.preparation import (
     filter_interactions,
     prepare,
 )
+from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.errors import DataError
 
 NAN = np.nan

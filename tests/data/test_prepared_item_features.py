@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import Interactions, prepare, synthetic
+from tfrec_tricks.data import Interactions, prepare
 from tfrec_tricks.data.item_feature_file import ItemFeatureTable
 from tfrec_tricks.data.item_side_information import (
     trained_items,
@@ -23,6 +23,7 @@ from tfrec_tricks.data.prepared_item_features import (
     trained_item_ids,
     write_item_features,
 )
+from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.errors import DataError

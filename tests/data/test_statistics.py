@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.statistics import (
     LOG1P_FEATURES,
     Moments,

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.data import prepare, synthetic
+from tfrec_tricks.data import prepare
 from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.sources import synthetic
 
 MAX_LEN = 10
 DIM = 8

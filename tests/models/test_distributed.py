@@ -21,7 +21,8 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from tfrec_tricks.data import prepare, synthetic
+from tfrec_tricks.data import prepare
+from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 

@@ -38,7 +38,7 @@ def train_tiny_run(root, name: str = "run", **model) -> str:
 def synthetic_histories() -> pd.DataFrame:
     """The tiny runs' data as a histories table (``user_id``, ``item_id``,
     ``timestamp``), in file order."""
-    from tfrec_tricks.data import synthetic
+    from tfrec_tricks.data.sources import synthetic
 
     table = synthetic.generate(
         num_users=TINY_DATA["synthetic_users"],

@@ -5,7 +5,7 @@ from a prepared dataset, the same users, items and features."""
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import tiny_config
-from tfrec_tricks.data import synthetic
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.training.evaluate import (
     SeenItems,

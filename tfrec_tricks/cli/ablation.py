@@ -10,7 +10,7 @@ from tfrec_tricks.cli.options import (
     probability,
     train_config,
 )
-from tfrec_tricks.data.datasets import check_source_headers
+from tfrec_tricks.data.sources.named_sources import check_source_headers
 
 HELP = "train the paper's variants with one budget; table and chart"
 USES_CONFIG = True

@@ -3,7 +3,7 @@
 import argparse
 
 from tfrec_tricks.cli.options import add_field_arguments, positive_int
-from tfrec_tricks.data.datasets import check_source_headers
+from tfrec_tricks.data.sources.named_sources import check_source_headers
 
 HELP = "prepare a dataset on disk (sharded TFRecords) for train --prepared"
 USES_CONFIG = False

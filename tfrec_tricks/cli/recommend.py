@@ -4,8 +4,8 @@ import argparse
 import sys
 
 from tfrec_tricks.cli.options import non_negative_float, positive_int
-from tfrec_tricks.data.datasets import check_source_headers
-from tfrec_tricks.data.loaders import FORMATS
+from tfrec_tricks.data.sources.loaders import FORMATS
+from tfrec_tricks.data.sources.named_sources import check_source_headers
 
 HELP = "write top-k recommendations for every user of a run to a file"
 ENGINES = ("local", "beam")

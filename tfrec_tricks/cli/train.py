@@ -3,7 +3,10 @@
 import argparse
 
 from tfrec_tricks.cli.options import add_overwrite_argument, train_config
-from tfrec_tricks.data.datasets import DATA_ENV, check_source_headers
+from tfrec_tricks.data.sources.named_sources import (
+    DATA_ENV,
+    check_source_headers,
+)
 
 HELP = "train and evaluate a model (start here)"
 USES_CONFIG = True

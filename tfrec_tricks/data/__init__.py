@@ -1,7 +1,5 @@
 """Data: the synthetic default, loaders, TFDS, preparation and tf.data."""
 
-from tfrec_tricks.data.datasets import SOURCES, Source, load_source
-from tfrec_tricks.data.interactions import Interactions
 from tfrec_tricks.data.item_feature_file import (
     FEATURE_KINDS,
     ItemFeatureTable,
@@ -13,7 +11,6 @@ from tfrec_tricks.data.item_features import (
     cold_item_names,
     encode_item_features,
 )
-from tfrec_tricks.data.loaders import FORMATS, load_file
 from tfrec_tricks.data.movielens_item_features import movielens_item_features
 from tfrec_tricks.data.preparation import (
     InMemoryDataset,
@@ -22,6 +19,9 @@ from tfrec_tricks.data.preparation import (
     prepare,
 )
 from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.sources.interactions import Interactions
+from tfrec_tricks.data.sources.loaders import FORMATS, load_file
+from tfrec_tricks.data.sources.named_sources import SOURCES, Source, load_source
 
 __all__ = [
     "FEATURE_KINDS",

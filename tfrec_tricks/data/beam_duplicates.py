@@ -28,7 +28,7 @@ from tfrec_tricks.data.beam_rows import (
     TIME,
     USER,
 )
-from tfrec_tricks.data.encoded_interactions import DuplicateRows
+from tfrec_tricks.data.sources.encoded_interactions import DuplicateRows
 
 
 def drop_duplicate_rows(

@@ -27,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from tfrec_tricks.data.beam_rows import file_schema
 from tfrec_tricks.data.beam_runner import worker_data_error
-from tfrec_tricks.data.loaders import (
+from tfrec_tricks.data.sources.loaders import (
     is_pipe,
     natural_sort_key,
     read_records,

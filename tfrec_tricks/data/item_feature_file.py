@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.loaders import (
+from tfrec_tricks.data.sources.loaders import (
     QUOTED_RULE,
     check_ids,
     quoted,

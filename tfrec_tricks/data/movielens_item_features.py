@@ -1,9 +1,9 @@
 """The item metadata of the built-in MovieLens datasets, as item features.
 
 ``movielens_item_features`` reads the GroupLens metadata that sits beside a
-real dataset's interactions (``tfrec_tricks.data.datasets``) into the
-``ItemFeatureTable`` an ``.item`` file gives, keyed by the raw item ids
-that dataset's loader produces, with two features:
+real dataset's interactions (``tfrec_tricks.data.sources.named_sources``)
+into the ``ItemFeatureTable`` an ``.item`` file gives, keyed by the raw
+item ids that dataset's loader produces, with two features:
 
 - ``genres`` (``token_seq``): the movie's genres, in the file's order
   (a space inside a genre becomes ``_``: tokens hold no spaces);
@@ -31,8 +31,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tfrec_tricks.data.datasets import DATA_ENV, default_data_path
 from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.sources.named_sources import DATA_ENV, default_data_path
 from tfrec_tricks.errors import DataError, malformed_line
 
 # Dataset name -> its metadata file, relative to the data folder.

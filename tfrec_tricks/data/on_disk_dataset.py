@@ -87,7 +87,7 @@ class OnDiskDataset:
     Example:
 
     >>> import tempfile
-    >>> from tfrec_tricks.data import synthetic
+    >>> from tfrec_tricks.data.sources import synthetic
     >>> from tfrec_tricks.data.user_sequences import user_sequences
     >>> from tfrec_tricks.data.write_prepared import write_prepared
     >>> table = synthetic.generate(num_users=30, num_items=60).interactions

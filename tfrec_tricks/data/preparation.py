@@ -25,7 +25,7 @@ from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     interaction_token_features,
 )
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import (
     PADDING,

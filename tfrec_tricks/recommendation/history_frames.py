@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tfrec_tricks.data.datasets import load_source
+from tfrec_tricks.data.sources.named_sources import load_source
 from tfrec_tricks.data.user_sequences import (
     PADDING,
     TIME_GAP,
@@ -40,7 +40,7 @@ def read_histories(path: str, file_format: str = "auto") -> pd.DataFrame:
         path: str. A file (or glob of shards) ``tfrec-tricks train --data
             file`` reads.
         file_format: str. ``"auto"`` or a format of
-            ``tfrec_tricks.data.loaders.FORMATS``.
+            ``tfrec_tricks.data.sources.loaders.FORMATS``.
 
     Returns:
         ``pandas.DataFrame`` with ``user_id``, ``item_id`` (str), then

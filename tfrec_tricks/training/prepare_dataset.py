@@ -26,14 +26,14 @@ import dataclasses
 import numpy as np
 
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.data.datasets import (
+from tfrec_tricks.data.prepared_format import read_metadata
+from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
+from tfrec_tricks.data.sources.encoded_interactions import read_encoded
+from tfrec_tricks.data.sources.named_sources import (
     load_source,
     located_files,
     source_files,
 )
-from tfrec_tricks.data.encoded_interactions import read_encoded
-from tfrec_tricks.data.prepared_format import read_metadata
-from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError

@@ -36,8 +36,8 @@ from tfrec_tricks.atomic_files import (
     publish_directory,
     write_text_atomic,
 )
-from tfrec_tricks.data.datasets import resolved_path
-from tfrec_tricks.data.loaders import readable_file
+from tfrec_tricks.data.sources.loaders import readable_file
+from tfrec_tricks.data.sources.named_sources import resolved_path
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_targets import TargetKind
 

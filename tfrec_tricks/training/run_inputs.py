@@ -6,7 +6,6 @@ TensorFlow loads (``cli.prepare.check``, ``cli.ablation.check``)."""
 
 import os
 
-from tfrec_tricks.data.datasets import source_files
 from tfrec_tricks.data.movielens_item_features import (
     MOVIELENS_METADATA,
     metadata_files,
@@ -16,6 +15,7 @@ from tfrec_tricks.data.prepared_format import (
     STATISTICS_FILE,
     VOCABULARY_FILE,
 )
+from tfrec_tricks.data.sources.named_sources import source_files
 from tfrec_tricks.training.train_config import TrainConfig
 
 

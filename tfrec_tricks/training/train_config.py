@@ -11,9 +11,9 @@ from tfrec_tricks.config_fields import (
     document_fields,
     option,
 )
-from tfrec_tricks.data.datasets import DATA_ENV, SOURCES
-from tfrec_tricks.data.loaders import FORMATS
 from tfrec_tricks.data.preparation import SPLITS, check_split
+from tfrec_tricks.data.sources.loaders import FORMATS
+from tfrec_tricks.data.sources.named_sources import DATA_ENV, SOURCES
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.training.model_options import ModelOptions
 from tfrec_tricks.training.option_choices import (

@@ -182,7 +182,8 @@ sizes below N only (CPR) |
 
     Example:
 
-    >>> from tfrec_tricks.data import prepare, synthetic
+    >>> from tfrec_tricks.data import prepare
+    >>> from tfrec_tricks.data.sources import synthetic
     >>> from tfrec_tricks.tuning import (
     ...     SequentialRetrievalHyperModel, import_keras_tuner)
     >>> keras_tuner = import_keras_tuner()

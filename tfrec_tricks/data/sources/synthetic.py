@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources.interactions import Interactions
 
 SHORT_GAP_SECONDS = 300.0
 LONG_GAP_SECONDS = 3 * 86400.0
@@ -88,7 +88,7 @@ def generate(
 
     Example:
 
-    >>> from tfrec_tricks.data import synthetic
+    >>> from tfrec_tricks.data.sources import synthetic
     >>> data = synthetic.generate(num_users=50, num_items=40, num_clusters=4)
     >>> len(data.interactions.users) > 50 * 5, data.item_graph.shape[1]
     (True, 2)

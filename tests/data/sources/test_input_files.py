@@ -18,8 +18,8 @@ from input_file_helpers import (
     write_file,
 )
 
-from tfrec_tricks.data import datasets, loaders
-from tfrec_tricks.data.encoded_interactions import read_encoded
+from tfrec_tricks.data.sources import loaders, named_sources
+from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
@@ -31,7 +31,7 @@ def test_beam_matches_in_the_same_order(tmp_path):
     from tfrec_tricks.data.beam_inputs import match_inputs
 
     pattern = shard_files(tmp_path)
-    assert match_inputs([pattern]) == datasets.file_paths(pattern)
+    assert match_inputs([pattern]) == named_sources.file_paths(pattern)
 
 
 # --- gzip -------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_beam_reads_the_same_interactions(tmp_path, drop):
         if k == 10:
             text += "s2\ti2\t100\n"  # a copy of part-2.tsv:2
         write_file(folder / f"part-{k}.tsv", text, compress=k % 2 == 0)
-    paths = datasets.file_paths(str(folder / "part-*.tsv"))
+    paths = named_sources.file_paths(str(folder / "part-*.tsv"))
     options = {"max_len": 5, "split": "recbole", "drop_duplicates": drop}
     expected = _local(paths, options, str(tmp_path / "local"), drop)
     lines = []

@@ -9,8 +9,8 @@ import functools
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import datasets, loaders
 from tfrec_tricks.data.preparation import PADDING, TIME_GAP, prepare
+from tfrec_tricks.data.sources import loaders, named_sources
 from tfrec_tricks.errors import DataError
 
 # Loading and preparing the real datasets takes seconds each.
@@ -29,14 +29,14 @@ EXPECTED = {
 def load(name, folder):
     # As RecBole reads them, whose counts these are: with yoochoose-100k's
     # one exact duplicate row (dropped by default).
-    return datasets.load_source(
+    return named_sources.load_source(
         name, data_path=folder, drop_duplicates=False
     ).interactions
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_exact_duplicates(shared_data, name):
-    source = datasets.load_source(name, data_path=str(shared_data))
+    source = named_sources.load_source(name, data_path=str(shared_data))
     if name != "yoochoose-100k":
         assert source.duplicates is None
         return

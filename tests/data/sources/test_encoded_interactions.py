@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from input_file_helpers import HEADER, load_table, write_file
 
-from tfrec_tricks.data.encoded_interactions import duplicate_mask
+from tfrec_tricks.data.sources.encoded_interactions import duplicate_mask
 
 
 def test_duplicate_mask_keeps_the_first_of_each_group():

@@ -13,11 +13,21 @@ import os
 
 import numpy as np
 
-from tfrec_tricks.data import synthetic
-from tfrec_tricks.data.encoded_interactions import DuplicateRows, read_encoded
-from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.data.loaders import is_pipe, natural_sort_key, read_records
-from tfrec_tricks.data.tfds_movielens import TFDS_DATASETS, load_tfds_movielens
+from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.sources.encoded_interactions import (
+    DuplicateRows,
+    read_encoded,
+)
+from tfrec_tricks.data.sources.interactions import Interactions
+from tfrec_tricks.data.sources.loaders import (
+    is_pipe,
+    natural_sort_key,
+    read_records,
+)
+from tfrec_tricks.data.sources.tfds_movielens import (
+    TFDS_DATASETS,
+    load_tfds_movielens,
+)
 from tfrec_tricks.errors import DataError
 
 REAL_DATASETS = {

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import synthetic
+from tfrec_tricks.data.sources import synthetic
 
 SMALL = dict(num_users=300, num_items=200, num_clusters=8, mean_length=20)
 

@@ -2,7 +2,7 @@
 
 import gzip
 
-from tfrec_tricks.data import datasets
+from tfrec_tricks.data.sources import named_sources
 
 HEADER = "SessionId\tItemId\tTime\n"
 
@@ -24,7 +24,7 @@ def write_file(path, text, compress=False):
 
 def load_table(pattern, file_format="auto", **kwargs):
     """``load_source("file")`` of ``pattern``."""
-    return datasets.load_source(
+    return named_sources.load_source(
         "file", data_path=pattern, file_format=file_format, **kwargs
     )
 

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import datasets, loaders
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources import loaders, named_sources
+from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.errors import DataError
 
 RECBOLE_HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
@@ -530,7 +530,7 @@ def test_fifo_is_read_once_as_a_file(tmp_path):
     assert copy != path and open(copy, "rb").read().startswith(b"1\t2")
     table = loaders.load_file(path)
     assert list(table.items) == ["2", "3"]
-    assert datasets.file_paths(path) == [path]
+    assert named_sources.file_paths(path) == [path]
 
 
 def test_process_substitution_is_read_as_a_file():
@@ -546,7 +546,7 @@ def test_process_substitution_is_read_as_a_file():
     threading.Thread(target=fill, daemon=True).start()
     try:
         path = f"/dev/fd/{read_end}"
-        assert datasets.file_paths(path) == [path]
+        assert named_sources.file_paths(path) == [path]
         table = loaders.load_file(path)
         assert list(table.items) == ["i1", "i2"]
         # Read again (another loader, a second pass): the same rows.
@@ -586,12 +586,12 @@ def test_existing_path_with_glob_characters_is_taken_literally(tmp_path):
     literal = write(tmp_path, "clicks[1].tsv", "1\t2\t5\t9\n")
     # What glob would read '[1]' as: a character class matching this one.
     write(tmp_path, "clicks1.tsv", "7\t7\t5\t9\n")
-    assert datasets.file_paths(literal) == [literal]
-    table = datasets.load_source("file", data_path=literal)
+    assert named_sources.file_paths(literal) == [literal]
+    table = named_sources.load_source("file", data_path=literal)
     assert list(table.interactions.users) == ["1"]
     # A pattern that names no file as written is still a glob.
     pattern = str(tmp_path / "clicks[1].t*")
-    assert datasets.file_paths(pattern) == [str(tmp_path / "clicks1.tsv")]
+    assert named_sources.file_paths(pattern) == [str(tmp_path / "clicks1.tsv")]
 
 
 def test_gzip_utf16_advice_decompresses_first(tmp_path):

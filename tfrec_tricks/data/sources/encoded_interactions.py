@@ -19,8 +19,8 @@ import dataclasses
 
 import numpy as np
 
-from tfrec_tricks.data.interactions import Interactions
-from tfrec_tricks.data.loaders import read_records
+from tfrec_tricks.data.sources.interactions import Interactions
+from tfrec_tricks.data.sources.loaders import read_records
 from tfrec_tricks.errors import DataError
 
 

@@ -56,7 +56,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.data.user_sequences import PADDING
 from tfrec_tricks.errors import DataError, malformed_line
 

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.errors import DataError
 
 TFDS_DATASETS = {

@@ -19,8 +19,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tfrec_tricks.data import datasets
-from tfrec_tricks.data.tfds_movielens import (
+from tfrec_tricks.data.sources import named_sources
+from tfrec_tricks.data.sources.tfds_movielens import (
     TFDS_DATASETS,
     interactions_from_tfds,
     load_tfds_movielens,
@@ -123,7 +123,7 @@ def test_unknown_dataset_name():
 
 def test_load_source_passes_tfds_options(tmp_path, no_network):
     with pytest.raises(DataError, match="not prepared") as info:
-        datasets.load_source(
+        named_sources.load_source(
             f"tfds:{NAME}",
             tfds_data_dir=str(tmp_path),
             tfds_manual_dir=str(tmp_path),

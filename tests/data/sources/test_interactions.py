@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.interactions import Interactions
+from tfrec_tricks.data.sources.interactions import Interactions
 
 
 def build(timestamps):
