@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import prepare, synthetic  # noqa: E402
-from tfrec_tricks.data.item_feature_file import (  # noqa: E402
+from tfrec_tricks.data.item_features.item_file import (  # noqa: E402
     ItemFeatureTable,
 )
 from tfrec_tricks.data.item_side_information import (  # noqa: E402

@@ -21,12 +21,12 @@ from tfrec_tricks.keras_version import use_legacy_keras
 
 use_legacy_keras()
 
-from tfrec_tricks.data.item_feature_file import (  # noqa: E402
+from tfrec_tricks.data.item_features.item_file import (  # noqa: E402
     FLOAT_KINDS,
     ItemFeatureTable,
     read_item_features,
 )
-from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
+from tfrec_tricks.data.item_features.movielens import (  # noqa: E402
     movielens_item_features,
 )
 from tfrec_tricks.data.sources.named_sources import (  # noqa: E402

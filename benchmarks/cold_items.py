@@ -104,7 +104,7 @@ from benchmarks.cold_tradeoff import (  # noqa: E402
     TradeOff,
     choose_offset,
 )
-from tfrec_tricks.data.movielens_item_features import (  # noqa: E402
+from tfrec_tricks.data.item_features.movielens import (  # noqa: E402
     MOVIELENS_METADATA,
 )
 from tfrec_tricks.evaluation.full_ranking import (  # noqa: E402

@@ -50,13 +50,13 @@ import tensorflow as tf  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.epoch_speed import interleaved_epoch_seconds  # noqa: E402
 from benchmarks.objective_speed import steps_job  # noqa: E402
-from tfrec_tricks.data.item_feature_file import (  # noqa: E402
+from tfrec_tricks.data.item_features.encoding import encode_item_features  # noqa: E402
+from tfrec_tricks.data.item_features.item_file import (  # noqa: E402
     SEQUENCE_KINDS,
     TOKEN_KINDS,
     read_item_features,
 )
-from tfrec_tricks.data.item_features import encode_item_features  # noqa: E402
-from tfrec_tricks.data.ragged_rows import RaggedRows  # noqa: E402
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,

@@ -19,7 +19,7 @@ signatures do not grow inputs for item attributes.
 Bad-input cases run in-process (``cli.main``) where the process boundary
 is not what is tested; two run ``tfrec-tricks`` in a subprocess for the
 exit code. The unit tests of the reader and of ``--features`` are
-tests/data/test_item_feature_file.py and
+tests/data/item_features/test_item_file.py and
 tests/training/test_feature_selection.py.
 """
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
 from tfrec_tricks.data.beam_preparation import prepare_with_beam
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prepared_format import parse_users
 from tfrec_tricks.data.prepared_item_features import (

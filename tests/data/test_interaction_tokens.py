@@ -17,7 +17,11 @@ from tfrec_tricks.data.interaction_tokens import (
     token_spec,
     training_rows,
 )
-from tfrec_tricks.data.item_features import FIRST_TOKEN_ID, OOV_ID, PAD_ID
+from tfrec_tricks.data.item_features.encoding import (
+    FIRST_TOKEN_ID,
+    OOV_ID,
+    PAD_ID,
+)
 from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.sources.loaders import load_file, read_records

@@ -3,7 +3,7 @@
 import numpy as np
 
 from tfrec_tricks.data import Interactions, prepare
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.item_side_information import (
     trained_items,
     with_item_features,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.run_helpers import write_token_interactions
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prefix_merging import merge_prefixes

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.data.write_prepared import (

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import assert_clean_error, run_cli, snapshot
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
-from tfrec_tricks.data.item_features import ItemFeatureSpec
+from tfrec_tricks.data.item_features.encoding import ItemFeatureSpec
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.export.catalogue_extension import (
     check_extensible,

@@ -14,8 +14,8 @@ from tests.export.test_catalogue_extension import (
     logits,
     new_table,
 )
-from tfrec_tricks.data import item_features
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features import encoding
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.export.catalogue_extension import extend_catalogue
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
@@ -72,7 +72,7 @@ def test_new_items_values_follow_the_old_ones():
 
 
 def test_a_new_item_above_the_cap_is_refused(monkeypatch):
-    monkeypatch.setattr(item_features, "MAX_ROW_VALUES", 3)
+    monkeypatch.setattr(encoding, "MAX_ROW_VALUES", 3)
     rows = {"wide": {"genres": ("Drama",) * 4}}
     with pytest.raises(
         DataError, match="item 'wide' holds 4 values of 'genres'"

@@ -12,7 +12,7 @@ from tests.features.test_item_feature_encoder import (
     N,
     make_encoder,
 )
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.features import ItemFeatureEncoder
 
 

@@ -21,7 +21,7 @@ from tests.features.test_item_feature_encoder import (
     reference,
 )
 from tfrec_tricks import testing
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.features import (
     CategoricalFeatureEmbedding,
     ItemFeatureEncoder,

@@ -16,7 +16,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.export.catalogue_extension import (
     extend_catalogue,
     load_feature_specs,

@@ -7,7 +7,7 @@ import doctest
 import pytest
 from tuning_helpers import item_table, write_item_file
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.tuning import item_feature_space as module

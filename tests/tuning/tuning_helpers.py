@@ -34,7 +34,7 @@ def item_rows() -> dict:
 
 def item_table():
     """The attributes as ``read_item_features`` gives them."""
-    from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+    from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 
     return ItemFeatureTable(dict(ITEM_KINDS), item_rows(), "items.item")
 

@@ -1,24 +1,24 @@
 """Data: the synthetic default, loaders, TFDS, preparation and tf.data."""
 
-from tfrec_tricks.data.item_feature_file import (
-    FEATURE_KINDS,
-    ItemFeatureTable,
-    read_item_features,
-)
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features.encoding import (
     ItemFeatures,
     ItemFeatureSpec,
     cold_item_names,
     encode_item_features,
 )
-from tfrec_tricks.data.movielens_item_features import movielens_item_features
+from tfrec_tricks.data.item_features.item_file import (
+    FEATURE_KINDS,
+    ItemFeatureTable,
+    read_item_features,
+)
+from tfrec_tricks.data.item_features.movielens import movielens_item_features
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.data.preparation import (
     InMemoryDataset,
     SequenceExamples,
     Vocabulary,
     prepare,
 )
-from tfrec_tricks.data.ragged_rows import RaggedRows
 from tfrec_tricks.data.sources.interactions import Interactions
 from tfrec_tricks.data.sources.loaders import FORMATS, load_file
 from tfrec_tricks.data.sources.named_sources import SOURCES, Source, load_source

@@ -9,7 +9,7 @@ Example:
 (4, 3, True)
 """
 
-from tfrec_tricks.data.item_features import check_min_count
+from tfrec_tricks.data.item_features.encoding import check_min_count
 from tfrec_tricks.data.user_sequences import SPLITS, check_split
 
 # Shards when ``num_shards`` is not given: the interaction count that

@@ -48,7 +48,7 @@ from tfrec_tricks.data.interaction_tokens import (
     token_spec,
     training_rows,
 )
-from tfrec_tricks.data.item_features import OOV_ID
+from tfrec_tricks.data.item_features.encoding import OOV_ID
 from tfrec_tricks.data.user_sequences import UserSequences, split_positions
 
 

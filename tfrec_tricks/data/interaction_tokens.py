@@ -3,11 +3,11 @@
 A RecBole ``.inter`` file may hold categorical columns besides the user
 and the item (``device:token``, ``channel:token``): each interaction has
 a value. ``interaction_token_features`` encodes them as item features'
-tokens are (``item_features``): int32 ids, 0 for no value (an empty
-field) and for padding, 1 out-of-vocabulary, the vocabulary's tokens 2,
-3, ... The vocabulary holds the values that at least ``min_count``
+tokens are (``item_features.encoding``): int32 ids, 0 for no value (an
+empty field) and for padding, 1 out-of-vocabulary, the vocabulary's tokens
+2, 3, ... The vocabulary holds the values that at least ``min_count``
 training interactions hold, most held first, ties in value order
-(``item_features.kept_vocabulary``). The training interactions are the
+(``item_features.encoding.kept_vocabulary``). The training interactions are the
 positions of the training targets and of their histories: positions
 ``0 .. train_end`` of each user with a training example, counted once
 each. Values seen only in validation or test positions are
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features.encoding import (
     FIRST_TOKEN_ID,
     OOV_ID,
     PAD_ID,

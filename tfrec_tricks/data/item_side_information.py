@@ -12,11 +12,11 @@ import dataclasses
 
 import numpy as np
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features.encoding import (
     cold_item_names,
     encode_item_features,
 )
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.preparation import InMemoryDataset, Vocabulary
 
 
@@ -61,7 +61,7 @@ def with_item_features(
 
     >>> import numpy as np
     >>> from tfrec_tricks.data import Interactions, prepare
-    >>> from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+    >>> from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
     >>> data = prepare(Interactions(users=np.array(["u"] * 4),
     ...                             items=np.array(list("abcd"))), max_len=3)
     >>> table = ItemFeatureTable({"color": "token"}, {

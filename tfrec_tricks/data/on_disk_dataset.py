@@ -26,7 +26,7 @@ from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     specs_from_json,
 )
-from tfrec_tricks.data.item_features import ItemFeatures
+from tfrec_tricks.data.item_features.encoding import ItemFeatures
 from tfrec_tricks.data.pipeline import (
     length_boundaries,
     rows_per_batch,

@@ -29,14 +29,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features.encoding import (
     FEATURES_JSON,
     FEATURES_NPZ,
     ItemFeatures,
     cold_item_names,
     encode_item_features,
 )
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.statistics import TrainingStatistics
 from tfrec_tricks.data.user_sequences import UserSequences

@@ -27,19 +27,19 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data.item_feature_file import (
-    TOKEN_KINDS,
-    ItemFeatureTable,
-    read_item_features,
-)
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features.encoding import (
     FIRST_TOKEN_ID,
     OOV_ID,
     PAD_ID,
     ItemFeatureSpec,
     check_row_widths,
 )
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.item_file import (
+    TOKEN_KINDS,
+    ItemFeatureTable,
+    read_item_features,
+)
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.export.serving_module import load_item_vocabulary
 from tfrec_tricks.heads.registry import head_spec
@@ -172,7 +172,7 @@ def extend_catalogue(
             model does not read are ignored. A new item's list longer than
             the rest is warned of, and one of more than
             ``MAX_ROW_VALUES`` values refused
-            (``data.item_features.check_row_widths``).
+            (``data.item_features.encoding.check_row_widths``).
 
     Returns:
         An ``ExtendedCatalogue``.
@@ -187,7 +187,7 @@ def extend_catalogue(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.data.item_features import ItemFeatureSpec
+    >>> from tfrec_tricks.data.item_features.encoding import ItemFeatureSpec
     >>> from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
     >>> color = {"name": "color", "kind": "token", "width": 1,
     ...          "vocabulary_size": 4}
@@ -293,7 +293,7 @@ def _encoded(
     spec: ItemFeatureSpec, table: ItemFeatureTable, added: tuple
 ) -> RaggedRows:
     """The ``added`` items' values of one feature, as the run encodes them
-    (``data.item_features``): token ids (2 + the token's index in the
+    (``data.item_features.encoding``): token ids (2 + the token's index in the
     vocabulary, 1 unknown) or float32; an item without a value has an
     empty row. Checks the rows' widths (``check_row_widths``)."""
     lists = []

@@ -12,14 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.item_file import (
+    FEATURE_KINDS,
+    FLOAT_KINDS,
+    SEQUENCE_KINDS,
+    TOKEN_KINDS,
+)
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.layers.common import is_integer
 
-TOKEN_KINDS = ("token", "token_seq")
-FLOAT_KINDS = ("float", "float_seq")
-FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
 # Kinds of one value per item: their width is 1.
-_SCALAR_KINDS = ("token", "float")
+_SCALAR_KINDS = tuple(k for k in FEATURE_KINDS if k not in SEQUENCE_KINDS)
 _FEATURE_KEYS = (
     "name",
     "kind",

@@ -5,12 +5,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.data.item_features.item_file import TOKEN_KINDS
 from tfrec_tricks.features.categorical_feature_embedding import (
     CategoricalFeatureEmbedding,
 )
 from tfrec_tricks.features.feature_fusion import FUSION_MODES, FeatureFusion
 from tfrec_tricks.features.item_feature_checks import (
-    TOKEN_KINDS,
     check_features,
     checked_id_known,
     checked_rows,

@@ -6,7 +6,7 @@ TensorFlow loads (``cli.prepare.check``, ``cli.ablation.check``)."""
 
 import os
 
-from tfrec_tricks.data.movielens_item_features import (
+from tfrec_tricks.data.item_features.movielens import (
     MOVIELENS_METADATA,
     metadata_files,
 )

@@ -15,18 +15,18 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
-from tfrec_tricks.data.item_feature_file import (
+from tfrec_tricks.data.item_features.item_file import (
     ItemFeatureTable,
     read_item_features,
 )
-from tfrec_tricks.data.item_side_information import with_item_features
-from tfrec_tricks.data.movielens_item_features import (
+from tfrec_tricks.data.item_features.movielens import (
     MOVIELENS_METADATA,
     movielens_item_features,
 )
+from tfrec_tricks.data.item_features.tfds_genres import load_tfds_item_features
+from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.data.tfds_item_features import load_tfds_item_features
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,

@@ -11,7 +11,7 @@ that an id-only trial ranks the catalogue ``train`` ranks without them.
 
 Example:
 
->>> from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+>>> from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 >>> table = ItemFeatureTable(
 ...     {"genres": "token_seq", "year": "float"}, {}, "movies.item")
 >>> space = ItemFeatureSpace(table, by_default=True)
@@ -30,16 +30,16 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from tfrec_tricks.data.item_feature_file import (
+from tfrec_tricks.data.item_features.item_file import (
     ItemFeatureTable,
     read_item_features,
 )
-from tfrec_tricks.data.item_side_information import with_item_features
-from tfrec_tricks.data.movielens_item_features import (
+from tfrec_tricks.data.item_features.movielens import (
     MOVIELENS_METADATA,
     metadata_files,
     movielens_item_features,
 )
+from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,

@@ -19,5 +19,5 @@ Grouped because they are the readers: the modules that turn a table into
 examples (``data.user_sequences``, ``data.in_memory_dataset``, the
 prepared format) import them, never the other way round. The item
 attributes a source may carry beside its interactions are read by
-``data.item_features``.
+``data.item_features.encoding``.
 """

@@ -427,7 +427,7 @@ def check_ids(path: str, number: int, line: str, ids: dict, item: str) -> None:
     """Raises DataError when an id of ``ids`` (what -> value) is empty,
     whitespace only, or in double quotes, or when the item id (``ids[item]``)
     is the reserved padding token: the rule of the ids of every file read
-    (interaction files here, ``.item`` files in ``item_feature_file``)."""
+    (interaction files here, ``.item`` files in ``item_features.item_file``)."""
     if ids[item] == PADDING:
         # Contiguous item id 0 is padding, named PADDING in every
         # vocabulary: an item of that name would be a second "[PAD]", which

@@ -30,8 +30,8 @@ stored in). As in interaction files, a ``token`` value is kept as written,
 quotes included. A file with a header and no item rows is read, with a
 ``UserWarning`` naming it.
 
-``tfrec_tricks.data.item_features`` encodes the table against a catalogue
-of contiguous item ids.
+``tfrec_tricks.data.item_features.encoding`` encodes the table against a
+catalogue of contiguous item ids.
 """
 
 import codecs
@@ -54,11 +54,14 @@ from tfrec_tricks.data.sources.loaders import (
 )
 from tfrec_tricks.errors import DataError, malformed_line
 
-FEATURE_KINDS = ("token", "token_seq", "float", "float_seq")
-ITEM_ID = "item_id"
+# The kinds of item features, defined here only: the Keras layers
+# (``features.item_feature_checks``) import them. This module imports no
+# TensorFlow, so the command line checks a file's kinds before it loads.
 TOKEN_KINDS = ("token", "token_seq")
 FLOAT_KINDS = ("float", "float_seq")
+FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
 SEQUENCE_KINDS = ("token_seq", "float_seq")
+ITEM_ID = "item_id"
 # What ``select`` takes for every feature of the file.
 ALL = "all"
 

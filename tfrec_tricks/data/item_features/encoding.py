@@ -1,7 +1,7 @@
 """Item side-information encoded against a catalogue of contiguous item ids.
 
 ``encode_item_features`` turns an ``ItemFeatureTable`` (raw attributes per
-raw item id, ``tfrec_tricks.data.item_feature_file``) into one array per
+raw item id, ``tfrec_tricks.data.item_features.item_file``) into one array per
 feature, indexed by contiguous item id (row 0 is the padding item), and
 one ``ItemFeatureSpec`` per feature: what a Keras layer needs to embed it.
 
@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.item_feature_file import (
+from tfrec_tricks.data.item_features.item_file import (
     FEATURE_KINDS,
     TOKEN_KINDS,
     ItemFeatureTable,
 )
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.data.user_sequences import PADDING
 from tfrec_tricks.errors import DataError
 

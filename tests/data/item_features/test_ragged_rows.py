@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.ragged_rows import RaggedRows
+from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 
 
 def test_storage_follows_the_number_of_values_not_the_widest_row():

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.errors import DataError
 
 #: The item feature the TFDS MovieLens datasets offer.

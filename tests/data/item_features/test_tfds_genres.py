@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tfrec_tricks.data.item_features import encode_item_features
-from tfrec_tricks.data.tfds_item_features import (
+from tfrec_tricks.data.item_features.encoding import encode_item_features
+from tfrec_tricks.data.item_features.tfds_genres import (
     item_genres,
     load_tfds_item_features,
 )

@@ -7,18 +7,18 @@ import os
 import numpy as np
 import pytest
 
-from tfrec_tricks.data import item_features
-from tfrec_tricks.data.item_feature_file import (
-    ItemFeatureTable,
-    read_item_features,
-)
-from tfrec_tricks.data.item_features import (
+from tfrec_tricks.data.item_features import encoding
+from tfrec_tricks.data.item_features.encoding import (
     FEATURES_JSON,
     FEATURES_NPZ,
     ItemFeatures,
     ItemFeatureSpec,
     cold_item_names,
     encode_item_features,
+)
+from tfrec_tricks.data.item_features.item_file import (
+    ItemFeatureTable,
+    read_item_features,
 )
 from tfrec_tricks.errors import DataError
 
@@ -395,7 +395,7 @@ def test_an_ordinary_spread_of_widths_is_not_warned_of(tmp_path, recwarn):
 def test_a_row_above_the_cap_is_refused_with_file_and_line(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(item_features, "MAX_ROW_VALUES", 1_000)
+    monkeypatch.setattr(encoding, "MAX_ROW_VALUES", 1_000)
     with pytest.raises(DataError) as error:
         encode_file(wide_file(tmp_path, 1_001))
     assert str(error.value).startswith(

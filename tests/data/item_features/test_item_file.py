@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tfrec_tricks.data.item_feature_file import (
+from tfrec_tricks.data.item_features.item_file import (
     FEATURE_KINDS,
     ItemFeatureTable,
     read_item_features,

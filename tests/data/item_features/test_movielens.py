@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.item_features import encode_item_features
-from tfrec_tricks.data.movielens_item_features import (
+from tfrec_tricks.data.item_features.encoding import encode_item_features
+from tfrec_tricks.data.item_features.movielens import (
     MOVIELENS_METADATA,
     movielens_item_features,
 )

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from tfrec_tricks.data.item_feature_file import ItemFeatureTable
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.sources.named_sources import DATA_ENV, default_data_path
 from tfrec_tricks.errors import DataError, malformed_line
 
