@@ -184,7 +184,7 @@ def train_worker(options: dict) -> int:
     import tensorflow as tf
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
-    from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+    from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
     from tfrec_tricks.training import evaluate, training
 
     arguments = parse(build_parser(), ["train", *options["argv"]])

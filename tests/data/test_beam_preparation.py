@@ -11,19 +11,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data.test_on_disk_dataset import SESSIONS, collect, rows_multiset
+from tests.data.prepared.test_on_disk_dataset import (
+    SESSIONS,
+    collect,
+    rows_multiset,
+)
 from tfrec_tricks.data.beam_preparation import prepare_with_beam
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
-from tfrec_tricks.data.prepared_format import parse_users
-from tfrec_tricks.data.prepared_item_features import (
+from tfrec_tricks.data.prepared.format import parse_users
+from tfrec_tricks.data.prepared.item_features import (
     ITEM_FEATURE_FILES,
     ItemFeatureRequest,
 )
+from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.prepared.writer import write_prepared
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.ownership import RECORD_FILE
 

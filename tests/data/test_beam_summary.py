@@ -4,10 +4,10 @@ import pytest
 
 from tfrec_tricks.data.beam_config import BeamConfig
 from tfrec_tricks.data.beam_summary import SummaryFn, check_summary
+from tfrec_tricks.data.prepared.writer import split_counts
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import split_counts
 from tfrec_tricks.errors import DataError
 
 

@@ -9,7 +9,7 @@ from tfrec_tricks.data.beam_trained_items import (
     trained_items,
     user_trained_items,
 )
-from tfrec_tricks.data.prepared_item_features import trained_item_ids
+from tfrec_tricks.data.prepared.item_features import trained_item_ids
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.user_sequences import user_sequences
 

@@ -184,7 +184,7 @@ def run_identity(run_dir: str, config) -> dict:
 def prepared_identity(folder: str) -> dict:
     """The prepared dataset's ``metadata.json``, as ``train --prepared``
     reads it."""
-    from tfrec_tricks.data.prepared_format import read_metadata
+    from tfrec_tricks.data.prepared.format import read_metadata
 
     return read_metadata(folder)
 

@@ -141,7 +141,7 @@ def test_a_runs_fingerprint_and_model_are_the_golden_ones(inside, name):
 
 
 def test_the_prepared_datasets_metadata_is_read_as_golden(inside):
-    from tfrec_tricks.data.prepared_format import check_files, read_metadata
+    from tfrec_tricks.data.prepared.format import check_files, read_metadata
     from tfrec_tricks.training.prepare_dataset import preparation_options
 
     expected = GOLDEN["prepared"]

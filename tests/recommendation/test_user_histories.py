@@ -5,9 +5,9 @@ from a prepared dataset, the same users, items and features."""
 import numpy as np
 import pytest
 
+from tfrec_tricks.data.prepared.writer import write_prepared
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.recommendation.user_histories import (
     HistoryBatch,

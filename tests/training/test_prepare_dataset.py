@@ -10,7 +10,7 @@ import pytest
 
 from tests.run_helpers import tiny_config, write_token_interactions
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.training.prepare_dataset import (
     check_item_features,

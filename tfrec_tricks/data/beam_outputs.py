@@ -26,7 +26,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.user_sequences import PADDING
 
 # The pipeline's small outputs, read back by this process, then removed.
@@ -49,7 +49,7 @@ def write_shards(
     Args:
         encoded: PCollection of ``beam_ranking.encoded_users``' users.
         staging: str. The folder of the shards.
-        num_shards: int. Shards, named as ``prepared_format.shard_name``.
+        num_shards: int. Shards, named as ``prepared.format.shard_name``.
     """
     _ = (
         encoded

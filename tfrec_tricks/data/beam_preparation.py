@@ -1,6 +1,6 @@
 """Preparing a dataset on disk with Apache Beam (``engine="beam"``).
 
-``prepare_with_beam`` writes the same prepared folder (``prepared_format``)
+``prepare_with_beam`` writes the same prepared folder (``prepared.format``)
 as the local engine, ``write_prepared(user_sequences(...))``: the same
 ``vocabulary.json`` byte for byte, the same user records (spread over the
 shards differently), the same statistics (moments up to the order in which
@@ -90,7 +90,7 @@ Example:
 >>> output = prepare_with_beam(
 ...     [path], os.path.join(folder, "prepared"),
 ...     {"max_len": 3, "split": "recbole"}, file_format="sasrec")
->>> from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+>>> from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 >>> OnDiskDataset(output).vocabulary.users
 ['u0', 'u1', 'u2', 'u3']
 """
@@ -104,7 +104,6 @@ import apache_beam as beam
 import numpy as np
 
 from tfrec_tricks.atomic_files import publish_directory
-from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.beam_config import FILTER_ROUNDS, BeamConfig
 from tfrec_tricks.data.beam_duplicates import (
     drop_duplicate_rows,
@@ -134,13 +133,14 @@ from tfrec_tricks.data.beam_tokens import token_features
 from tfrec_tricks.data.beam_trained_items import trained_items
 from tfrec_tricks.data.interaction_tokens import specs_from_json
 from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.data.prepared_item_features import (
+from tfrec_tricks.data.prepared import format as fmt
+from tfrec_tricks.data.prepared.item_features import (
     ItemFeatureRequest,
     item_mask,
     join_item_features,
 )
+from tfrec_tricks.data.prepared.writer import write_dataset_files
 from tfrec_tricks.data.statistics import TrainingStatistics
-from tfrec_tricks.data.write_prepared import write_dataset_files
 
 
 def prepare_with_beam(

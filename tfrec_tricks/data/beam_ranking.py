@@ -21,7 +21,6 @@ from collections.abc import Iterator
 import apache_beam as beam
 import numpy as np
 
-from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.beam_config import BeamConfig
 from tfrec_tricks.data.beam_rows import (
     FILE,
@@ -33,6 +32,7 @@ from tfrec_tricks.data.beam_rows import (
     USER,
 )
 from tfrec_tricks.data.beam_tokens import encode_user_tokens, token_lookups
+from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.user_sequences import TIME_GAP, split_positions
 
 

@@ -20,9 +20,9 @@ import apache_beam as beam
 import numpy as np
 
 from tfrec_tricks.data.beam_config import BeamConfig
+from tfrec_tricks.data.prepared.writer import merge_split_counts, split_counts
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import SPLITS, UserSequences
-from tfrec_tricks.data.write_prepared import merge_split_counts, split_counts
 from tfrec_tricks.errors import DataError
 
 # Users per batch whose statistics are computed at once, then merged.

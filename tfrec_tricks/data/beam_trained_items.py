@@ -1,6 +1,6 @@
 """The trained items of a Beam preparation, for its item features.
 
-A prepared dataset's item features (``prepared_item_features``) are
+A prepared dataset's item features (``prepared.item_features``) are
 encoded with vocabularies and statistics of the items of the training
 examples, and the items of the ``.item`` table that are not in the
 catalogue join it as cold items.
@@ -29,7 +29,7 @@ Example:
 import apache_beam as beam
 import numpy as np
 
-from tfrec_tricks.data.prepared_item_features import trained_item_ids
+from tfrec_tricks.data.prepared.item_features import trained_item_ids
 from tfrec_tricks.data.user_sequences import UserSequences
 
 

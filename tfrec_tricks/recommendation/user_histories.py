@@ -20,8 +20,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data import prepared_format as fmt
-from tfrec_tricks.data.on_disk_dataset import USERS_PER_PARSE, OnDiskDataset
+from tfrec_tricks.data.prepared import format as fmt
+from tfrec_tricks.data.prepared.on_disk_dataset import (
+    USERS_PER_PARSE,
+    OnDiskDataset,
+)
 from tfrec_tricks.data.user_sequences import UserSequences
 from tfrec_tricks.errors import DataError
 
@@ -218,7 +221,7 @@ class SequenceHistories(UserHistories):
 class PreparedHistories(UserHistories):
     """Histories of a prepared dataset on disk, streamed.
 
-    The shards hold each user's sequence once (``prepared_format``); they
+    The shards hold each user's sequence once (``data.prepared.format``); they
     are read in order, ``USERS_PER_PARSE`` users at a time, so memory
     holds a batch of users, never the dataset.
 

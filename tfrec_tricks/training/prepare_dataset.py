@@ -1,6 +1,6 @@
 """``tfrec-tricks prepare``: a training run's data, prepared once, on disk.
 
-Three engines end in the same prepared dataset (``data.prepared_format``):
+Three engines end in the same prepared dataset (``data.prepared.format``):
 
 - ``local`` streams the files into compact columns (``read_encoded``: an
   int32 code per id, each raw id kept once), prepares them in one process
@@ -14,7 +14,7 @@ Three engines end in the same prepared dataset (``data.prepared_format``):
 With ``--item-features FILE.item`` (or a built-in dataset's metadata that
 ``--features`` names, as ``train`` reads them) the dataset carries the
 encoded item features, cold items joining its catalogue
-(``data.prepared_item_features``): ``metadata.json`` records the
+(``data.prepared.item_features``): ``metadata.json`` records the
 ``.item`` file's SHA-256 and the features' names, and ``train --prepared``
 trains with them (``prepared_train_config`` refuses ``--item-features``,
 ``--min-feature-count`` or ``--features`` that contradict them).
@@ -26,8 +26,9 @@ import dataclasses
 import numpy as np
 
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.data.prepared_format import read_metadata
-from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
+from tfrec_tricks.data.prepared.format import read_metadata
+from tfrec_tricks.data.prepared.item_features import ItemFeatureRequest
+from tfrec_tricks.data.prepared.writer import write_prepared
 from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.sources.named_sources import (
     load_source,
@@ -35,7 +36,6 @@ from tfrec_tricks.data.sources.named_sources import (
     source_files,
 )
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.output_targets import check_target, read_lock, target_lock
 from tfrec_tricks.training.feature_selection import (
@@ -202,7 +202,7 @@ def prepare_dataset(
             config, output, engine, num_shards, pipeline_args, verbose
         )
     if verbose:
-        from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+        from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 
         print(f"Prepared: {OnDiskDataset(written).summary()}", flush=True)
     return written

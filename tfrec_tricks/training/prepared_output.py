@@ -4,7 +4,7 @@ it loads: ``cli.prepare.check``)."""
 
 import os
 
-from tfrec_tricks.data.prepared_format import PREPARED_KIND
+from tfrec_tricks.data.prepared.format import PREPARED_KIND
 from tfrec_tricks.output_targets import TargetKind, check_target
 from tfrec_tricks.training.run_inputs import input_paths
 from tfrec_tricks.training.train_config import TrainConfig

@@ -10,7 +10,7 @@ from tfrec_tricks.data.item_features.movielens import (
     MOVIELENS_METADATA,
     metadata_files,
 )
-from tfrec_tricks.data.prepared_format import (
+from tfrec_tricks.data.prepared.format import (
     METADATA_FILE,
     STATISTICS_FILE,
     VOCABULARY_FILE,

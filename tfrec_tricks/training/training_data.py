@@ -25,8 +25,8 @@ from tfrec_tricks.data.item_features.movielens import (
 )
 from tfrec_tricks.data.item_features.tfds_genres import load_tfds_item_features
 from tfrec_tricks.data.item_side_information import with_item_features
-from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,

@@ -18,10 +18,10 @@ from input_file_helpers import (
     write_file,
 )
 
+from tfrec_tricks.data.prepared.writer import write_prepared
 from tfrec_tricks.data.sources import loaders, named_sources
 from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 
 # --- shard order ---------------------------------------------------------
@@ -162,7 +162,7 @@ def _local(paths, options, output, drop):
 @pytest.mark.parametrize("drop", [True, False])
 def test_beam_reads_the_same_interactions(tmp_path, drop):
     from tfrec_tricks.data.beam_preparation import prepare_with_beam
-    from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
+    from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 
     folder = tmp_path / "logs"
     folder.mkdir()

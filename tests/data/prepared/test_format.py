@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.data import prepared_format as fmt
+from tfrec_tricks.data.prepared import format as fmt
 
 
 def test_shard_names_are_zero_padded_and_sort_in_order():

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
-from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import (
+from tfrec_tricks.data.prepared.item_features import ItemFeatureRequest
+from tfrec_tricks.data.prepared.writer import (
     INTERACTIONS_PER_SHARD,
     MIN_SHARDS,
     default_num_shards,
@@ -18,6 +17,7 @@ from tfrec_tricks.data.write_prepared import (
     split_counts,
     write_prepared,
 )
+from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.ownership import RECORD_FILE
 
 

@@ -21,7 +21,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     specs_from_json,
@@ -34,7 +33,8 @@ from tfrec_tricks.data.pipeline import (
 )
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.data.prepared_item_features import (
+from tfrec_tricks.data.prepared import format as fmt
+from tfrec_tricks.data.prepared.item_features import (
     ITEM_FEATURE_FILES,
     load_item_features,
 )
@@ -89,7 +89,7 @@ class OnDiskDataset:
     >>> import tempfile
     >>> from tfrec_tricks.data.sources import synthetic
     >>> from tfrec_tricks.data.user_sequences import user_sequences
-    >>> from tfrec_tricks.data.write_prepared import write_prepared
+    >>> from tfrec_tricks.data.prepared.writer import write_prepared
     >>> table = synthetic.generate(num_users=30, num_items=60).interactions
     >>> sequences = user_sequences(table.users, table.items, table.timestamps)
     >>> path = write_prepared(sequences, tempfile.mkdtemp() + "/prepared",

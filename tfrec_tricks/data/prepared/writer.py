@@ -10,14 +10,14 @@ import tensorflow as tf
 
 import tfrec_tricks
 from tfrec_tricks.atomic_files import publish_directory
-from tfrec_tricks.data import prepared_format as fmt
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     interaction_token_features,
     specs_json,
 )
 from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.data.prepared_item_features import (
+from tfrec_tricks.data.prepared import format as fmt
+from tfrec_tricks.data.prepared.item_features import (
     ItemFeatureRequest,
     JoinedItemFeatures,
     item_mask,

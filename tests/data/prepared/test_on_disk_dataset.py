@@ -10,15 +10,15 @@ import pytest
 from tests.run_helpers import write_token_interactions
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.item_side_information import with_item_features
-from tfrec_tricks.data.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prefix_merging import merge_prefixes
 from tfrec_tricks.data.preparation import prepare
-from tfrec_tricks.data.prepared_item_features import ItemFeatureRequest
+from tfrec_tricks.data.prepared.item_features import ItemFeatureRequest
+from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.prepared.writer import write_prepared
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.sources.loaders import load_file
 from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.data.user_sequences import user_sequences
-from tfrec_tricks.data.write_prepared import write_prepared
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.ownership import RECORD_FILE
 

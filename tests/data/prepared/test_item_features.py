@@ -13,7 +13,7 @@ from tfrec_tricks.data.item_side_information import (
     with_item_features,
 )
 from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.data.prepared_item_features import (
+from tfrec_tricks.data.prepared.item_features import (
     ITEM_FEATURE_FILES,
     TRAINED_ITEMS_FILE,
     ItemFeatureRequest,
