@@ -27,6 +27,8 @@ OTHER_NAMES: dict[str, str] = {
     "tfrec_tricks/cli/ablation.py": "tests/cli/test_cli_ablation.py",
     # tests/objectives/test_registry.py tests objectives/registry.py.
     "tfrec_tricks/heads/registry.py": "tests/heads/test_head_registry.py",
+    # tests/models/test_config.py tests tfrec_tricks/models/config.py.
+    "tfrec_tricks/data/beam/config.py": "tests/data/beam/test_beam_config.py",
 }
 
 MAX_MODULE_LINES = 800

@@ -35,7 +35,7 @@ Runners:
     The DirectRunner runs the pipeline here; ``pipeline_args`` choose
     another runner (``--runner DataflowRunner --project P ...``,
     ``--runner FlinkRunner``, ``--runner SparkRunner``), as for
-    ``prepare --engine beam`` (``data.beam_preparation``). The workers
+    ``prepare --engine beam`` (``data.beam.prepare_with_beam``). The workers
     must import ``tfrec_tricks`` and read the SavedModel: with a remote
     runner give ``saved_model`` on storage they read (``gs://...``), as
     the temporary export is on this machine; and ``output`` must be on a
@@ -81,8 +81,8 @@ try:
     import apache_beam as beam
     from apache_beam.ml.inference.base import RunInference
 
-    from tfrec_tricks.data.beam_outputs import SIDE_FOLDER, read_side_file
-    from tfrec_tricks.data.beam_runner import pipeline_options, run_pipeline
+    from tfrec_tricks.data.beam.outputs import SIDE_FOLDER, read_side_file
+    from tfrec_tricks.data.beam.runner import pipeline_options, run_pipeline
 except ImportError as error:  # pragma: no cover (the extra is installed)
     raise missing_beam(error) from error
 

@@ -6,7 +6,7 @@ Three engines end in the same prepared dataset (``data.prepared.format``):
   int32 code per id, each raw id kept once), prepares them in one process
   and writes the shards. For data one machine holds.
 - ``beam`` runs the same preparation as an Apache Beam pipeline
-  (``data.beam_preparation``), on the DirectRunner or any Beam runner. For
+  (``data.beam.prepare_with_beam``), on the DirectRunner or any Beam runner. For
   logs no single machine holds. Needs ``pip install "tfrec_tricks[beam]"``.
 - Synthetic and TFDS data are made in memory; the ``local`` engine writes
   them as they are.
@@ -223,7 +223,7 @@ def _prepare(
     options = preparation_options(config)
     item_features = item_feature_request(config)
     if engine == "beam":
-        from tfrec_tricks.data.beam_preparation import prepare_with_beam
+        from tfrec_tricks.data.beam.prepare_with_beam import prepare_with_beam
 
         paths, file_format = _files_for_beam(config)
         written = prepare_with_beam(

@@ -28,7 +28,7 @@ from tfrec_tricks.errors import DataError
 
 
 def test_beam_matches_in_the_same_order(tmp_path):
-    from tfrec_tricks.data.beam_inputs import match_inputs
+    from tfrec_tricks.data.beam.inputs import match_inputs
 
     pattern = shard_files(tmp_path)
     assert match_inputs([pattern]) == named_sources.file_paths(pattern)
@@ -161,7 +161,7 @@ def _local(paths, options, output, drop):
 @pytest.mark.slow
 @pytest.mark.parametrize("drop", [True, False])
 def test_beam_reads_the_same_interactions(tmp_path, drop):
-    from tfrec_tricks.data.beam_preparation import prepare_with_beam
+    from tfrec_tricks.data.beam.prepare_with_beam import prepare_with_beam
     from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 
     folder = tmp_path / "logs"

@@ -4,8 +4,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_duplicates import (
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.duplicates import (
     drop_duplicate_rows,
     duplicate_rows,
     merge_duplicates,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_trained_items import (
+from tfrec_tricks.data.beam.trained_items import (
     trained_items,
     user_trained_items,
 )

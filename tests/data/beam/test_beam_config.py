@@ -2,7 +2,7 @@
 
 import pytest
 
-from tfrec_tricks.data.beam_config import (
+from tfrec_tricks.data.beam.config import (
     DEFAULT_NUM_SHARDS,
     FILTER_ROUNDS,
     BeamConfig,

@@ -5,7 +5,7 @@ The local engine encodes the ``token`` columns with
 the same counts (``interaction_tokens.token_spec``):
 
 1. each user, its rows sorted and its split positions known
-   (``split_positions``, as ``beam_ranking`` encodes it), gives the
+   (``split_positions``, as ``beam.ranking`` encodes it), gives the
    counts of the values of its training positions (``training_rows``:
    positions ``0 .. train_end``, ``""`` left out) and, per column, how
    many of its interactions have a value, and how many it has;
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator
 import apache_beam as beam
 import numpy as np
 
-from tfrec_tricks.data.beam_config import BeamConfig
+from tfrec_tricks.data.beam.config import BeamConfig
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     token_ids,
@@ -56,7 +56,7 @@ def token_features(sequences: beam.PCollection, config: BeamConfig):
     """A singleton PCollection: the token columns' specs.
 
     Args:
-        sequences: PCollection of ``beam_ranking.ranked_users``' users,
+        sequences: PCollection of ``beam.ranking.ranked_users``' users,
             ``(user index, raw items, features, tokens)``.
         config: ``BeamConfig``. Its ``split`` and ``min_feature_count``.
 

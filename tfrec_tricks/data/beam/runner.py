@@ -12,7 +12,7 @@ Beam then logs it with its traceback and raises a ``RuntimeError``
 the record and raises the ``KeyboardInterrupt`` itself, so the command
 line ends as it does anywhere else: one line, exit code 130 (143, 129).
 Beam's temporary folders of the run are removed
-(``beam_temporary_files``).
+(``beam.temporary_files``).
 
 Example:
 
@@ -32,7 +32,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
-from tfrec_tricks.data.beam_temporary_files import BeamTemporaryDirectory
+from tfrec_tricks.data.beam.temporary_files import BeamTemporaryDirectory
 from tfrec_tricks.errors import DataError, in_chain
 
 DEFAULT_RUNNER = "DirectRunner"

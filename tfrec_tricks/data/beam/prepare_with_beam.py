@@ -25,7 +25,7 @@ floating-point sums are added) and the same split histograms in
    ``(file index, line)`` without timestamps); items are ranked by their
    first ``(user index, position)`` and numbered from 1;
 5. the token columns' vocabularies are counted from each user's training
-   positions, summed and built on one worker (``beam_tokens``), as
+   positions, summed and built on one worker (``beam.tokens``), as
    ``interaction_token_features`` builds them;
 6. each user becomes one ``tf.train.Example`` (``user_example``), its
    token columns encoded with those vocabularies, written to
@@ -33,7 +33,7 @@ floating-point sums are added) and the same split histograms in
    are computed per batch of users and merged;
 7. with item features, the ids of the trained items are gathered; this
    process then reads the ``.item`` table and joins it as the local engine
-   does (``beam_trained_items`` says why there).
+   does (``beam.trained_items`` says why there).
 
 The two rankings collect ``(id, first place)`` pairs on one worker, as
 tf.Transform computes its vocabularies; every worker then holds the item
@@ -43,13 +43,13 @@ byte-equal to the local engine's.
 
 Modules:
     This module orchestrates; each step lives in its own module:
-    ``beam_config`` (the checked options), ``beam_inputs`` (step 1:
-    matching and reading the files into ``beam_rows``),
-    ``beam_duplicates`` (step 1's exact duplicates), ``beam_k_core``
-    (step 2), ``beam_ranking`` (steps 3, 4 and 6's encoding),
-    ``beam_tokens`` (step 5), ``beam_summary`` and ``beam_outputs``
+    ``beam.config`` (the checked options), ``beam.inputs`` (step 1:
+    matching and reading the files into ``beam.rows``),
+    ``beam.duplicates`` (step 1's exact duplicates), ``beam.k_core``
+    (step 2), ``beam.ranking`` (steps 3, 4 and 6's encoding),
+    ``beam.tokens`` (step 5), ``beam.summary`` and ``beam.outputs``
     (step 6: the summary, the shards and the side files read back here),
-    ``beam_trained_items`` (step 7) and ``beam_runner``
+    ``beam.trained_items`` (step 7) and ``beam.runner``
     (running the pipeline, a worker's DataError raised again here).
 
 Runners:
@@ -104,14 +104,14 @@ import apache_beam as beam
 import numpy as np
 
 from tfrec_tricks.atomic_files import publish_directory
-from tfrec_tricks.data.beam_config import FILTER_ROUNDS, BeamConfig
-from tfrec_tricks.data.beam_duplicates import (
+from tfrec_tricks.data.beam.config import FILTER_ROUNDS, BeamConfig
+from tfrec_tricks.data.beam.duplicates import (
     drop_duplicate_rows,
     duplicate_rows,
 )
-from tfrec_tricks.data.beam_inputs import match_inputs, read_files
-from tfrec_tricks.data.beam_k_core import k_core
-from tfrec_tricks.data.beam_outputs import (
+from tfrec_tricks.data.beam.inputs import match_inputs, read_files
+from tfrec_tricks.data.beam.k_core import k_core
+from tfrec_tricks.data.beam.outputs import (
     SIDE_FOLDER,
     SUMMARY,
     TOKEN_FEATURES,
@@ -126,11 +126,11 @@ from tfrec_tricks.data.beam_outputs import (
     write_trained_items,
     write_vocabulary,
 )
-from tfrec_tricks.data.beam_ranking import encoded_users, ranked_users
-from tfrec_tricks.data.beam_runner import pipeline_options, run_pipeline
-from tfrec_tricks.data.beam_summary import check_summary, summarize
-from tfrec_tricks.data.beam_tokens import token_features
-from tfrec_tricks.data.beam_trained_items import trained_items
+from tfrec_tricks.data.beam.ranking import encoded_users, ranked_users
+from tfrec_tricks.data.beam.runner import pipeline_options, run_pipeline
+from tfrec_tricks.data.beam.summary import check_summary, summarize
+from tfrec_tricks.data.beam.tokens import token_features
+from tfrec_tricks.data.beam.trained_items import trained_items
 from tfrec_tricks.data.interaction_tokens import specs_from_json
 from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared import format as fmt
@@ -175,7 +175,7 @@ def prepare_with_beam(
         file_format: str. One of ``loaders.FORMATS``, or "auto" (guessed
             per file). Defaults to "auto".
         num_shards: int. TFRecord shards. Defaults to
-            ``beam_config.DEFAULT_NUM_SHARDS``.
+            ``beam.config.DEFAULT_NUM_SHARDS``.
         overwrite: bool. Replace an existing ``output``. Defaults to
             False.
         pipeline_args: list of str. Beam pipeline options (``--runner``,

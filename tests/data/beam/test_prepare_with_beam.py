@@ -16,7 +16,7 @@ from tests.data.prepared.test_on_disk_dataset import (
     collect,
     rows_multiset,
 )
-from tfrec_tricks.data.beam_preparation import prepare_with_beam
+from tfrec_tricks.data.beam.prepare_with_beam import prepare_with_beam
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.prepared.format import parse_users
 from tfrec_tricks.data.prepared.item_features import (

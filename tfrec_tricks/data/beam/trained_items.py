@@ -37,7 +37,7 @@ def trained_items(encoded: beam.PCollection):
     """A singleton PCollection: the sorted ids of the trained items.
 
     Args:
-        encoded: PCollection of ``beam_ranking.encoded_users``' users.
+        encoded: PCollection of ``beam.ranking.encoded_users``' users.
     """
     return (
         encoded

@@ -11,7 +11,7 @@ import pytest
 from apache_beam.options.pipeline_options import StandardOptions
 
 from tfrec_tricks.cli import Signalled
-from tfrec_tricks.data.beam_runner import (
+from tfrec_tricks.data.beam.runner import (
     DEFAULT_RUNNER,
     marked_message,
     pipeline_options,

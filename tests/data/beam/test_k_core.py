@@ -4,8 +4,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_k_core import k_core
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.k_core import k_core
 
 pytestmark = pytest.mark.slow
 

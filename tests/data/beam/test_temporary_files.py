@@ -1,4 +1,4 @@
-"""data.beam_temporary_files: a Beam run's temporary directory, and what
+"""data.beam.temporary_files: a Beam run's temporary directory, and what
 is removed after the run (the empty folders Beam left), when."""
 
 import atexit
@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from tfrec_tricks.data.beam_temporary_files import (
+from tfrec_tricks.data.beam.temporary_files import (
     PRIVATE_PREFIX,
     BeamTemporaryDirectory,
     remove_leftovers,

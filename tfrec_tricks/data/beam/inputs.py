@@ -2,7 +2,7 @@
 
 ``match_inputs`` turns the given files and glob patterns into the table's
 files, in order; ``read_files`` reads each on one worker into rows
-(``beam_rows``) and the schema of the columns every file has.
+(``beam.rows``) and the schema of the columns every file has.
 
 Example:
 
@@ -25,8 +25,8 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from tfrec_tricks.data.beam_rows import file_schema
-from tfrec_tricks.data.beam_runner import worker_data_error
+from tfrec_tricks.data.beam.rows import file_schema
+from tfrec_tricks.data.beam.runner import worker_data_error
 from tfrec_tricks.data.sources.loaders import (
     is_pipe,
     natural_sort_key,
@@ -92,8 +92,8 @@ def read_files(
         file_format: str. One of ``loaders.FORMATS``, or "auto".
 
     Returns:
-        The rows (``beam_rows``), the schema (a singleton side input, see
-        ``beam_rows.file_schema``) and a singleton PCollection: how many
+        The rows (``beam.rows``), the schema (a singleton side input, see
+        ``beam.rows.file_schema``) and a singleton PCollection: how many
         rows were read.
     """
     # A pipe can be read once: this process copies it to a local file
@@ -120,10 +120,10 @@ def read_files(
 class ReadFile(beam.DoFn):
     """Reads one ``(file index, path)``: its rows, and its columns.
 
-    The main output is the file's rows (``beam_rows``); the ``COLUMNS``
+    The main output is the file's rows (``beam.rows``); the ``COLUMNS``
     output is one ``(file index, has timestamps, numeric column names,
     token column names)``.
-    A malformed line raises a ``beam_runner.worker_data_error`` that names
+    A malformed line raises a ``beam.runner.worker_data_error`` that names
     the path and the line.
 
     Args:

@@ -47,7 +47,7 @@ def write_shards(
     """Writes the users' examples to ``num_shards`` TFRecord shards.
 
     Args:
-        encoded: PCollection of ``beam_ranking.encoded_users``' users.
+        encoded: PCollection of ``beam.ranking.encoded_users``' users.
         staging: str. The folder of the shards.
         num_shards: int. Shards, named as ``prepared.format.shard_name``.
     """
@@ -129,7 +129,7 @@ def write_trained_items(one: beam.PCollection, side: str, trained) -> None:
         one: a PCollection of one element, to hang the write on.
         side: str. The side folder.
         trained: singleton PCollection of the sorted ids
-            (``beam_trained_items.trained_items``).
+            (``beam.trained_items.trained_items``).
     """
     _write_json(one, trained, os.path.join(side, TRAINED_ITEMS), "TrainedItems")
 
@@ -141,7 +141,7 @@ def write_token_features(one: beam.PCollection, side: str, specs) -> None:
         one: a PCollection of one element, to hang the write on.
         side: str. The side folder.
         specs: singleton PCollection of the spec dicts
-            (``beam_tokens.token_features``).
+            (``beam.tokens.token_features``).
     """
     _write_json(one, specs, os.path.join(side, TOKEN_FEATURES), "TokenFeatures")
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_ranking import (
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.ranking import (
     _sort_user,
     encoded_users,
     ranked,

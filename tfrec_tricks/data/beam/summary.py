@@ -19,7 +19,7 @@ from collections.abc import Iterable
 import apache_beam as beam
 import numpy as np
 
-from tfrec_tricks.data.beam_config import BeamConfig
+from tfrec_tricks.data.beam.config import BeamConfig
 from tfrec_tricks.data.prepared.writer import merge_split_counts, split_counts
 from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
 from tfrec_tricks.data.user_sequences import SPLITS, UserSequences
@@ -33,7 +33,7 @@ def summarize(encoded: beam.PCollection, config: BeamConfig):
     """A singleton PCollection: the ``SummaryFn`` output of all users.
 
     Args:
-        encoded: PCollection of ``beam_ranking.encoded_users``' users.
+        encoded: PCollection of ``beam.ranking.encoded_users``' users.
         config: ``BeamConfig``. Its ``max_len``.
     """
     return (

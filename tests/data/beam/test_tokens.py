@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_tokens import (
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.tokens import (
     add_pairs,
     encode_user_tokens,
     token_features,

@@ -1,6 +1,6 @@
 """The columns a Beam preparation keeps are those every file has."""
 
-from tfrec_tricks.data.beam_rows import file_schema
+from tfrec_tricks.data.beam.rows import file_schema
 
 
 def test_keeps_the_columns_every_file_has():

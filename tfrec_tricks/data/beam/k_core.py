@@ -18,15 +18,15 @@ from collections.abc import Iterable
 
 import apache_beam as beam
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_rows import ITEM, USER
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.rows import ITEM, USER
 
 
 def k_core(rows: beam.PCollection, config: BeamConfig) -> tuple:
     """The k-core filter, unrolled; and a count of items still too rare.
 
     Args:
-        rows: PCollection of rows (``beam_rows``).
+        rows: PCollection of rows (``beam.rows``).
         config: ``BeamConfig``. Its ``min_item``, ``min_user`` and
             ``filter_rounds``.
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_summary import SummaryFn, check_summary
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.summary import SummaryFn, check_summary
 from tfrec_tricks.data.prepared.writer import split_counts
 from tfrec_tricks.data.sources import synthetic
 from tfrec_tricks.data.statistics import training_statistics

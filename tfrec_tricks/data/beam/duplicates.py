@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_rows import (
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.rows import (
     FILE,
     ITEM,
     LINE,
@@ -37,8 +37,8 @@ def drop_duplicate_rows(
     """Counts exact duplicates (with timestamps) and, if asked, drops them.
 
     Args:
-        rows: PCollection of rows (``beam_rows``).
-        schema: singleton side input of ``beam_rows.file_schema``.
+        rows: PCollection of rows (``beam.rows``).
+        schema: singleton side input of ``beam.rows.file_schema``.
         config: ``BeamConfig``. Its ``drop_duplicates``.
 
     Returns:

@@ -6,8 +6,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from tfrec_tricks.data.beam_inputs import ReadFile, match_inputs, read_files
-from tfrec_tricks.data.beam_runner import marked_message
+from tfrec_tricks.data.beam.inputs import ReadFile, match_inputs, read_files
+from tfrec_tricks.data.beam.runner import marked_message
 from tfrec_tricks.errors import DataError
 
 UDATA = "196\t242\t3\t881250949\n186\t302\t3\t891717742\n"

@@ -8,7 +8,7 @@ position)`` and numbered from 1. Each ranking collects ``(id, first
 place)`` pairs on one worker, as tf.Transform computes its vocabularies;
 every worker then holds the item vocabulary (a dict of raw id to
 contiguous id) as a side input, and the token columns' ids
-(``beam_tokens``) likewise.
+(``beam.tokens``) likewise.
 
 Example:
 
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 import apache_beam as beam
 import numpy as np
 
-from tfrec_tricks.data.beam_config import BeamConfig
-from tfrec_tricks.data.beam_rows import (
+from tfrec_tricks.data.beam.config import BeamConfig
+from tfrec_tricks.data.beam.rows import (
     FILE,
     ITEM,
     LINE,
@@ -31,7 +31,7 @@ from tfrec_tricks.data.beam_rows import (
     TOKENS,
     USER,
 )
-from tfrec_tricks.data.beam_tokens import encode_user_tokens, token_lookups
+from tfrec_tricks.data.beam.tokens import encode_user_tokens, token_lookups
 from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.user_sequences import TIME_GAP, split_positions
 
@@ -43,8 +43,8 @@ def ranked_users(
     user's rows.
 
     Args:
-        kept: PCollection of rows (``beam_rows``) that passed the filter.
-        schema: singleton side input of ``beam_rows.file_schema``.
+        kept: PCollection of rows (``beam.rows``) that passed the filter.
+        schema: singleton side input of ``beam.rows.file_schema``.
         config: ``BeamConfig``. Its ``numeric_features``.
 
     Returns:
@@ -83,7 +83,7 @@ def encoded_users(
         sequences: PCollection of ``ranked_users``' users.
         config: ``BeamConfig``. Its ``split``.
         token_specs: singleton PCollection of the token columns' specs
-            (``beam_tokens.token_features``): each user's values are
+            (``beam.tokens.token_features``): each user's values are
             encoded with them. None: the users' token columns are left
             out.
 

@@ -6,7 +6,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.data.beam_outputs import (
+from tfrec_tricks.data.beam.outputs import (
     TRAINED_ITEMS,
     check_shards,
     count_records,
