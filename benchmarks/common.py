@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from tfrec_tricks.data.preparation import SPLITS
+from tfrec_tricks.data.in_memory_dataset import SPLITS
 from tfrec_tricks.data.sources.loaders import FORMATS
 
 #: The repository root, the working folder of ``module_command``'s child.

@@ -63,7 +63,7 @@ from benchmarks.history_ranking import (  # noqa: E402
     paired_difference,
     summarize_diagnostics,
 )
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.layers.common import PADDING_LOGIT  # noqa: E402
 from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.training.evaluate import eval_batch_size  # noqa: E402

@@ -51,7 +51,7 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,
     SequentialRetrievalModel,

@@ -123,8 +123,8 @@ def input_rate(dataset: tf.data.Dataset, epochs: int) -> tuple[float, int]:
 def pipelines(args: argparse.Namespace):
     """The two pipelines of a run's training batches, and the model data."""
     from tfrec_tricks.data import load_source, prepare
-    from tfrec_tricks.data.pipeline import make_dataset
     from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
+    from tfrec_tricks.data.tf_data_pipeline import make_dataset
 
     prepared = OnDiskDataset(os.path.join(args.work_dir, "prepared"))
     source = load_source(args.data, data_path=args.data_path)

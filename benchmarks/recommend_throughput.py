@@ -280,13 +280,13 @@ def train_run(args: argparse.Namespace, path: str, head: str) -> str:
 
 def train_worker(options: dict) -> int:
     """Child: trains one run, its prefix examples capped (module doc)."""
-    from tfrec_tricks.data import preparation
+    from tfrec_tricks.data import in_memory_dataset
     from tfrec_tricks.training.train_config import TrainConfig
     from tfrec_tricks.training.training import train
 
     # The examples of a split are formed by ``_windows`` from the
     # positions of their targets: only the first ``cap`` are kept.
-    windows = preparation._windows
+    windows = in_memory_dataset._windows
     signature = inspect.signature(windows)
     cap = options["cap"]
 
@@ -295,7 +295,7 @@ def train_worker(options: dict) -> int:
         bound.arguments["positions"] = bound.arguments["positions"][:cap]
         return windows(*bound.args, **bound.kwargs)
 
-    preparation._windows = capped
+    in_memory_dataset._windows = capped
     config = TrainConfig(
         data="file",
         data_path=options["data_path"],
@@ -316,7 +316,7 @@ def train_worker(options: dict) -> int:
 
 def throughput_worker(options: dict) -> int:
     """Child: times passes over every user of a run (module doc)."""
-    from tfrec_tricks.data.preparation import Vocabulary
+    from tfrec_tricks.data.in_memory_dataset import Vocabulary
     from tfrec_tricks.recommendation import (
         RecommendationJob,
         RecommendationOptions,
@@ -462,7 +462,7 @@ def load_worker(options: dict) -> int:
     start = time.perf_counter()
     import tensorflow as tf  # noqa: F401  (the command imports it too)
 
-    from tfrec_tricks.data.preparation import Vocabulary
+    from tfrec_tricks.data.in_memory_dataset import Vocabulary
     from tfrec_tricks.recommendation import (
         RecommendationJob,
         RecommendationOptions,

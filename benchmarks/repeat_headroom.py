@@ -42,7 +42,7 @@ from benchmarks.repeat_switch import (  # noqa: E402
     cross_fitted_headroom,
     repeat_headroom,
 )
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.training.evaluate import EVAL_BATCH_SIZE  # noqa: E402
 from tfrec_tricks.training.persistence import load_model  # noqa: E402
 from tfrec_tricks.training.training_data import prepare_in_memory  # noqa: E402

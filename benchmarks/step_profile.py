@@ -44,7 +44,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.epoch_speed import HEADS, ours  # noqa: E402
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.data.train_windows import check_stride  # noqa: E402
 
 #: Each encoder's faster pipeline in epoch_speed.md: every position?

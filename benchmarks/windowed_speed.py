@@ -65,7 +65,7 @@ from benchmarks.epoch_speed import (  # noqa: E402
     ours,
 )
 from tfrec_tricks.data import Interactions, load_source, prepare  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.data.train_windows import train_windows  # noqa: E402
 from tfrec_tricks.models import ModelConfig  # noqa: E402
 

@@ -28,8 +28,8 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 from tfrec_tricks.data import prepare, synthetic  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.data.sources.tfds_movielens import load_tfds_movielens  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.errors import DataError  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tfrec_tricks.data import load_source, prepare  # noqa: E402
-from tfrec_tricks.data.pipeline import make_dataset  # noqa: E402
+from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.evaluation.full_ranking import full_ranking_metrics  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402
     ModelConfig,

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from benchmarks import common
-from tfrec_tricks.data.preparation import SPLITS
+from tfrec_tricks.data.in_memory_dataset import SPLITS
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks import step_profile
 from tfrec_tricks.data import load_source, prepare
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 
 pytestmark = pytest.mark.slow
 

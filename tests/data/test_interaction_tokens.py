@@ -22,10 +22,10 @@ from tfrec_tricks.data.item_features.encoding import (
     OOV_ID,
     PAD_ID,
 )
-from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.sources.encoded_interactions import read_encoded
 from tfrec_tricks.data.sources.loaders import load_file, read_records
 from tfrec_tricks.data.sources.named_sources import load_source
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.data.user_sequences import user_sequences
 
 

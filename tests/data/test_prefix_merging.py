@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from tfrec_tricks.data import SequenceExamples
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.in_memory_dataset import TIME_GAP, prepare
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
-from tfrec_tricks.data.preparation import TIME_GAP, prepare
 from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 
 MAX_LEN = 6
 

@@ -5,10 +5,10 @@ import collections
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.in_memory_dataset import SequenceExamples, prepare
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
-from tfrec_tricks.data.preparation import SequenceExamples, prepare
 from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.data.train_windows import train_windows, window_ends
 
 

@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from tfrec_tricks.data import prepare
-from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 
 MAX_LEN = 10
 DIM = 8

@@ -23,7 +23,7 @@ tf.config.set_logical_device_configuration(
 
 from tfrec_tricks.data import prepare
 from tfrec_tricks.data.sources import synthetic
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 
 overrides = json.loads(sys.argv[1])

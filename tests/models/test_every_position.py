@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 
 from tests.models.conftest import DIM, MAX_LEN
-from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.data.train_windows import train_windows
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 from tensorflow_recommenders.layers.loss import MIN_FLOAT
 
 from tests.models.model_helpers import make_config, make_model
-from tfrec_tricks.data.pipeline import make_dataset
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.layers import SoftmaxCPR
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 

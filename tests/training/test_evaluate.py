@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import tiny_config
-from tfrec_tricks.data.pipeline import make_dataset
-from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.in_memory_dataset import prepare
 from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.training.evaluate import (
     SeenItems,
@@ -160,7 +160,7 @@ def test_test_metrics_are_split_into_repeat_and_new_targets(tmp_path):
         assert whole == pytest.approx(result.metrics["test"][name], abs=1e-5)
     # The test metrics (from the per-example ranks) are what the model's
     # own metrics give.
-    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.data.tf_data_pipeline import make_dataset
     from tfrec_tricks.training.training_data import prepare_in_memory
 
     _, data = prepare_in_memory(tiny_config(tmp_path, epochs=1))
@@ -181,7 +181,7 @@ def test_bucketed_evaluation_gives_the_metrics_of_fixed_batches(
 ):
     # The encoders are causal and the batch is cut to its longest history,
     # so how examples are grouped into batches cannot change any score.
-    from tfrec_tricks.data.pipeline import make_dataset
+    from tfrec_tricks.data.tf_data_pipeline import make_dataset
     from tfrec_tricks.training.training_data import prepare_in_memory
 
     config = tiny_config(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tfrec_tricks.cli.options import train_config
-from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.training_statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import AUTO_HEAD
 from tfrec_tricks.training.head_choice import (

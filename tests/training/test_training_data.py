@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from tests.run_helpers import tiny_config, write_token_interactions
-from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.training.prepare_dataset import (
     prepare_dataset,

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED, item_table
 
-from tfrec_tricks.data.pipeline import length_boundaries
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
+from tfrec_tricks.data.tf_data_pipeline import length_boundaries
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,

@@ -11,7 +11,7 @@ encoder pass.
 
 import numpy as np
 
-from tfrec_tricks.data.preparation import SequenceExamples
+from tfrec_tricks.data.in_memory_dataset import SequenceExamples
 
 POSITION_TARGETS = "position_targets"
 

@@ -37,12 +37,12 @@ not train).
 
 import numpy as np
 
+from tfrec_tricks.data.in_memory_dataset import SequenceExamples
 from tfrec_tricks.data.prefix_merging import (
     POSITION_TARGETS,
     as_sequence_examples,
     rows_with_runs,
 )
-from tfrec_tricks.data.preparation import SequenceExamples
 
 
 def window_ends(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data.statistics import LOG1P_FEATURES
+from tfrec_tricks.data.training_statistics import LOG1P_FEATURES
 from tfrec_tricks.features import (
     CategoricalFeatureEmbedding,
     ItemFeatureEncoder,
@@ -262,7 +262,7 @@ def arrays_from_data(config: ModelConfig, data: Any, item_graph: Any) -> dict:
 
     The training-target counts (logQ correction) and the statistics of the
     standardised features over the real positions of the training
-    histories, from ``data.statistics``; a raw-id item graph mapped to
+    histories, from ``data.training_statistics``; a raw-id item graph mapped to
     contiguous ids (edges with an item not in the vocabulary are dropped).
 
     Args:

@@ -382,8 +382,9 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
         ``model_parts.arrays_from_data``: the training-target counts (logQ
         correction) and the statistics of the standardised features over
         the real positions of the training histories, from
-        ``data.statistics``; a raw-id item graph mapped to contiguous ids
-        (edges with an item not in the vocabulary are dropped).
+        ``data.training_statistics``; a raw-id item graph mapped to
+        contiguous ids (edges with an item not in the vocabulary are
+        dropped).
 
         Args:
             config: a ``ModelConfig``.

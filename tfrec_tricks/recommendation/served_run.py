@@ -21,7 +21,7 @@ data refused as ``recommend_frame`` refuses it).
 
 import os
 
-from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
 from tfrec_tricks.export.model_identity import ModelIdentity
 from tfrec_tricks.recommendation.local_engine import LocalEngine
 from tfrec_tricks.recommendation.run_data import run_histories, run_train_config

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data.item_side_information import trained_items
+from tfrec_tricks.data.in_memory_item_features import trained_items
 from tfrec_tricks.evaluation.full_ranking import (
     metrics_by_target_kind,
     metrics_by_target_popularity,

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfrec_tricks.config_fields import field_default
-from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.training_statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 from tfrec_tricks.models.config import AUTO_HEAD, ENCODERS, ModelConfig
 from tfrec_tricks.models.encoder_registry import encoder_spec

@@ -11,7 +11,7 @@ from tfrec_tricks.config_fields import (
     document_fields,
     option,
 )
-from tfrec_tricks.data.preparation import SPLITS, check_split
+from tfrec_tricks.data.in_memory_dataset import SPLITS, check_split
 from tfrec_tricks.data.sources.loaders import FORMATS
 from tfrec_tricks.data.sources.named_sources import DATA_ENV, SOURCES
 from tfrec_tricks.models.config import ModelConfig

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.data import InMemoryDataset, Source, load_source, prepare
+from tfrec_tricks.data.in_memory_item_features import with_item_features
 from tfrec_tricks.data.item_features.item_file import (
     ItemFeatureTable,
     read_item_features,
@@ -24,9 +25,8 @@ from tfrec_tricks.data.item_features.movielens import (
     movielens_item_features,
 )
 from tfrec_tricks.data.item_features.tfds_genres import load_tfds_item_features
-from tfrec_tricks.data.item_side_information import with_item_features
-from tfrec_tricks.data.pipeline import make_dataset
 from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
+from tfrec_tricks.data.tf_data_pipeline import make_dataset
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,

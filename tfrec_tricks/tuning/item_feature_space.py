@@ -30,6 +30,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from tfrec_tricks.data.in_memory_item_features import with_item_features
 from tfrec_tricks.data.item_features.item_file import (
     ItemFeatureTable,
     read_item_features,
@@ -39,7 +40,6 @@ from tfrec_tricks.data.item_features.movielens import (
     metadata_files,
     movielens_item_features,
 )
-from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,

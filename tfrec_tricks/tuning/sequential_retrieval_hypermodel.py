@@ -161,8 +161,8 @@ sizes below N only (CPR) |
             True}`` for tiny data where tracing costs more than the steps.
             Defaults to None.
         bucket_by_length: bool. Batch histories of similar length together
-            (``tfrec_tricks.data.pipeline.make_dataset``): faster epochs on
-            short-session data. Defaults to True.
+            (``tfrec_tricks.data.tf_data_pipeline.make_dataset``): faster
+            epochs on short-session data. Defaults to True.
         every_position: bool. Train each session's prefixes as one row
             with a target per position (``make_dataset``'s
             ``every_position``): faster SASRec epochs. Defaults to False.

@@ -3,7 +3,7 @@
 KerasTuner hands ``HyperModel.fit`` the data given to ``tuner.search``:
 here unbatched examples, so that each trial batches them with its own
 ``batch_size``. These functions turn that data into batches
-(``data.pipeline.batch_arrays``), as ``tfrec-tricks train`` batches it.
+(``data.tf_data_pipeline.batch_arrays``), as ``tfrec-tricks train`` batches it.
 
 Example:
 
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.data.pipeline import batch_arrays
 from tfrec_tricks.data.prefix_merging import merge_prefixes
+from tfrec_tricks.data.tf_data_pipeline import batch_arrays
 from tfrec_tricks.data.train_windows import train_windows
 
 # Examples per validation batch.

@@ -6,7 +6,7 @@ from tfrec_tricks.data.beam.config import BeamConfig
 from tfrec_tricks.data.beam.summary import SummaryFn, check_summary
 from tfrec_tricks.data.prepared.writer import split_counts
 from tfrec_tricks.data.sources import synthetic
-from tfrec_tricks.data.statistics import training_statistics
+from tfrec_tricks.data.training_statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.errors import DataError
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from tfrec_tricks.data import Interactions, prepare
-from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.item_side_information import (
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
+from tfrec_tricks.data.in_memory_item_features import (
     trained_items,
     with_item_features,
 )
-from tfrec_tricks.data.preparation import Vocabulary
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 from tfrec_tricks.data.prepared.item_features import (
     ITEM_FEATURE_FILES,
     TRAINED_ITEMS_FILE,
@@ -24,7 +24,7 @@ from tfrec_tricks.data.prepared.item_features import (
     write_item_features,
 )
 from tfrec_tricks.data.sources import synthetic
-from tfrec_tricks.data.statistics import training_statistics
+from tfrec_tricks.data.training_statistics import training_statistics
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.errors import DataError
 

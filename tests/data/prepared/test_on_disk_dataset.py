@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from tests.run_helpers import write_token_interactions
+from tfrec_tricks.data.in_memory_dataset import prepare
+from tfrec_tricks.data.in_memory_item_features import with_item_features
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.item_side_information import with_item_features
 from tfrec_tricks.data.prefix_merging import merge_prefixes
-from tfrec_tricks.data.preparation import prepare
 from tfrec_tricks.data.prepared.item_features import ItemFeatureRequest
 from tfrec_tricks.data.prepared.on_disk_dataset import OnDiskDataset
 from tfrec_tricks.data.prepared.writer import write_prepared

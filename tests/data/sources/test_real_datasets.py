@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.preparation import PADDING, TIME_GAP, prepare
+from tfrec_tricks.data.in_memory_dataset import PADDING, TIME_GAP, prepare
 from tfrec_tricks.data.sources import loaders, named_sources
 from tfrec_tricks.errors import DataError
 

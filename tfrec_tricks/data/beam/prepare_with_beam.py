@@ -131,8 +131,8 @@ from tfrec_tricks.data.beam.runner import pipeline_options, run_pipeline
 from tfrec_tricks.data.beam.summary import check_summary, summarize
 from tfrec_tricks.data.beam.tokens import token_features
 from tfrec_tricks.data.beam.trained_items import trained_items
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
 from tfrec_tricks.data.interaction_tokens import specs_from_json
-from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.prepared.item_features import (
     ItemFeatureRequest,
@@ -140,7 +140,7 @@ from tfrec_tricks.data.prepared.item_features import (
     join_item_features,
 )
 from tfrec_tricks.data.prepared.writer import write_dataset_files
-from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.training_statistics import TrainingStatistics
 
 
 def prepare_with_beam(

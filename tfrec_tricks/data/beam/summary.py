@@ -21,7 +21,10 @@ import numpy as np
 
 from tfrec_tricks.data.beam.config import BeamConfig
 from tfrec_tricks.data.prepared.writer import merge_split_counts, split_counts
-from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
+from tfrec_tricks.data.training_statistics import (
+    TrainingStatistics,
+    training_statistics,
+)
 from tfrec_tricks.data.user_sequences import SPLITS, UserSequences
 from tfrec_tricks.errors import DataError
 

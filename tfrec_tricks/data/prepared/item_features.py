@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
 from tfrec_tricks.data.item_features.encoding import (
     FEATURES_JSON,
     FEATURES_NPZ,
@@ -37,8 +38,7 @@ from tfrec_tricks.data.item_features.encoding import (
     encode_item_features,
 )
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.preparation import Vocabulary
-from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.training_statistics import TrainingStatistics
 from tfrec_tricks.data.user_sequences import UserSequences
 from tfrec_tricks.errors import DataError
 

@@ -21,29 +21,29 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     specs_from_json,
 )
 from tfrec_tricks.data.item_features.encoding import ItemFeatures
-from tfrec_tricks.data.pipeline import (
-    length_boundaries,
-    rows_per_batch,
-    without_autotune,
-)
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
-from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.prepared.item_features import (
     ITEM_FEATURE_FILES,
     load_item_features,
 )
-from tfrec_tricks.data.statistics import TrainingStatistics
+from tfrec_tricks.data.tf_data_pipeline import (
+    length_boundaries,
+    rows_per_batch,
+    without_autotune,
+)
 from tfrec_tricks.data.train_windows import (
     check_stride,
     merged_stride,
     window_ends,
 )
+from tfrec_tricks.data.training_statistics import TrainingStatistics
 from tfrec_tricks.errors import DataError
 
 SPLIT_NAMES = ("train", "validation", "test")
@@ -388,7 +388,7 @@ class OnDiskDataset:
 
         ``batch_size``, ``bucket_by_length``, ``every_position`` and
         ``window_stride`` mean
-        what they mean for ``tfrec_tricks.data.pipeline.make_dataset``:
+        what they mean for ``tfrec_tricks.data.tf_data_pipeline.make_dataset``:
         with bucketing, each batch holds one band of history lengths
         (``length_boundaries``), as many rows as hold about ``batch_size``
         targets in that band. Bands are batched as their examples stream

@@ -10,12 +10,12 @@ import tensorflow as tf
 
 import tfrec_tricks
 from tfrec_tricks.atomic_files import publish_directory
+from tfrec_tricks.data.in_memory_dataset import Vocabulary
 from tfrec_tricks.data.interaction_tokens import (
     InteractionTokenSpec,
     interaction_token_features,
     specs_json,
 )
-from tfrec_tricks.data.preparation import Vocabulary
 from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.data.prepared.item_features import (
     ItemFeatureRequest,
@@ -25,7 +25,10 @@ from tfrec_tricks.data.prepared.item_features import (
     trained_item_ids,
     write_item_features,
 )
-from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
+from tfrec_tricks.data.training_statistics import (
+    TrainingStatistics,
+    training_statistics,
+)
 from tfrec_tricks.data.user_sequences import UserSequences
 
 # Interactions per shard when the shard count is not given.

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.preparation import prepare
+from tfrec_tricks.data.in_memory_dataset import prepare
 from tfrec_tricks.data.sources import synthetic
-from tfrec_tricks.data.statistics import (
+from tfrec_tricks.data.training_statistics import (
     LOG1P_FEATURES,
     Moments,
     TrainingStatistics,

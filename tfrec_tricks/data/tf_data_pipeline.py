@@ -3,8 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.data.in_memory_dataset import SequenceExamples
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS, merge_prefixes
-from tfrec_tricks.data.preparation import SequenceExamples
 from tfrec_tricks.data.train_windows import merged_stride, train_windows
 
 
@@ -81,7 +81,7 @@ def make_dataset(
     Example:
 
     >>> import numpy as np
-    >>> from tfrec_tricks.data.preparation import SequenceExamples
+    >>> from tfrec_tricks.data.in_memory_dataset import SequenceExamples
     >>> history = np.zeros([6, 4], np.int32)
     >>> for row, length in enumerate([1, 4, 1, 4, 1, 4]):
     ...     history[row, :length] = 7

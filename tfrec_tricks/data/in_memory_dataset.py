@@ -26,7 +26,10 @@ from tfrec_tricks.data.interaction_tokens import (
     interaction_token_features,
 )
 from tfrec_tricks.data.sources.interactions import Interactions
-from tfrec_tricks.data.statistics import TrainingStatistics, training_statistics
+from tfrec_tricks.data.training_statistics import (
+    TrainingStatistics,
+    training_statistics,
+)
 from tfrec_tricks.data.user_sequences import (
     PADDING,
     SPLITS,

@@ -1,23 +1,24 @@
-"""Item attributes joined to a prepared dataset, cold-start items included.
+"""Item attributes joined to an in-memory dataset, cold-start items included.
 
-``with_item_features`` encodes an ``ItemFeatureTable`` against a
-dataset's catalogue: the items with an attribute row but no interaction
-join the catalogue after the others (cold-start items: never a training
-target nor in a training history, they rank by their attributes), the
-vocabularies and statistics come from the items of the training examples
-(``trained_items``), and the dataset carries the result.
+``with_item_features`` encodes an ``ItemFeatureTable`` against an
+``InMemoryDataset``'s catalogue: the items with an attribute row but no
+interaction join the catalogue after the others (cold-start items: never
+a training target nor in a training history, they rank by their
+attributes), the vocabularies and statistics come from the items of the
+training examples (``trained_items``), and the dataset carries the
+result.
 """
 
 import dataclasses
 
 import numpy as np
 
+from tfrec_tricks.data.in_memory_dataset import InMemoryDataset, Vocabulary
 from tfrec_tricks.data.item_features.encoding import (
     cold_item_names,
     encode_item_features,
 )
 from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.preparation import InMemoryDataset, Vocabulary
 
 
 def trained_items(dataset: InMemoryDataset) -> np.ndarray:

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrec_tricks.data.pipeline import length_boundaries, make_dataset
-from tfrec_tricks.data.preparation import TIME_GAP, prepare
+from tfrec_tricks.data.in_memory_dataset import TIME_GAP, prepare
 from tfrec_tricks.data.sources import synthetic
+from tfrec_tricks.data.tf_data_pipeline import length_boundaries, make_dataset
 
 MAX_LEN = 7
 

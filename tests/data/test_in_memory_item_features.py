@@ -1,13 +1,13 @@
-"""data.item_side_information: attributes joined to a prepared dataset."""
+"""data.in_memory_item_features: attributes joined to an in-memory dataset."""
 
 import numpy as np
 
 from tfrec_tricks.data import Interactions, prepare
-from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
-from tfrec_tricks.data.item_side_information import (
+from tfrec_tricks.data.in_memory_item_features import (
     trained_items,
     with_item_features,
 )
+from tfrec_tricks.data.item_features.item_file import ItemFeatureTable
 
 
 def _data():

@@ -7,7 +7,7 @@ as ``preparation._windows`` does; ``padded`` builds the expected rows.
 import numpy as np
 import pytest
 
-from tfrec_tricks.data.preparation import (
+from tfrec_tricks.data.in_memory_dataset import (
     PADDING,
     TIME_GAP,
     Vocabulary,
