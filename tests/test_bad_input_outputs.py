@@ -204,7 +204,7 @@ def test_outputs_that_are_not_the_commands_own_are_refused(
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from tfrec_tricks.output_targets import TargetKind, target_lock
+    from tfrec_tricks.output_folders import TargetKind, target_lock
     with target_lock(sys.argv[1], TargetKind("x", "--x")):
         print("locked", flush=True)
         time.sleep(120)

@@ -14,7 +14,7 @@ write lies in a marked folder, and after it the folder is published: no
 moment leaves an unmarked half of one. The staging folder is removed
 last, its marker after the rest (``ownership.remove_staging``). The next
 command that writes the same target, holding its lock
-(``tfrec_tricks.output_targets``), removes what a killed process left:
+(``tfrec_tricks.output_folders``), removes what a killed process left:
 only staging folders of the tool's (``ownership.remove_leftovers``), never
 a name that merely looks like one.
 
@@ -156,7 +156,7 @@ def publish_directory(
         replace: bool. Replace an existing ``target`` (else it must not
             exist: ``FileExistsError``, checked before ``write`` runs).
             The caller decides that ``target`` is its own to replace
-            (``output_targets.check_target``); only a folder whose every
+            (``output_folders.check_target``); only a folder whose every
             entry is recorded is replaced.
         kind: str. What the folder is, recorded in it (e.g. "model").
 

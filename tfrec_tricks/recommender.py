@@ -47,7 +47,7 @@ from tfrec_tricks.export.models_config import (  # noqa: E402
     check_version,
 )
 from tfrec_tricks.models.config import AUTO_HEAD, ModelConfig  # noqa: E402
-from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
+from tfrec_tricks.output_folders import check_target, target_lock  # noqa: E402
 from tfrec_tricks.recommendation import (  # noqa: E402
     RecommendationJob,
     RecommendationOptions,

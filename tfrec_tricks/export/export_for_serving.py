@@ -32,7 +32,7 @@ from tfrec_tricks.export.serving_module import (
     load_item_vocabulary,
 )
 from tfrec_tricks.export.warmup import write_warmup_requests
-from tfrec_tricks.output_targets import TargetKind, check_target, target_lock
+from tfrec_tricks.output_folders import TargetKind, check_target, target_lock
 
 MODELS_CONFIG = "models.config"
 

@@ -61,7 +61,7 @@ import tensorflow as tf
 from tfrec_tricks.atomic_files import publish_directory
 from tfrec_tricks.data.prepared import format as fmt
 from tfrec_tricks.export.export_for_serving import export_for_serving
-from tfrec_tricks.output_targets import TargetKind, target_lock
+from tfrec_tricks.output_folders import TargetKind, target_lock
 from tfrec_tricks.recommendation.beam_model_handler import (
     RecommendationModelHandler,
     UserRequest,

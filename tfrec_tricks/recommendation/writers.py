@@ -7,7 +7,7 @@ the file) into a staging folder beside the target,
 complete: a reader never sees half a file. An error or Ctrl-C removes
 the staging folder (its marker last); a killed process leaves it marked
 (or empty, killed before it marked it), and the next writer of the same
-file removes it (``output_targets.target_lock``). The target must not
+file removes it (``output_folders.target_lock``). The target must not
 exist: it is never replaced.
 """
 
@@ -24,7 +24,7 @@ import pandas as pd
 
 from tfrec_tricks import ownership
 from tfrec_tricks.errors import OutputError
-from tfrec_tricks.output_targets import TargetKind, overlap, target_lock
+from tfrec_tricks.output_folders import TargetKind, overlap, target_lock
 
 RECOMMENDATIONS = TargetKind("recommendations file", "--output")
 # File name endings and the format each one means.

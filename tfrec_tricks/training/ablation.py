@@ -12,7 +12,7 @@ import os
 
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import write_text_atomic
-from tfrec_tricks.output_targets import check_target, target_lock
+from tfrec_tricks.output_folders import check_target, target_lock
 
 # Re-exported: the rows and the report folder's check live in a module
 # without TensorFlow.

@@ -6,7 +6,7 @@ because ``tfrec-tricks ablation --rows`` lists them in its help and refuses
 other names, and a report folder it may not write, before TensorFlow loads.
 """
 
-from tfrec_tricks.output_targets import TargetKind, check_target
+from tfrec_tricks.output_folders import TargetKind, check_target
 
 ABLATION_REPORT = TargetKind("ablation report", "--report-dir")
 
@@ -76,5 +76,5 @@ PAPER_ROWS = tuple(list(ROWS)[:9])
 
 def check_report_dir(output_dir: str, inputs: list[str]) -> None:
     """Refuses a report folder that ``write_report`` may not write, before
-    any row trains (``output_targets.check_target``)."""
+    any row trains (``output_folders.check_target``)."""
     check_target(output_dir, ABLATION_REPORT, inputs)

@@ -37,7 +37,7 @@ from tfrec_tricks.data.sources.named_sources import (
 )
 from tfrec_tricks.data.user_sequences import user_sequences
 from tfrec_tricks.errors import DataError
-from tfrec_tricks.output_targets import check_target, read_lock, target_lock
+from tfrec_tricks.output_folders import check_target, read_lock, target_lock
 from tfrec_tricks.training.feature_selection import (
     ALL_FEATURES,
     select_features,
@@ -71,7 +71,7 @@ def prepared_read_lock(
 ) -> contextlib.AbstractContextManager:
     """The shared lock of ``config.prepared`` while a run reads it (none
     without a prepared dataset): ``prepare --overwrite`` of it is refused
-    meanwhile (``output_targets.read_lock``)."""
+    meanwhile (``output_folders.read_lock``)."""
     if not config.prepared:
         return contextlib.nullcontext()
     return read_lock(config.prepared, PREPARED_DATASET)

@@ -5,7 +5,7 @@ it loads: ``cli.prepare.check``)."""
 import os
 
 from tfrec_tricks.data.prepared.format import PREPARED_KIND
-from tfrec_tricks.output_targets import TargetKind, check_target
+from tfrec_tricks.output_folders import TargetKind, check_target
 from tfrec_tricks.training.run_inputs import input_paths
 from tfrec_tricks.training.train_config import TrainConfig
 
@@ -17,7 +17,7 @@ def check_prepared_output(
 ) -> None:
     """Refuses an ``output`` that ``prepare_dataset`` may not write for
     ``config``: one of its inputs, or a folder of someone else's
-    (``output_targets.check_target``), or any existing folder without
+    (``output_folders.check_target``), or any existing folder without
     ``overwrite`` (``refuse_existing``).
 
     Raises:

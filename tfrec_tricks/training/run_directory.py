@@ -39,7 +39,7 @@ from tfrec_tricks.atomic_files import (
 from tfrec_tricks.data.sources.loaders import readable_file
 from tfrec_tricks.data.sources.named_sources import resolved_path
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.output_folders import TargetKind
 
 RUN_FILE = "run.json"
 RUN_FORMAT = 1

@@ -51,6 +51,6 @@ def data_files(config: TrainConfig) -> list[str]:
 def input_paths(config: TrainConfig) -> list[str]:
     """Every file and folder ``config``'s data is read from: what no
     output of the run may be, contain or lie inside
-    (``output_targets.check_target``)."""
+    (``output_folders.check_target``)."""
     folders = [config.prepared, config.tfds_data_dir, config.tfds_manual_dir]
     return [*data_files(config), *(f for f in folders if f)]

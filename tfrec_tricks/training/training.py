@@ -24,7 +24,7 @@ import sys
 import tensorflow as tf
 
 from tfrec_tricks.errors import writes_named
-from tfrec_tricks.output_targets import check_target, target_lock
+from tfrec_tricks.output_folders import check_target, target_lock
 from tfrec_tricks.training.distribution import is_chief, make_strategy
 from tfrec_tricks.training.evaluate import evaluate_run
 from tfrec_tricks.training.fit import build_model, fit

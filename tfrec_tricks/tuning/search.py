@@ -62,7 +62,7 @@ from keras_tuner.src.distribute import utils as distribute_utils  # noqa: E402
 
 from tfrec_tricks.config_fields import check_finite  # noqa: E402
 from tfrec_tricks.layers.common import is_integer  # noqa: E402
-from tfrec_tricks.output_targets import check_target, target_lock  # noqa: E402
+from tfrec_tricks.output_folders import check_target, target_lock  # noqa: E402
 from tfrec_tricks.training.run_directory import data_identity  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.training.training_data import (  # noqa: E402

@@ -29,7 +29,7 @@ import tfrec_tricks
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
-from tfrec_tricks.output_targets import TargetKind
+from tfrec_tricks.output_folders import TargetKind
 from tfrec_tricks.training.resumption import LATER_OPTIONS
 from tfrec_tricks.training.run_directory import (
     PLACEMENT_OPTIONS,

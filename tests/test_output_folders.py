@@ -11,7 +11,7 @@ import pytest
 from tfrec_tricks import ownership
 from tfrec_tricks.atomic_files import leftovers
 from tfrec_tricks.errors import OutputError, TargetBusyError
-from tfrec_tricks.output_targets import (
+from tfrec_tricks.output_folders import (
     TargetKind,
     check_target,
     read_lock,
@@ -156,7 +156,7 @@ def test_a_symlink_to_an_input_is_the_input(tmp_path):
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from tfrec_tricks.output_targets import TargetKind, target_lock
+    from tfrec_tricks.output_folders import TargetKind, target_lock
     kind = TargetKind("thing", "--output")
     with target_lock(sys.argv[1], kind):
         print("locked", flush=True)
