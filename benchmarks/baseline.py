@@ -19,8 +19,8 @@ from tfrec_tricks.keras_version import use_legacy_keras
 use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

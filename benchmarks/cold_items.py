@@ -116,8 +116,8 @@ from tfrec_tricks.training.evaluate import (  # noqa: E402
     eval_batch_size,
     training_minutes,
 )
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 from tfrec_tricks.training.training_data import (  # noqa: E402
     TrainingData,
     load_training_data,

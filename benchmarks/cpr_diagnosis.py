@@ -67,8 +67,8 @@ from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.layers.common import PADDING_LOGIT  # noqa: E402
 from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.training.evaluate import eval_batch_size  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 from tfrec_tricks.training.training_data import prepare_in_memory  # noqa: E402
 
 DEFAULT_DATA = "yoochoose-100k"

@@ -30,7 +30,7 @@ use_legacy_keras()
 
 from benchmarks import common, train_rows  # noqa: E402
 from benchmarks.epoch_speed import interleaved_epoch_seconds  # noqa: E402
-from tfrec_tricks.training.training import training_model  # noqa: E402
+from tfrec_tricks.training.run_training import training_model  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ The runs: random ``udata`` interaction files
 interactions, ``--length`` on average, Zipf item popularity, a fifth of
 the interactions repeat one of the user's last 10 items), one per
 (users, items), written to ``--work-dir``. Each is trained by
-``tfrec_tricks.training.training.train`` (``--data file --format udata``,
+``tfrec_tricks.training.run_training.train`` (``--data file --format udata``,
 GRU4Rec, d=64, max_len 50, one epoch, Adagrad, the head of ``--heads``),
 in a child process that caps the examples ``prepare`` forms: each split
 keeps its first ``--train-examples`` prefix examples. The weights then
@@ -281,8 +281,8 @@ def train_run(args: argparse.Namespace, path: str, head: str) -> str:
 def train_worker(options: dict) -> int:
     """Child: trains one run, its prefix examples capped (module doc)."""
     from tfrec_tricks.data import in_memory_dataset
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     # The examples of a split are formed by ``_windows`` from the
     # positions of their targets: only the first ``cap`` are kept.

@@ -548,7 +548,7 @@ def train_worker(options: dict) -> int:
 
     from tfrec_tricks.cli.parser import build_parser, parse, train_config
     from tfrec_tricks.training import training_data
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     config = train_config(parse(build_parser(), ["train", *options["argv"]]))
     steps, eval_batches = options["steps"], options["eval_batches"]

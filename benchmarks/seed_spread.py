@@ -51,8 +51,8 @@ from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 from tfrec_tricks.training.ablation import ROWS, row_slug  # noqa: E402
 from tfrec_tricks.training.evaluate import training_minutes  # noqa: E402
 from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 
 
 def run_name(prefix: str, row: str, dropout: float, seed: int) -> str:

@@ -44,8 +44,8 @@ use_legacy_keras()
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.training.recipes import RECIPES, recipe_options  # noqa: E402
 from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 
 #: Variant name -> the model settings it adds (features come from --features).
 VARIANTS = {

@@ -21,8 +21,8 @@ use_legacy_keras()
 
 from benchmarks import common  # noqa: E402
 from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

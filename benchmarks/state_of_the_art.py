@@ -56,8 +56,8 @@ from tfrec_tricks.training.evaluate import (  # noqa: E402
 )
 from tfrec_tricks.training.persistence import load_model, read_history  # noqa: E402
 from tfrec_tricks.training.resumption import finished_metrics, run_directory  # noqa: E402
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 from tfrec_tricks.training.training_data import load_training_data  # noqa: E402
 
 #: Published MovieLens-1M results, full ranking, leave-one-out, seen items

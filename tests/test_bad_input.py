@@ -25,8 +25,8 @@ INTERRUPTED = ["--epochs", "3", "--name", "running"]
 def runs(tmp_path_factory):
     """``runs/run``, finished; ``runs/running``, interrupted after epoch 1."""
     from tests.run_helpers import Interrupt
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("bad-input") / "runs"
     result = run_cli(

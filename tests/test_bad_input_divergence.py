@@ -171,7 +171,7 @@ def test_out_of_memory_while_training_is_recorded_as_failed(tmp_path):
         check_finished_run,
         run_state,
     )
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     class OutOfMemory(tf.keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):

@@ -43,8 +43,8 @@ def workspace(tmp_path_factory):
         IDENTITY_FILE,
         check_exported_model,
     )
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("identity")
     run = train_tiny_run(root / "runs", "run")

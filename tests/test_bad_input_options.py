@@ -239,8 +239,8 @@ def _udata(path, users=30, shift=0):
 def test_interrupted_run_resumes_with_its_data_path_written_another_way(
     tmp_path, capsys, monkeypatch
 ):
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     data = tmp_path / "data"
     data.mkdir()

@@ -45,7 +45,7 @@ def workspace(tmp_path_factory):
     (``runs/interrupted``), a search with a retrained run in its
     ``selection/`` (``tuning/synthetic``), a prepared dataset
     (``prepared``) and an exported model (``saved_models/m/1``)."""
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     root = tmp_path_factory.mktemp("owned")
     before = os.getcwd()

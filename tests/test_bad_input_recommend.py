@@ -33,8 +33,8 @@ def runs(tmp_path_factory):
     """``run``, finished; ``failed``, marked failed; ``running``,
     interrupted after its first epoch."""
     from tfrec_tricks.training.run_directory import fail_run
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("runs")
     run = train_tiny_run(root, "run")
@@ -278,8 +278,8 @@ def test_every_refusal_has_its_case():
 def shop(tmp_path_factory):
     """``data/shop.inter`` (a ``device`` token column the run does not
     read), ``data/shop.item`` and ``runs/shop``, trained on them."""
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("shop")
     data = root / "data"

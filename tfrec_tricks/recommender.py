@@ -2,7 +2,7 @@
 
 A facade over the run machinery of the ``tfrec-tricks`` command line. It
 takes ``tfrec-tricks train``'s options by their names; ``fit`` trains one
-run into a run directory (``tfrec_tricks.training.training.train``),
+run into a run directory (``tfrec_tricks.training.run_training.train``),
 ``recommend`` ranks items from it as ``tfrec-tricks recommend`` does
 (``tfrec_tricks.recommendation.recommend_frame``, from memory after the
 first call), ``save`` copies it
@@ -65,8 +65,8 @@ from tfrec_tricks.training.run_directory import (  # noqa: E402
     finish_run,
     read_run_file,
 )
+from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
-from tfrec_tricks.training.training import train  # noqa: E402
 
 #: The option naming a recipe, as ``tfrec-tricks train --recipe``.
 RECIPE_OPTION = "recipe"

@@ -253,7 +253,7 @@ def test_a_tiny_run_end_to_end(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_base_logits_are_the_cpr_logits_outside_its_partitions(tmp_path):
     from tfrec_tricks.data.tf_data_pipeline import make_dataset
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.training_data import prepare_in_memory
 
     args = fake_args(

@@ -191,7 +191,7 @@ def test_run_trains_the_parsed_config_and_prints_the_table_when_quiet(
     # it, training is silent (verbose=0) and the command prints the table.
     import types
 
-    from tfrec_tricks.training import training
+    from tfrec_tricks.training import run_training
 
     calls = []
 
@@ -203,7 +203,7 @@ def test_run_trains_the_parsed_config_and_prints_the_table_when_quiet(
         )
         return types.SimpleNamespace(metrics=metrics, run_dir="runs/x")
 
-    monkeypatch.setattr(training, "train", fake_train)
+    monkeypatch.setattr(run_training, "train", fake_train)
     argv = ["train", "--epochs", "2", "--embedding-dim", "8", "--overwrite"]
     assert cli.main(argv + ["--quiet"] * quiet) == 0
     [(config, verbose, overwrite)] = calls

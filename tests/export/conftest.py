@@ -62,8 +62,8 @@ def reference_top_k(model, items, history, features, k):
 @pytest.fixture(scope="session")
 def trained_runs(tmp_path_factory):
     """Trained run directories: plain softmax, CPR:5+Mi+time_gap, HSTU."""
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("runs")
     common = dict(

@@ -316,8 +316,8 @@ def attributes(j):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """A run with item features, one without, and their data files."""
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     root = tmp_path_factory.mktemp("add-items")
     rng = np.random.default_rng(0)

@@ -421,7 +421,7 @@ def test_token_features_in_a_process_without_tfrec_tricks(tmp_path):
     from tests.run_helpers import tiny_config, write_token_interactions
     from tfrec_tricks.data.interaction_tokens import encode_tokens
     from tfrec_tricks.training.persistence import load_model
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     path = write_token_interactions(tmp_path / "shop.inter", empty=True)
     config = tiny_config(

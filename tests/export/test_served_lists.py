@@ -149,7 +149,7 @@ def test_whole_catalogue_histories_served_in_a_fresh_process(tmp_path):
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     """A tiny finished run, trained once (copied by each test)."""
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     root = tmp_path_factory.mktemp("served_lists_run")
     train(tiny_config(root, epochs=1), verbose=0)

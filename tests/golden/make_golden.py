@@ -279,7 +279,7 @@ def cli(*args: str) -> None:
 def train_interrupted() -> None:
     """``runs/interrupted``, stopped after its first epoch (as Ctrl-C)."""
     from tests.run_helpers import Interrupt, parsed_train_config
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     config = parsed_train_config("train", *INTERRUPTED, "--output-dir", "runs")
     try:

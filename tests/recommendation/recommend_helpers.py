@@ -21,8 +21,8 @@ MAX_LEN = 10
 
 def train_tiny_run(root, name: str = "run", **model) -> str:
     """Trains a one-epoch GRU4Rec run with time_gap; returns its folder."""
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     config = TrainConfig(
         **TINY_DATA,
@@ -137,8 +137,8 @@ def train_new_items_run(root) -> str:
     """Trains a one-epoch run whose catalogue holds 6 items no user
     clicked (``NEW_ITEMS``): its new items, ranked by their attributes;
     returns its folder."""
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     (root / "u.data").write_text(INTERACTIONS)
     items = [f"i{k}" for k in range(20)] + NEW_ITEMS

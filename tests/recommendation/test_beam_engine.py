@@ -234,8 +234,8 @@ def test_new_users_histories_through_a_temporary_export(
 @pytest.mark.slow
 def test_a_prepared_runs_shards_are_read_by_the_workers(tmp_path):
     from tfrec_tricks.training.prepare_dataset import prepare_dataset
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     config = dict(
         **TINY_DATA,

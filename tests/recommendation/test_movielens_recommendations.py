@@ -62,8 +62,8 @@ np.savez(
 def run(tmp_path_factory):
     if not (SHARED_DATA / "ml-1m").is_dir():
         pytest.skip(f"ml-1m not found in {SHARED_DATA}")
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     config = TrainConfig(
         data="ml-1m",

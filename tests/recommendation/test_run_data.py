@@ -21,8 +21,8 @@ from tfrec_tricks.recommendation.user_histories import (
 )
 from tfrec_tricks.training.prepare_dataset import prepare_dataset
 from tfrec_tricks.training.run_directory import check_finished_run
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training import train
 
 pytestmark = pytest.mark.slow
 

@@ -33,8 +33,8 @@ K = 4
 
 
 def _train(data_path: str, root, name: str, prepared: str = "") -> str:
+    from tfrec_tricks.training.run_training import train
     from tfrec_tricks.training.train_config import TrainConfig
-    from tfrec_tricks.training.training import train
 
     # A prepared run takes its data options from the dataset.
     if prepared:

@@ -21,7 +21,7 @@ from tfrec_tricks.training.evaluate import (
     seen_items,
 )
 from tfrec_tricks.training.persistence import load_model
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.training_data import load_training_data
 
 

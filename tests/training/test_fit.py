@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.run_helpers import tiny_config
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 
 pytestmark = pytest.mark.slow
 

@@ -118,7 +118,7 @@ def write_sessions(path, repeat: bool) -> None:
 def test_a_run_with_head_auto_trains_the_head_its_data_calls_for(
     tmp_path, repeat, head, requested
 ):
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     path = tmp_path / "u.data"
     write_sessions(path, repeat)

@@ -140,7 +140,7 @@ def test_mirrored_uses_the_local_devices(tmp_path):
     import tensorflow as tf
 
     from tests.run_helpers import tiny_config
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     result = train(
         tiny_config(tmp_path, distribute="mirrored", epochs=2), verbose=0
@@ -153,7 +153,7 @@ def test_mirrored_uses_the_local_devices(tmp_path):
 
 def test_distribute_off_ignores_tf_config(tmp_path, monkeypatch):
     from tests.run_helpers import tiny_config
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     # A cluster that does not exist: "off" must not try to reach it.
     monkeypatch.setenv("TF_CONFIG", cluster_env(2)[1]["TF_CONFIG"])

@@ -13,7 +13,7 @@ from tfrec_tricks.training.optimizers import (
     learning_rate_schedule,
     make_optimizer,
 )
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 
 NUM_ITEMS = 50
 

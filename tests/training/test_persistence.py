@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tests.run_helpers import tiny_config
 from tfrec_tricks.training.persistence import load_model
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from tests.run_helpers import Interrupt, tiny_config
 from tfrec_tricks.training.evaluate import format_results
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training import train
 
 pytestmark = pytest.mark.slow
 
@@ -73,14 +73,14 @@ def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
     # Interrupted while evaluating: fit had returned and emptied backup/.
     overrides = {"epochs": 9, "patience": 1} if stopped_early else {}
     config = tiny_config(tmp_path, **overrides)
-    import tfrec_tricks.training.training as training
+    from tfrec_tricks.training import run_training
 
-    evaluate = training.evaluate_run
+    evaluate = run_training.evaluate_run
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training, "evaluate_run", interrupted)
+    monkeypatch.setattr(run_training, "evaluate_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
         train(config, verbose=0)
     run_dir = tmp_path / "run"
@@ -88,7 +88,7 @@ def test_a_run_interrupted_after_its_fit_is_evaluated_not_retrained(
     epochs = _val_ndcg(run_dir)
     assert stopped_early == (len(epochs) < config.epochs)
     best = (run_dir / "checkpoints" / "best.index").read_bytes()
-    monkeypatch.setattr(training, "evaluate_run", evaluate)
+    monkeypatch.setattr(run_training, "evaluate_run", evaluate)
     result = train(config, verbose=0)
     # Nothing was trained again: no epoch, the same history and best
     # weights, and the model evaluated is the best epoch's.

@@ -21,8 +21,8 @@ from tfrec_tricks.training.run_directory import (
     open_run,
     publish_model,
 )
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training import train
 
 
 def tiny_config(tmp_path, **overrides):

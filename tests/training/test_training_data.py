@@ -18,7 +18,7 @@ from tfrec_tricks.training.prepare_dataset import (
     resolved_config,
 )
 from tfrec_tricks.training.run_directory import data_identity
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.training_data import (
     data_files,
     item_feature_files,

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: they import TensorFlow, which main
     # loads only once the arguments and ``check`` have passed.
     from tfrec_tricks.training.evaluate import format_results
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     result = train(
         train_config(args),

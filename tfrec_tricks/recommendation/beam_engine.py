@@ -162,7 +162,7 @@ def recommend_with_beam(
     >>> from tfrec_tricks.recommendation import (
     ...     RecommendationJob, RecommendationOptions)
     >>> from tfrec_tricks.training.train_config import TrainConfig
-    >>> from tfrec_tricks.training.training import train
+    >>> from tfrec_tricks.training.run_training import train
     >>> root = tempfile.mkdtemp()
     >>> run = train(TrainConfig(
     ...     synthetic_users=30, synthetic_items=40, max_len=5, epochs=1,

@@ -324,7 +324,7 @@ def recommend_frame(
 
     >>> import tempfile
     >>> from tfrec_tricks.training.train_config import TrainConfig
-    >>> from tfrec_tricks.training.training import train
+    >>> from tfrec_tricks.training.run_training import train
     >>> run = train(TrainConfig(
     ...     synthetic_users=30, synthetic_items=40, max_len=5, epochs=1,
     ...     output_dir=tempfile.mkdtemp(), model={"embedding_dim": 4},

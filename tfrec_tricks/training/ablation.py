@@ -26,8 +26,8 @@ from tfrec_tricks.training.ablation_rows import (
 )
 from tfrec_tricks.training.resumption import finished_metrics, run_directory
 from tfrec_tricks.training.run_directory import RUN_DIRECTORY
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training import train
 
 
 @dataclasses.dataclass

@@ -22,8 +22,8 @@ from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.training.evaluate import training_minutes
 from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
 from tfrec_tricks.training.run_directory import differences
+from tfrec_tricks.training.run_training import train
 from tfrec_tricks.training.train_config import TrainConfig
-from tfrec_tricks.training.training import train
 
 DEFAULTS = "defaults"
 SELECTION_DIR = "selection"

@@ -1,4 +1,4 @@
-"""``train`` (``tfrec_tricks.training.training``), the whole run; its
+"""``train`` (``tfrec_tricks.training.run_training``), the whole run; its
 phases have their modules' test files (``test_resumption.py``,
 ``test_training_data.py``, ``test_fit.py``, ``test_evaluate.py``,
 ``test_persistence.py``)."""
@@ -6,7 +6,7 @@ phases have their modules' test files (``test_resumption.py``,
 import pytest
 
 from tests.run_helpers import tiny_config
-from tfrec_tricks.training.training import train
+from tfrec_tricks.training.run_training import train
 
 pytestmark = pytest.mark.slow
 
