@@ -167,8 +167,8 @@ def training_statistics(
             ]
         counts[: len(block_counts)] += block_counts
     # Imported here: tfrec_tricks.layers imports TensorFlow, and this module
-    # is read (through data.preparation's SPLITS) by TrainConfig, which the
-    # command line builds its flags from before TensorFlow loads.
+    # is read (through data.in_memory_dataset's SPLITS) by TrainConfig,
+    # which the command line builds its flags from before TensorFlow loads.
     from tfrec_tricks.layers.soft_one_hot_encoding import signed_log1p
 
     moments = {}

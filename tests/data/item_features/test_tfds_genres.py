@@ -1,4 +1,4 @@
-"""data.tfds_item_features: TFDS MovieLens genres as item features."""
+"""data.item_features.tfds_genres: TFDS MovieLens genres as item features."""
 
 import os
 

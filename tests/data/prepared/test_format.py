@@ -1,4 +1,4 @@
-"""prepared_format: shard names, the user record round trip, histograms."""
+"""prepared.format: shard names, the user record round trip, histograms."""
 
 import collections
 

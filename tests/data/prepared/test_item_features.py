@@ -1,4 +1,4 @@
-"""data.prepared_item_features: a prepared dataset's item features equal
+"""data.prepared.item_features: a prepared dataset's item features equal
 what ``with_item_features`` joins in memory, and are read back as written."""
 
 import os

@@ -1,4 +1,4 @@
-"""write_prepared: shard counts and the split histograms, against loops."""
+"""prepared.writer: shard counts and the split histograms, against loops."""
 
 import collections
 import json

@@ -34,7 +34,7 @@ A prepared dataset is a folder (``tfrec-tricks prepare --output DIR``):
   when it was prepared with item attributes (``prepare --item-features``):
   the encoded ``ItemFeatures`` of every item, cold items included, and the
   bool mask of the items of the training examples
-  (``prepared_item_features``).
+  (``prepared.item_features``).
 - ``interaction_tokens.json``, when the interaction files have ``token``
   columns: each one's ``InteractionTokenSpec.to_dict()`` (name,
   vocabulary, coverage), sorted by name. Every token column is prepared

@@ -1,4 +1,4 @@
-"""Writing a prepared dataset (``prepared_format``) from user sequences."""
+"""Writing a prepared dataset (``prepared.format``) from user sequences."""
 
 import json
 import math
