@@ -46,13 +46,14 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfrec_tricks.data import prepare, synthetic  # noqa: E402
+from tfrec_tricks.data import prepare  # noqa: E402
 from tfrec_tricks.data.in_memory_item_features import (  # noqa: E402
     with_item_features,
 )
 from tfrec_tricks.data.item_features.item_file import (  # noqa: E402
     ItemFeatureTable,
 )
+from tfrec_tricks.data.sources import synthetic  # noqa: E402
 from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.export.serving_module import ServingModule  # noqa: E402
 from tfrec_tricks.models import (  # noqa: E402

@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
-from tfrec_tricks.data import prepare, synthetic  # noqa: E402
+from tfrec_tricks.data import prepare  # noqa: E402
+from tfrec_tricks.data.sources import synthetic  # noqa: E402
 from tfrec_tricks.data.sources.tfds_movielens import load_tfds_movielens  # noqa: E402
 from tfrec_tricks.data.tf_data_pipeline import make_dataset  # noqa: E402
 from tfrec_tricks.errors import DataError  # noqa: E402
