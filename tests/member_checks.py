@@ -30,7 +30,7 @@ def interrupted_and_resumed(root, model: dict) -> tuple:
     """A 2-epoch run of ``model`` interrupted after its first epoch, then
     resumed by the same call: ``(what the second call printed, its
     RunResult)``."""
-    from tfrec_tricks.training.training import train
+    from tfrec_tricks.training.run_training import train
 
     config = tiny_config(root, epochs=2, model={"embedding_dim": 8, **model})
     with pytest.raises(KeyboardInterrupt):
