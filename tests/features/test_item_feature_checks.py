@@ -7,6 +7,8 @@ checks with every bad input; here, the functions themselves.
 import numpy as np
 import pytest
 
+from tfrec_tricks.data.item_features import item_file
+from tfrec_tricks.features import item_feature_checks
 from tfrec_tricks.features.item_feature_checks import (
     check_feature,
     check_features,
@@ -66,3 +68,12 @@ def test_id_known_is_zeros_and_ones_of_the_catalogue():
         checked_id_known([1, 0], 3)
     with pytest.raises(ValueError, match="0 and 1"):
         checked_id_known([1, 2], 2)
+
+
+def test_the_kinds_are_the_item_files_not_a_copy():
+    # One definition (issue 73): the layers check the kinds the .item
+    # reader accepts, so a kind added to one is known to the other.
+    for name in ("FEATURE_KINDS", "TOKEN_KINDS", "FLOAT_KINDS"):
+        assert getattr(item_feature_checks, name) is getattr(item_file, name)
+    with pytest.raises(ValueError, match="`kind` must be one of"):
+        check_feature(0, {**GENRES, "kind": "token_list"})
