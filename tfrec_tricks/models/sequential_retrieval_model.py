@@ -388,8 +388,8 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
 
         Args:
             config: a ``ModelConfig``.
-            data: a ``tfrec_tricks.data.InMemoryDataset`` (in memory) or a
-                ``tfrec_tricks.data.OnDiskDataset`` (on disk).
+            data: a ``tfrec_tricks.data.InMemoryDataset`` (in memory) or an
+                ``OnDiskDataset`` (on disk, ``data.prepared.on_disk_dataset``).
             item_graph: array [E, 2] of raw item ids (e.g.
                 ``Source.item_graph``) or None.
             **kwargs: passed on to the constructor.
