@@ -41,7 +41,7 @@ def reference(layer, data, use_bias=True):
     out = np.zeros((3, N))
     for i, ids in enumerate(data["ids"]):
         real = [t for t in range(L) if ids[t] != 0]
-        # An empty row reads position 0 (common.last_positions).
+        # An empty row reads position 0 (input_contract.last_positions).
         h = data["hidden"][i, real[-1] if real else 0].astype("float64")
         prior = np.exp(_proj(layer.prior_projection, h))
         prior /= prior.sum()

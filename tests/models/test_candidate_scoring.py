@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from tests.models.conftest import MAX_LEN
 from tests.models.model_helpers import make_model
-from tfrec_tricks.layers import common
+from tfrec_tricks.heads.input_contract import last_positions
 from tfrec_tricks.layers.top_k import top_k_positions
 from tfrec_tricks.models import SequentialRetrievalModel
 
@@ -15,7 +15,7 @@ def test_model_and_heads_share_one_last_position_rule():
     history = tf.constant([[4, 2, 0, 0], [0, 0, 0, 0], [7, 7, 7, 7]])
     np.testing.assert_array_equal(
         SequentialRetrievalModel.last_positions(history),
-        common.last_positions(history),
+        last_positions(history),
     )
     np.testing.assert_array_equal(
         SequentialRetrievalModel.last_positions(history), [1, 0, 3]

@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import (
-    PADDING_LOGIT,
+from tfrec_tricks.heads.input_contract import (
     candidate_ids_tensor,
     distinct_ids,
+)
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
     first_occurrences,
     history_positions,
     is_training,

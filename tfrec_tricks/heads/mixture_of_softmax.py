@@ -4,9 +4,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.heads.output_head import OutputHead
-from tfrec_tricks.layers.common import (
-    PADDING_LOGIT,
+from tfrec_tricks.heads.input_contract import (
     as_item_table,
     candidate_ids_tensor,
     check_head_arguments,
@@ -14,6 +12,8 @@ from tfrec_tricks.layers.common import (
     dense_projection,
     unpack_head_inputs,
 )
+from tfrec_tricks.heads.output_head import OutputHead
+from tfrec_tricks.layers.common import PADDING_LOGIT
 from tfrec_tricks.serialization import register
 
 
@@ -22,7 +22,7 @@ class MixtureOfSoftmax(OutputHead):
     """Mixture of ``K`` softmaxes over the item catalogue (Yang et al., 2018).
 
     With ``h`` the hidden state at the true last position of each history
-    (``tfrec_tricks.layers.common.last_positions``, as `SoftmaxCPR`: an
+    (``tfrec_tricks.heads.input_contract.last_positions``, as `SoftmaxCPR`: an
     empty history reads position 0), a prior ``pi = softmax(W_pi h + b_pi)``
     over ``K`` components and component queries
     ``h_k = tanh(W_k h + b_k)``, the layer returns

@@ -6,7 +6,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from tfrec_tricks.layers.common import check_head_arguments
+from tfrec_tricks.heads.input_contract import (
+    check_head_arguments,
+)
 
 
 class OutputHead(tf.keras.layers.Layer, abc.ABC):
@@ -27,7 +29,7 @@ class OutputHead(tf.keras.layers.Layer, abc.ABC):
     optionally ``"last_positions"`` int ``[B]`` and
     ``"layer_hidden_states"`` (a list of ``[B, L, d_h]``); a head reads
     ``h``, the state at each row's true last position
-    (``tfrec_tricks.layers.common.last_positions``). ``item_embeddings``
+    (``tfrec_tricks.heads.input_contract.last_positions``). ``item_embeddings``
     is the item table ``[N, d]`` (row 0 is padding) and ``item_bias`` an
     optional ``[N]`` bias. Logits are float32, padding at ``-1e9`` with
     ``mask_padding``.

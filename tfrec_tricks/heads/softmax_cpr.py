@@ -20,17 +20,16 @@ from tfrec_tricks.heads.cpr_partitions import (
     reranker_sizes,
     row_sources,
 )
-from tfrec_tricks.heads.output_head import OutputHead
-from tfrec_tricks.layers.common import (
+from tfrec_tricks.heads.input_contract import (
     as_item_table,
     candidate_ids_tensor,
     check_head_arguments,
     check_ids_in_range,
     dense_projection,
-    is_training,
-    num_rows,
     unpack_head_inputs,
 )
+from tfrec_tricks.heads.output_head import OutputHead
+from tfrec_tricks.layers.common import is_training, num_rows
 from tfrec_tricks.serialization import register
 
 _MERGE_MODES = ("replace", "add")
@@ -84,7 +83,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
     ``h`` is the hidden state at the *true* last position of each row,
     the last non-padding id of ``history_ids`` (rows may be left- or
     right-padded), or the given ``last_positions``. A row with no real id
-    reads position 0 (``tfrec_tricks.layers.common.last_positions``: the
+    reads position 0 (``tfrec_tricks.heads.input_contract.last_positions``: the
     state after one padding step, the same whatever the batch's width
     ``L``, so an empty row's logits never depend on the other rows), has
     an empty history (no C/P items) and gets finite ``f_V`` / reranker

@@ -4,20 +4,22 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.heads.output_head import OutputHead
-from tfrec_tricks.layers.common import (
-    PADDING_LOGIT,
+from tfrec_tricks.heads.input_contract import (
     as_item_table,
-    batch_indices,
     candidate_ids_tensor,
     check_ids_in_range,
     distinct_ids,
+    unpack_head_inputs,
+)
+from tfrec_tricks.heads.output_head import OutputHead
+from tfrec_tricks.layers.common import (
+    PADDING_LOGIT,
+    batch_indices,
     history_positions,
     is_training,
     item_logits,
     num_rows,
     softmax_dtype,
-    unpack_head_inputs,
 )
 from tfrec_tricks.layers.top_k import brute_force_top_k
 from tfrec_tricks.serialization import register
@@ -28,7 +30,7 @@ class TiedSoftmax(OutputHead):
     """Softmax over the item table, optionally ranking the history last.
 
     With ``h`` the hidden state at the true last position of each history
-    (``tfrec_tricks.layers.common.last_positions``, the rule of every
+    (``tfrec_tricks.heads.input_contract.last_positions``, the rule of every
     head), mapped to the table's row size by a ``projection`` when
     ``output_dim`` is given, the logits over the item table ``E`` (the
     input table when tied, see `TiedItemEmbedding`) and bias ``b`` are
@@ -72,7 +74,7 @@ class TiedSoftmax(OutputHead):
             ``"last_positions"`` int ``[B]``; an optional
             ``"layer_hidden_states"`` is accepted and ignored.
         item_embeddings: float ``[N, d]``, the item table (a variable is
-            read whole, see ``tfrec_tricks.layers.common.as_item_table``).
+            read whole, see ``input_contract.as_item_table``).
         item_bias: float ``[N]`` or None. Defaults to ``None``.
         candidate_ids: int ``[M]`` or ``[B, M]`` or None. Score only these
             ids (in training, their rows are read sparsely). Defaults to

@@ -4,8 +4,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.heads.input_contract import last_positions
 from tfrec_tricks.heads.registry import head_spec
-from tfrec_tricks.layers import common
 from tfrec_tricks.layers.top_k import served_top_k
 from tfrec_tricks.models.item_tables import ItemTables, item_tables
 
@@ -47,12 +47,12 @@ class CandidateScoringMixin:
     def last_positions(history: tf.Tensor) -> tf.Tensor:
         """Position of each row's last item, 0 when empty.
 
-        ``tfrec_tricks.layers.common.last_positions``, the rule the output
+        ``heads.input_contract.last_positions``, the rule the output
         heads follow too: an empty history reads the state after one
         padding step, the same whatever the batch's width, so its answer
         never depends on the other rows (in the export too).
         """
-        return common.last_positions(history)
+        return last_positions(history)
 
     def _head_inputs(self, history, states, training):
         """The head's ``inputs``, after the output dropout.
