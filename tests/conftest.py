@@ -44,12 +44,9 @@ def tiny_ablation_base(tmp_path):
 
 
 def keras3() -> bool:
-    return os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    from tests.keras_env import KERAS3
+
+    return KERAS3
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import ast
 import doctest
 import functools
 import importlib
-import os
 import pathlib
 import pkgutil
 import re
@@ -134,12 +133,7 @@ PARAMS = [
     for name in DOCTESTED
 ]
 
-KERAS3 = os.environ.get("TF_USE_LEGACY_KERAS", "1").lower() in (
-    "0",
-    "false",
-    "no",
-    "off",
-)
+from tests.keras_env import KERAS3  # noqa: E402
 
 
 def test_discovery_and_the_tf_keras_rule():
