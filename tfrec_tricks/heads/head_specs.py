@@ -70,6 +70,7 @@ class CPRSpec(HeadSpec):
     summary = "Softmax-CPR: context, pointer and reranker partitions"
     default_dropout = CPR_HEAD_DROPOUT
     takes_dropout = True
+    search_rows_first = True
     settings = (
         "cpr_context",
         "cpr_pointer",

@@ -69,6 +69,11 @@ class HeadSpec:
             this head were recorded, and the value those runs trained
             with (``training.resumption``: a run that lacks the field is
             the same run as one that sets it to that value).
+        search_rows_first: bool. Whether a search holds the head's own
+            rows (``search_rows``) right after the head's choice, before
+            the head dropout, rather than after it. The order of a
+            search's rows is part of its identity: Softmax-CPR's searches
+            were recorded with its rows first.
     """
 
     name: ClassVar[str] = ""
@@ -78,6 +83,7 @@ class HeadSpec:
     tied_softmax: ClassVar[bool] = False
     settings: ClassVar[tuple[str, ...]] = ()
     later_options: ClassVar[Mapping[str, Any]] = {}
+    search_rows_first: ClassVar[bool] = False
 
     def build(self, config: Any, hidden: int) -> HeadParts:
         """The head of a model of ``config`` whose encoder is ``hidden``

@@ -312,11 +312,16 @@ def _head_rows(
     condition)."""
     space = HeadSearch(num_items)
     heads = tuple(heads)
-    own = [row for name in heads for row in head_spec(name).search_rows(space)]
-    # CPR's settings come before the head dropout, as the searches
-    # recorded before the heads had specs hold them.
-    cpr = [row for row in own if row[0].startswith("cpr_")]
-    rest = [row for row in own if not row[0].startswith("cpr_")]
+    specs = [head_spec(name) for name in heads]
+    first = [
+        r for s in specs if s.search_rows_first for r in s.search_rows(space)
+    ]
+    rest = [
+        r
+        for s in specs
+        if not s.search_rows_first
+        for r in s.search_rows(space)
+    ]
     with_dropout = [name for name in heads if head_spec(name).takes_dropout]
     rows = [
         (
@@ -324,7 +329,7 @@ def _head_rows(
             "Choice",
             {"values": list(heads), "default": first_head},
         ),
-        *cpr,
+        *first,
     ]
     if with_dropout:
         rows.append(
