@@ -25,8 +25,6 @@ NO_LOGIC: dict[str, str] = {
 OTHER_NAMES: dict[str, str] = {
     # tests/training/test_ablation.py tests tfrec_tricks/training/ablation.py.
     "tfrec_tricks/cli/ablation.py": "tests/cli/test_cli_ablation.py",
-    # tests/objectives/test_registry.py tests objectives/registry.py.
-    "tfrec_tricks/heads/registry.py": "tests/heads/test_head_registry.py",
     # tests/models/test_config.py tests tfrec_tricks/models/config.py.
     "tfrec_tricks/data/beam/config.py": "tests/data/beam/test_beam_config.py",
 }

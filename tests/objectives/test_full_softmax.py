@@ -79,11 +79,3 @@ def test_merged_prefix_rows_are_scored_per_target_position():
     # The tied softmax reads the last state: each row is the item at its
     # target position.
     np.testing.assert_array_equal(rows.history[:3, 0], HISTORY[0, [0, 1, 2]])
-
-
-def test_it_trains_heads_without_their_own_cross_entropy():
-    class Config:
-        objective = "full"
-
-    assert FullSoftmax.trains(Config, TiedSoftmax())
-    assert not FullSoftmax.trains(Config, cpr_head())

@@ -102,13 +102,6 @@ def test_the_logq_correction_needs_probabilities():
         InBatchSampledSoftmax().loss(np.zeros([2, 2], "f4"), [1, 2])
 
 
-def test_it_trains_the_sampled_objective_without_sampled_negatives():
-    class Config:
-        objective = "sampled"
-        num_sampled_negatives = None
-
-    assert InBatchSampledSoftmax.trains(Config, None)
-    Config.num_sampled_negatives = 4
-    assert not InBatchSampledSoftmax.trains(Config, None)
+def test_it_samples_its_candidates_and_ranks_only_in_evaluation():
     assert not InBatchSampledSoftmax.ranks_in_training
     assert InBatchSampledSoftmax.samples_candidates

@@ -12,7 +12,6 @@ from tests.objectives.objective_helpers import (
     make_batch,
     ranks,
 )
-from tfrec_tricks.layers import TiedSoftmax
 from tfrec_tricks.objectives import FullSoftmax, PartitionedSoftmax
 
 POSITION_TARGETS = np.array(
@@ -59,13 +58,3 @@ def test_evaluation_is_the_full_softmax():
     expected, expected_ranks = FullSoftmax()(batch)
     np.testing.assert_array_equal(losses, expected)
     np.testing.assert_array_equal(got_ranks, expected_ranks)
-
-
-def test_it_trains_heads_with_their_own_cross_entropy():
-    class Config:
-        objective = "full"
-
-    assert PartitionedSoftmax.trains(Config, cpr_head())
-    assert not PartitionedSoftmax.trains(Config, TiedSoftmax())
-    Config.objective = "sampled"
-    assert not PartitionedSoftmax.trains(Config, cpr_head())

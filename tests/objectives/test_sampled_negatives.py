@@ -81,13 +81,3 @@ def test_the_negatives_are_uniform_real_items():
 def test_bad_arguments_are_an_error(arguments):
     with pytest.raises(ValueError, match="Received: num_negatives="):
         SampledNegatives(**arguments)
-
-
-def test_it_trains_the_sampled_objective_with_sampled_negatives():
-    class Config:
-        objective = "sampled"
-        num_sampled_negatives = 4
-
-    assert SampledNegatives.trains(Config, None)
-    Config.objective = "full"
-    assert not SampledNegatives.trains(Config, None)

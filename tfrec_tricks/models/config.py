@@ -20,6 +20,12 @@ from tfrec_tricks.models.encoder_registry import (
     encoder_spec,
     registered_encoders,
 )
+from tfrec_tricks.objectives import objective_specs as _builtin_objectives  # noqa: F401
+from tfrec_tricks.objectives.objective_registry import (
+    objective_spec,
+    objectives_reading,
+    registered_objectives,
+)
 
 # ``tfrec_tricks.features.feature_fusion.FUSION_MODES``, written out: that
 # module (and its package) import TensorFlow, and this one must not (the
@@ -37,7 +43,10 @@ HEADS = registered_heads()
 #: ``HEADS`` from its data (``tfrec_tricks.training.head_choice``); a model has
 #: a real head, and ``ModelConfig`` defaults to ``softmax``.
 AUTO_HEAD = "auto"
-OBJECTIVES = ("full", "sampled")
+#: The registered objectives' names, live
+#: (``objectives.objective_registry``): the built-in full and sampled,
+#: then any registered since.
+OBJECTIVES = registered_objectives()
 CPR_MERGES = ("replace", "add")
 SASREC_NORMS = ("post", "pre")
 
@@ -494,16 +503,6 @@ class ModelConfig:
                 "h E^T + b. Received: cosine_temperature="
                 f"{self.cosine_temperature!r} with head={self.head!r}"
             )
-        if self.num_sampled_negatives is not None and (
-            self.objective != "sampled" or not tied
-        ):
-            raise ValueError(
-                "Invalid model config: num_sampled_negatives applies to the "
-                "sampled objective with a softmax head "
-                f"{tied_softmax_heads()}. Received: num_sampled_negatives="
-                f"{self.num_sampled_negatives!r} with objective="
-                f"{self.objective!r}, head={self.head!r}"
-            )
         choices = {
             "encoder": ENCODERS,
             "head": HEADS,
@@ -518,8 +517,28 @@ class ModelConfig:
                     f"{name} must be one of {allowed}. Received: "
                     f"{name}={getattr(self, name)!r}"
                 )
+        self._check_objective_settings()
         # The head's own settings (e.g. CPR's reranker sizes).
         head_spec(self.head).check(self)
+
+    def _check_objective_settings(self) -> None:
+        """Refuses an objective's own setting (``ObjectiveSpec.settings``)
+        given with another objective, then asks the objective's spec."""
+        spec = objective_spec(self.objective)
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name in sorted(
+            {n for o in OBJECTIVES for n in objective_spec(o).settings}
+        ):
+            if (
+                name not in spec.settings
+                and getattr(self, name) != defaults[name]
+            ):
+                raise ValueError(
+                    f"Invalid model config: {name} applies to the objectives "
+                    f"{objectives_reading(name)}. Received: {name}="
+                    f"{getattr(self, name)!r} with objective={self.objective!r}"
+                )
+        spec.check(self)
 
     def head_dropout_rate(self) -> float:
         """``head_dropout``, or the head's default when it is None."""

@@ -1,27 +1,67 @@
 """Training objectives of the sequential retrieval model, TFRS-task style.
 
 The model encodes a batch into an ``EncodedBatch``; its ``Objective``
-(``objective_for(config, head)``, from ``OBJECTIVES``) turns it into
-per-example losses and the targets' ranks.
+turns it into per-example losses and the targets' ranks. Which objective
+trains a model is its config's ``objective`` spec's to say
+(``objective_for(config, head)``, ``ObjectiveSpec.build``; the built-in
+specs in ``objective_specs``). A new objective is its loss and its spec,
+registered with ``@register_objective`` (docs/adding-a-head.md).
+
+The losses are imported on first access (PEP 562 ``__getattr__``): the
+specs import no TensorFlow, so the command line reads ``--objective``'s
+choices before TensorFlow loads.
 """
 
-from tfrec_tricks.objectives.encoded_batch import EncodedBatch
-from tfrec_tricks.objectives.full_softmax import FullSoftmax
-from tfrec_tricks.objectives.in_batch_sampled_softmax import (
-    InBatchSampledSoftmax,
+import importlib
+from typing import Any
+
+from tfrec_tricks.objectives import objective_specs as _builtin_specs  # noqa: F401
+from tfrec_tricks.objectives.objective_registry import (
+    ObjectiveSpec,
+    objective_for,
+    objective_spec,
+    register_objective,
+    registered_objectives,
+    unregister_objective,
 )
-from tfrec_tricks.objectives.objective import Objective
-from tfrec_tricks.objectives.partitioned_softmax import PartitionedSoftmax
-from tfrec_tricks.objectives.registry import OBJECTIVES, objective_for
-from tfrec_tricks.objectives.sampled_negatives import SampledNegatives
+
+# The losses, by the submodule that defines each.
+_LOSSES = {
+    "EncodedBatch": "encoded_batch",
+    "FullSoftmax": "full_softmax",
+    "InBatchSampledSoftmax": "in_batch_sampled_softmax",
+    "Objective": "objective",
+    "PartitionedSoftmax": "partitioned_softmax",
+    "SampledNegatives": "sampled_negatives",
+}
 
 __all__ = [
-    "OBJECTIVES",
     "EncodedBatch",
     "FullSoftmax",
     "InBatchSampledSoftmax",
     "Objective",
+    "ObjectiveSpec",
     "PartitionedSoftmax",
     "SampledNegatives",
     "objective_for",
+    "objective_spec",
+    "register_objective",
+    "registered_objectives",
+    "unregister_objective",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A loss class, imported from its submodule on first access."""
+    if name not in _LOSSES:
+        raise AttributeError(
+            f"module 'tfrec_tricks.objectives' has no attribute {name!r}"
+        )
+    module = importlib.import_module(f"tfrec_tricks.objectives.{_LOSSES[name]}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LOSSES))

@@ -39,12 +39,6 @@ class FullSoftmax(Objective):
     (1.3863, 4)
     """
 
-    @classmethod
-    def trains(cls, config: Any, head: Any) -> bool:
-        """``--objective full`` with a head without its own
-        cross-entropy."""
-        return config.objective == "full" and not head.has_cross_entropy
-
     def __call__(self, batch: EncodedBatch) -> tuple:
         batch = batch.position_rows()
         labels = batch.labels(batch.targets)

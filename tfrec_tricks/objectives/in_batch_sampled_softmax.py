@@ -71,14 +71,6 @@ class InBatchSampledSoftmax(Objective):
             )
 
     @classmethod
-    def trains(cls, config: Any, head: Any) -> bool:
-        """``--objective sampled`` without ``num_sampled_negatives``."""
-        return (
-            config.objective == "sampled"
-            and config.num_sampled_negatives is None
-        )
-
-    @classmethod
     def from_model_config(
         cls, config: Any, base_loss_weight: float = 0.0
     ) -> "InBatchSampledSoftmax":

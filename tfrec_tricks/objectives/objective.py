@@ -18,8 +18,10 @@ class Objective(abc.ABC):
     the candidate probabilities, in the checkpoint key they have always
     had), and the TFRS loss layers it calls are weightless.
 
-    A new objective is a subclass filling in ``__call__`` and ``trains``,
-    its test and one line of ``tfrec_tricks.objectives.OBJECTIVES``.
+    A new objective is a subclass filling in ``__call__``, its test, and
+    an ``ObjectiveSpec`` registered with ``@register_objective``, whose
+    ``build`` says which configs it trains
+    (``tfrec_tricks.objectives.objective_registry``).
 
     Class attributes:
         ranks_in_training: bool. Whether a training step returns the
@@ -48,12 +50,6 @@ class Objective(abc.ABC):
                 f"base_loss_weight={base_loss_weight!r}"
             )
         self.base_loss_weight = float(base_loss_weight)
-
-    @classmethod
-    @abc.abstractmethod
-    def trains(cls, config: Any, head: Any) -> bool:
-        """Whether this objective is the one ``config`` trains ``head``
-        with (exactly one of ``OBJECTIVES`` is)."""
 
     @classmethod
     def from_model_config(

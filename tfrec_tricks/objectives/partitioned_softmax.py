@@ -1,7 +1,5 @@
 """Full softmax of a partitioned head, trained by the head's own loss."""
 
-from typing import Any
-
 import tensorflow as tf
 
 from tfrec_tricks.objectives.encoded_batch import EncodedBatch
@@ -39,11 +37,6 @@ class PartitionedSoftmax(FullSoftmax):
     >>> losses.shape, ranks.shape
     (TensorShape([1]), TensorShape([1]))
     """
-
-    @classmethod
-    def trains(cls, config: Any, head: Any) -> bool:
-        """``--objective full`` with a head with its own cross-entropy."""
-        return config.objective == "full" and head.has_cross_entropy
 
     def __call__(self, batch: EncodedBatch) -> tuple:
         if not batch.training:

@@ -81,14 +81,6 @@ class SampledNegatives(Objective):
             )
 
     @classmethod
-    def trains(cls, config: Any, head: Any) -> bool:
-        """``--objective sampled`` with ``num_sampled_negatives``."""
-        return (
-            config.objective == "sampled"
-            and config.num_sampled_negatives is not None
-        )
-
-    @classmethod
     def from_model_config(
         cls, config: Any, base_loss_weight: float = 0.0
     ) -> "SampledNegatives":

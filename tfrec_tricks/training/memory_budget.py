@@ -21,6 +21,7 @@ from tfrec_tricks.errors import InsufficientMemoryError
 from tfrec_tricks.heads.registry import head_spec
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.encoder_registry import encoder_spec
+from tfrec_tricks.objectives.objective_registry import objective_spec
 from tfrec_tricks.training.train_config import TrainConfig
 
 FLOAT_BYTES = 4
@@ -78,12 +79,7 @@ def training_bytes(
     params = sum(parameter_count(model).values())
     copies = 2 + OPTIMIZER_SLOTS.get(optimizer, 0)  # weights, gradients
     rows = batch_size * rows_per_example
-    if model.num_sampled_negatives is not None:
-        columns = 1 + model.num_sampled_negatives  # the target and K shared
-    elif model.objective == "sampled":
-        columns = rows  # in-batch candidates
-    else:
-        columns = model.num_items
+    columns = objective_spec(model.objective).logit_columns(model, rows)
     logits = rows * columns * 2 * head_spec(model.head).logit_copies(model)
     # Attention scores and their softmax, of every layer.
     attention = encoder_spec(model.encoder).attention_elements(

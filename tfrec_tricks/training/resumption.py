@@ -26,10 +26,12 @@ from tfrec_tricks.models.config import (
     AUTO_HEAD,
     ENCODERS,
     HEADS,
+    OBJECTIVES,
     ModelConfig,
     as_trained,
 )
 from tfrec_tricks.models.encoder_registry import encoder_spec
+from tfrec_tricks.objectives.objective_registry import objective_spec
 from tfrec_tricks.training.distribution import is_chief
 from tfrec_tricks.training.memory_budget import check_training_memory
 from tfrec_tricks.training.model_options import DERIVED_MODEL_FIELDS
@@ -74,7 +76,6 @@ LATER_OPTIONS = {
 # The heads' own later settings are their specs' (``HeadSpec.
 # later_options``; ``model_later_options`` joins them).
 MODEL_LATER_OPTIONS = {
-    "num_sampled_negatives": (None, ("objective", "sampled")),
     "train_metrics": (True, None),
     "item_features": ((), None),
     "token_features": ((), None),
@@ -124,10 +125,11 @@ def fingerprint(
 
 
 def model_later_options() -> dict:
-    """``MODEL_LATER_OPTIONS`` and the registered heads' and encoders'
-    later settings (``HeadSpec.later_options``,
-    ``EncoderSpec.later_options``), each applying to the members that
-    name it: ``{name: (value of older runs, ("head", heads))}``.
+    """``MODEL_LATER_OPTIONS`` and the registered heads', encoders' and
+    objectives' later settings (``HeadSpec.later_options``,
+    ``EncoderSpec.later_options``, ``ObjectiveSpec.later_options``), each
+    applying to the members that name it: ``{name: (value of older runs,
+    ("head", heads))}``.
 
     >>> model_later_options()["cpr_base_loss"]
     (0.0, ('head', ('cpr',)))
@@ -136,6 +138,7 @@ def model_later_options() -> dict:
     for field, names, spec_of in (
         ("head", HEADS, head_spec),
         ("encoder", ENCODERS, encoder_spec),
+        ("objective", OBJECTIVES, objective_spec),
     ):
         found: dict = {}
         for member in names:
