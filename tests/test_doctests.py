@@ -137,10 +137,10 @@ from tests.keras_env import KERAS3  # noqa: E402
 
 
 def test_discovery_and_the_tf_keras_rule():
-    assert "tfrec_tricks.heads.softmax_cpr" in DOCTESTED
+    assert "tfrec_tricks.heads.cpr.softmax_cpr" in DOCTESTED
     assert needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
     assert needs_tf_keras("tfrec_tricks.export.warmup")  # via its package
-    assert not needs_tf_keras("tfrec_tricks.heads.softmax_cpr")
+    assert not needs_tf_keras("tfrec_tricks.heads.cpr.softmax_cpr")
     assert needs_tf_keras("tfrec_tricks.recommender")
 
 

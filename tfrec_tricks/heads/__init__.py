@@ -6,9 +6,9 @@ Every head is an `OutputHead`: the model and the serving module call
 
 * `TiedSoftmax`: ``h E^T + b``, optionally ranking the history last.
 * `SoftmaxCPR`: Softmax-CPR, per-partition projections of the query
-  (``softmax_cpr``; its partitions ``cpr_partitions``, its training loss
-  ``cpr_loss`` and ``partitioned_cross_entropy``, its candidate scoring
-  ``cpr_candidates``).
+  (the ``cpr`` sub-package: the layer ``softmax_cpr``, its partitions
+  ``partitions``, its training loss ``loss`` and
+  ``partitioned_cross_entropy``, its candidate scoring ``candidates``).
 * `MixtureOfSoftmax`: a mixture of softmaxes (no index).
 
 Each head has a ``HeadSpec`` (``registry``; the built-in ones in
@@ -39,7 +39,7 @@ from tfrec_tricks.heads.registry import (
 _LAYERS = {
     "MixtureOfSoftmax": "mixture_of_softmax",
     "OutputHead": "output_head",
-    "SoftmaxCPR": "softmax_cpr",
+    "SoftmaxCPR": "cpr.softmax_cpr",
     "TiedSoftmax": "tied_softmax",
 }
 

@@ -87,7 +87,7 @@ class CPRSpec(HeadSpec):
     }
 
     def build(self, config: Any, hidden: int) -> HeadParts:
-        from tfrec_tricks.heads.softmax_cpr import SoftmaxCPR
+        from tfrec_tricks.heads.cpr.softmax_cpr import SoftmaxCPR
 
         head = SoftmaxCPR(
             use_context=config.cpr_context,

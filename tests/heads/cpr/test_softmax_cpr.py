@@ -1,6 +1,6 @@
-"""tfrec_tricks.heads.softmax_cpr: SoftmaxCPR against a loop-based NumPy
-reference (its candidate scoring: test_cpr_candidates.py; its loss:
-test_cpr_loss.py)."""
+"""tfrec_tricks.heads.cpr.softmax_cpr: SoftmaxCPR against a loop-based NumPy
+reference (its candidate scoring: test_candidates.py; its loss:
+test_loss.py)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""tfrec_tricks.heads.cpr_partitions: the partition pieces of SoftmaxCPR.
+"""tfrec_tricks.heads.cpr.partitions: the partition pieces of SoftmaxCPR.
 
 The partitions' values are pinned through ``SoftmaxCPR.call`` in
 test_softmax_cpr.py; this tests the module's own functions and the
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.heads.test_softmax_cpr import _data, _inputs
+from tests.heads.cpr.test_softmax_cpr import _data, _inputs
 from tfrec_tricks.heads import SoftmaxCPR
-from tfrec_tricks.heads.cpr_partitions import (
+from tfrec_tricks.heads.cpr.partitions import (
     CPRPartitions,
     product_and_rows,
     reranker_sizes,

@@ -4,8 +4,8 @@
 the query (with Mi), the projections, the history partition (context C and
 pointer P), the reranker cascade (R:k) and how a partition's terms merge
 with the base logit, and the full-catalogue logits ``call`` writes.
-``call`` (``softmax_cpr``), the training loss (``cpr_loss``) and the
-candidate scoring (``cpr_candidates``) call these public methods: no
+``call`` (``softmax_cpr``), the training loss (``loss``) and the
+candidate scoring (``candidates``) call these public methods: no
 module reaches into another's private members.
 
 `product_and_rows`, the base product's gradient with the gathered table
@@ -133,8 +133,8 @@ class CPRPartitions:
     projections stay attributes of the layer itself, so its weights, their
     names and its checkpoints are those of one layer.
 
-    Every method is public: `SoftmaxCPR`'s ``call``, ``cpr_loss`` and
-    ``cpr_candidates`` compose them. See `SoftmaxCPR` for the partitions
+    Every method is public: `SoftmaxCPR`'s ``call``, ``loss`` and
+    ``candidates`` compose them. See `SoftmaxCPR` for the partitions
     themselves.
 
     Example:
@@ -142,7 +142,7 @@ class CPRPartitions:
     >>> import tensorflow as tf
     >>> import tfrec_tricks.heads
     >>> head = tfrec_tricks.heads.SoftmaxCPR(reranker_ks=(2, 5))
-    >>> isinstance(head, tfrec_tricks.heads.cpr_partitions.CPRPartitions)
+    >>> isinstance(head, tfrec_tricks.heads.cpr.partitions.CPRPartitions)
     True
     >>> inputs = {
     ...     "hidden_states": tf.random.normal((2, 4, 8)),

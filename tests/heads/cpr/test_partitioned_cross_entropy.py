@@ -1,11 +1,11 @@
-"""tfrec_tricks.heads.partitioned_cross_entropy: merged entries and the
-loss without them. The loss of SoftmaxCPR's entries: test_cpr_loss.py."""
+"""tfrec_tricks.heads.cpr.partitioned_cross_entropy: merged entries and the
+loss without them. The loss of SoftmaxCPR's entries: test_loss.py."""
 
 import numpy as np
 import tensorflow as tf
 
 from tfrec_tricks.evaluation.full_ranking import tf_target_ranks
-from tfrec_tricks.heads.partitioned_cross_entropy import (
+from tfrec_tricks.heads.cpr.partitioned_cross_entropy import (
     merge_entries,
     partitioned_cross_entropy,
 )

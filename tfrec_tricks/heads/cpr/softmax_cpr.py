@@ -2,10 +2,10 @@
 
 The layer: its arguments, weights and ``call``. Its pieces live by
 responsibility: the partition logits (query, Mi, context, pointer,
-rerankers, the full-catalogue logits) in ``cpr_partitions``, a base class
+rerankers, the full-catalogue logits) in ``partitions``, a base class
 of the layer; the training loss without written-out logits in
-``cpr_loss``; the candidate scoring of the serving index (and ``call``
-with ``candidate_ids``) in ``cpr_candidates``. The methods delegate to
+``loss``; the candidate scoring of the serving index (and ``call``
+with ``candidate_ids``) in ``candidates``. The methods delegate to
 them, passing the layer, whose partition methods are public.
 """
 
@@ -14,8 +14,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.heads import cpr_candidates, cpr_loss
-from tfrec_tricks.heads.cpr_partitions import (
+from tfrec_tricks.heads.cpr import candidates as cpr_candidates
+from tfrec_tricks.heads.cpr import loss as cpr_loss
+from tfrec_tricks.heads.cpr.partitions import (
     CPRPartitions,
     reranker_sizes,
     row_sources,
@@ -538,7 +539,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         What ``tf.nn.sparse_softmax_cross_entropy_with_logits`` gives on
         ``call``'s logits and on its base logits (``return_base_logits``),
         and the ranks, with the partitions' logits never written into a
-        ``[B, N]`` tensor (``cpr_loss``, `partitioned_cross_entropy`): one
+        ``[B, N]`` tensor (``loss``, `partitioned_cross_entropy`): one
         pass over ``[B, N]`` for both normalisers instead of two scatters
         forward, two backward and two cross-entropies. Arguments and
         returns: see `OutputHead.cross_entropy`.

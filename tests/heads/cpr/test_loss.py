@@ -1,4 +1,4 @@
-"""tfrec_tricks.heads.cpr_loss: SoftmaxCPR.cross_entropy and
+"""tfrec_tricks.heads.cpr.loss: SoftmaxCPR.cross_entropy and
 position_cross_entropy (scatter-free) against the written-out logits.
 
 The written-out logits are those of ``SoftmaxCPR.call``, themselves pinned
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.heads.test_softmax_cpr import (
+from tests.heads.cpr.test_softmax_cpr import (
     CONFIGS,
     N,
     _data,

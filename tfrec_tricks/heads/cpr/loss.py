@@ -20,10 +20,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfrec_tricks.heads.cpr_partitions import product_and_rows
-from tfrec_tricks.heads.partitioned_cross_entropy import (
+from tfrec_tricks.heads.cpr.partitioned_cross_entropy import (
     partitioned_cross_entropy,
 )
+from tfrec_tricks.heads.cpr.partitions import product_and_rows
 from tfrec_tricks.layers.common import PADDING_LOGIT, is_training
 
 

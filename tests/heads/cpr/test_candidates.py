@@ -1,4 +1,4 @@
-"""tfrec_tricks.heads.cpr_candidates: SoftmaxCPR's candidate scoring.
+"""tfrec_tricks.heads.cpr.candidates: SoftmaxCPR's candidate scoring.
 
 The index set (``top_k_candidates``), ``score_candidates`` and the
 rerankers within the candidates, against ``SoftmaxCPR.call``, itself
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.heads.test_softmax_cpr import (
+from tests.heads.cpr.test_softmax_cpr import (
     CONFIGS,
     HISTORY,
     NEG,

@@ -1,0 +1,15 @@
+"""Softmax-CPR (Chang et al., 2024), the head and its parts.
+
+* ``softmax_cpr``: the layer, `SoftmaxCPR` (what a model and a user call);
+* ``partitions``: the partitions' computations (the query, the context
+  and pointer logits of the history, the reranker cascade, the
+  catalogue's logits), which the layer's ``call``, its loss and its
+  candidate scoring compose;
+* ``loss`` and ``partitioned_cross_entropy``: the training loss over the
+  partitions, without the ``[B, N]`` logits;
+* ``candidates``: scoring a candidate set exactly as ``call`` scores the
+  catalogue (the serving index's path).
+
+The layer is ``tfrec_tricks.heads.SoftmaxCPR`` (imported on first access);
+this package imports nothing itself.
+"""
