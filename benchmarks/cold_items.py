@@ -70,10 +70,14 @@ baselines' scores and ranks ``benchmarks.cold_baselines``'.
 
 Writes ``benchmarks/results/cold-items/cold_items-<data>-<encoder>.md``
 (and ``.json``, ``.png``). Finished runs of the same configuration are
-reused, so an interrupted benchmark resumes where it stopped.
+reused, so an interrupted benchmark resumes where it stopped. The JSON
+records each seed's results and settings: a seed with no run in the work
+folder (another machine) is carried over from the report's record when
+its settings are the same, so the seeds of several machines add up.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -116,6 +120,7 @@ from tfrec_tricks.training.evaluate import (  # noqa: E402
     eval_batch_size,
     training_minutes,
 )
+from tfrec_tricks.training.resumption import finished_metrics  # noqa: E402
 from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 from tfrec_tricks.training.training_data import (  # noqa: E402
@@ -344,6 +349,18 @@ def cell(row: dict, digits: int = 4) -> str:
     return f"{row:.{digits}f}"
 
 
+def carried_note(runs: list[dict]) -> list[str]:
+    """The report's line naming the seeds carried over from its record."""
+    seeds = [str(r["seed"]) for r in runs if r.get("carried over")]
+    if not seeds:
+        return []
+    return [
+        "",
+        "Carried over from this report's earlier record (trained on "
+        f"another machine, same settings): seeds {', '.join(seeds)}.",
+    ]
+
+
 def report_text(args, numbers: dict, command: str) -> str:
     """The markdown report: what was held out, the table, the command."""
     held, targets, model = (
@@ -416,6 +433,7 @@ def report_text(args, numbers: dict, command: str) -> str:
         f"Epochs per seed: {', '.join(map(str, model['epochs']))}; training "
         f"minutes (epochs x median epoch): "
         f"{', '.join(f'{m:.1f}' for m in minutes)}.",
+        *carried_note(numbers.get("runs", [])),
         "",
         "```",
         command,
@@ -643,22 +661,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def train_runs(
-    args: argparse.Namespace, paths: dict, training: TrainingData
+    args: argparse.Namespace,
+    paths: dict,
+    training: TrainingData,
+    recorded: dict | None = None,
 ) -> list[dict]:
     """One run per seed (reused when finished): its metrics (their
     training minutes survive a reuse, unlike a wall clock here), whether
     its head ranks the history last, and the cold targets' metrics from
     its test scores (``model_ranks``), as they are and with the cold
-    items first."""
+    items first. A seed with no finished run here is carried over from
+    ``recorded`` (``recorded_seeds``: an earlier report of the same
+    hold-out, trained with the same settings), so the seeds of several
+    machines add up."""
     cold = cold_items(training)
     runs = []
     for seed in args.seeds:
         config = run_config(args, paths, seed)
+        record = (recorded or {}).get(seed)
+        if record is not None and finished_metrics(config) is None:
+            if record.get("settings") == record_settings(config):
+                print(f"== {config.name}: carried over", flush=True)
+                runs.append({**record, "carried over": True})
+                continue
+            print(
+                f"Seed {seed}: the record was trained with other settings; "
+                "not carried over.",
+                flush=True,
+            )
         print(f"== {config.name}", flush=True)
         result = train(config, verbose=2)
         ranks = model_ranks(result.model, training, config, cold)
         runs.append(
             {
+                "seed": seed,
+                "settings": record_settings(config),
                 "metrics": result.metrics,
                 "excludes_history": bool(
                     result.model.head.excludes_history(False)
@@ -677,6 +714,25 @@ def train_runs(
         )
         del result
     return runs
+
+
+def record_settings(config: TrainConfig) -> dict:
+    """What a seed's record must match to be carried over: the run's
+    settings (``common.run_settings``), the work files by name only (they
+    are written again, the same, under any ``--work-dir``)."""
+    settings = common.run_settings(config)
+    settings["item_features"] = os.path.basename(settings["item_features"])
+    return settings
+
+
+def recorded_seeds(path: str) -> dict:
+    """``{seed: run}`` of the report at ``path`` (``.json``), as
+    ``train_runs`` recorded them; ``{}`` without a report or a record."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as handle:
+        runs = json.load(handle).get("runs", [])
+    return {int(run["seed"]): run for run in runs if "seed" in run}
 
 
 def check_runs(runs: list[dict], model: dict, targets: dict) -> bool:
@@ -737,7 +793,10 @@ def main(argv: list[str] | None = None) -> int:
     paths, held = write_work_files(args)
     training = load_training_data(run_config(args, paths, args.seeds[0]))
     targets = target_counts(training, held.held)
-    runs = train_runs(args, paths, training)
+    stem = common.report_stem(
+        args.report_dir, "cold_items", *report_parts(args)
+    )
+    runs = train_runs(args, paths, training, recorded_seeds(stem + ".json"))
     model = model_results(runs)
     excludes_history = check_runs(runs, model, targets)
     numbers = {
@@ -758,10 +817,8 @@ def main(argv: list[str] | None = None) -> int:
         "baselines": baseline_results(
             training, args.attribute, excludes_history, held.counts_before
         ),
+        "runs": runs,
     }
-    stem = common.report_stem(
-        args.report_dir, "cold_items", *report_parts(args)
-    )
     numbers["lists chart"] = os.path.basename(stem) + "-lists.png"
     command = common.command_line("cold_items", argv)
     report = write_report_files(stem, args, numbers, command)

@@ -212,7 +212,7 @@ def test_baselines_against_a_hand_ranking(
 
 
 @pytest.mark.slow
-def test_main_trains_and_writes_the_report(tiny_files, tmp_path):
+def test_main_trains_and_writes_the_report(tiny_files, tmp_path, monkeypatch):
     argv = tiny_args(
         tiny_files,
         tmp_path,
@@ -257,6 +257,27 @@ def test_main_trains_and_writes_the_report(tiny_files, tmp_path):
         ]
         == numbers["model"]["cold ndcg@10"]
     )
+    # Another machine (no run in its work folder) carries the recorded
+    # seed over instead of training it: the same numbers, and said.
+    elsewhere = list(argv)
+    elsewhere[elsewhere.index("--work-dir") + 1] = str(tmp_path / "elsewhere")
+    assert cold_items.main(elsewhere) == 0
+    again = json.loads(stem.with_suffix(".json").read_text())
+    assert again["model"]["cold ndcg@10"] == numbers["model"]["cold ndcg@10"]
+    assert again["runs"][0]["carried over"]
+    assert not list((tmp_path / "elsewhere").glob("*-seed0"))
+    assert "same settings): seeds 0." in stem.with_suffix(".md").read_text()
+    # A record trained with other settings is not carried over: trained.
+    again["runs"][0]["settings"]["epochs"] = 99
+    stem.with_suffix(".json").write_text(json.dumps(again))
+
+    def trains(config, verbose):
+        raise RuntimeError(f"trains {config.name}")
+
+    monkeypatch.setattr(cold_items, "train", trains)
+    elsewhere[elsewhere.index("--work-dir") + 1] = str(tmp_path / "third")
+    with pytest.raises(RuntimeError, match="trains .*seed0"):
+        cold_items.main(elsewhere)
 
 
 def test_popularity_before_the_hold_out_counts_the_removed_interactions(
