@@ -1,8 +1,10 @@
 """Helpers shared by the tests of training runs, run directories and the
 command line."""
 
+import contextlib
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import pathlib
@@ -81,6 +83,40 @@ def run_cli(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
         text=True,
         cwd=cwd,
         env={**os.environ, **(env or {})},
+    )
+
+
+def run_cli_here(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``run_cli`` in this process: ``cli.main`` with ARGS, run in ``cwd``
+    with ``env`` added to the environment, its ``sys.stdout`` and
+    ``sys.stderr`` captured (argparse's exit as its code). For refusals,
+    where the process boundary is not what is tested: no TensorFlow
+    import to wait for. tests/cli/test_quiet.py checks refusals from a
+    fresh process."""
+    from tfrec_tricks import cli
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.getcwd()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as exit_info:  # argparse: usage, exit 2
+                code = exit_info.code
+    finally:
+        os.chdir(previous)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(
+        ["tfrec-tricks", *argv], code, out.getvalue(), err.getvalue()
     )
 
 
@@ -179,10 +215,14 @@ class Case:
     setup: Callable | None = None
 
 
-def assert_refused(case: Case, workspace) -> subprocess.CompletedProcess:
+def assert_refused(
+    case: Case, workspace, run=run_cli
+) -> subprocess.CompletedProcess:
     """Runs ``case`` in ``workspace`` (after its ``setup``) and asserts its
     exit code and messages, no traceback, and every file and folder of the
     workspace unchanged, byte for byte and mode for mode.
+
+    ``run``: ``run_cli`` (a fresh process) or ``run_cli_here`` (this one).
 
     Returns:
         The finished process, for further checks.
@@ -190,7 +230,7 @@ def assert_refused(case: Case, workspace) -> subprocess.CompletedProcess:
     if case.setup:
         case.setup(workspace)
     before = snapshot(workspace)
-    result = run_cli(*case.args, cwd=workspace)
+    result = run(*case.args, cwd=workspace)
     assert result.returncode == case.code, result.stderr[-2000:]
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     for message in case.messages:

@@ -1,9 +1,12 @@
 """Bad interaction files through the real CLI: named, refused, no harm.
 
 Each case writes a data file into an empty workspace, runs ``tfrec-tricks
-train``, ``prepare`` or ``prepare --engine beam`` on it in a subprocess,
-and asserts the exit code, the message, no traceback, and that every file
-of the workspace is as it was (nothing written or left behind). The
+train``, ``prepare`` or ``prepare --engine beam`` on it, and asserts the
+exit code, the message, no traceback, and that every file of the workspace
+is as it was (nothing written or left behind). ``train`` and ``prepare``
+run in this process (``run_cli_here``: most of these refusals come after
+TensorFlow's import, which a subprocess would pay for each case); ``prepare
+--engine beam`` in a subprocess, as a Beam pipeline ends with its process. The
 positive cases (gzip, shard order, duplicates) are unit tests of both
 reading paths in tests/data/sources/test_input_files.py; two of them also
 run here to check the line the CLI prints. docs/run-directories.md ("Bad input")
@@ -21,7 +24,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.run_helpers import run_cli, snapshot
+from tests.run_helpers import run_cli, run_cli_here, snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +183,8 @@ PARAMS = [
 def test_bad_data_file_is_refused_and_harms_nothing(case, command, tmp_path):
     case.setup(tmp_path)
     before = snapshot(tmp_path)
-    result = run_cli(
+    run = run_cli if command == "prepare-beam" else run_cli_here
+    result = run(
         *COMMANDS[command],
         "--data",
         "file",
