@@ -1,10 +1,13 @@
 """Bad input through the real CLI: a clear message, an exit code, no harm.
 
 Each case sets up a workspace (a finished run, an interrupted run, data
-files, an export folder), runs ``tfrec-tricks`` in a subprocess, and
-asserts the exit code, the message, no traceback, and that every file and
-folder of the workspace is as it was: nothing replaced, mixed or left
-behind. docs/run-directories.md ("Bad input") lists the same cases.
+files, an export folder), runs ``tfrec-tricks`` (``cli.main``, in this
+process: the process boundary is not what is tested, and a subprocess
+would import TensorFlow again for each case that reaches it), and asserts
+the exit code, the message, no traceback, and that every file and folder
+of the workspace is as it was: nothing replaced, mixed or left behind.
+The runs themselves are written by a ``tfrec-tricks train`` process.
+docs/run-directories.md ("Bad input") lists the same cases.
 """
 
 import json
@@ -12,7 +15,13 @@ import shutil
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, Case, assert_refused, run_cli
+from tests.run_helpers import (
+    TINY_FLAGS,
+    Case,
+    assert_refused,
+    run_cli,
+    run_cli_here,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -344,4 +353,4 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_and_harms_nothing(case, runs, tmp_path):
     shutil.copytree(runs, tmp_path / "runs")
-    assert_refused(case, tmp_path)
+    assert_refused(case, tmp_path, run=run_cli_here)
