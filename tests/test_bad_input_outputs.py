@@ -2,9 +2,11 @@
 never an input, one writer at a time, no leftovers, modes from the umask,
 and Ctrl-C at any moment exits 130 without a traceback.
 
-Each refusal runs ``tfrec-tricks`` in a subprocess and asserts the exit
-code, the message, no traceback, and every file and folder of the
-workspace unchanged, byte for byte and mode for mode (``snapshot``).
+Each refusal runs ``tfrec-tricks`` in this process (``run_cli_here``: the
+process boundary is not what is tested) and asserts the exit code, the
+message, no traceback, and every file and folder of the workspace
+unchanged, byte for byte and mode for mode (``snapshot``). The writers,
+locks and signals are tested on ``tfrec-tricks`` processes.
 docs/run-directories.md ("Bad input") lists the same cases.
 """
 
@@ -24,6 +26,7 @@ from tests.run_helpers import (
     Case,
     assert_refused,
     run_cli,
+    run_cli_here,
     snapshot,
     start_cli,
 )
@@ -198,7 +201,7 @@ def test_outputs_that_are_not_the_commands_own_are_refused(
     case, finished, tmp_path
 ):
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True)
-    assert_refused(case, tmp_path)
+    assert_refused(case, tmp_path, run=run_cli_here)
 
 
 HOLD = textwrap.dedent(
