@@ -2,8 +2,10 @@
 
 Non-finite options (flags and ``--config`` files), a loss that diverges,
 ``--eval-negatives`` at or above the catalogue and a model that cannot fit
-in memory. Each case runs ``tfrec-tricks`` in a subprocess and asserts the
-exit code, the message, no traceback, and that the workspace is as it was;
+in memory. Each refusal runs ``tfrec-tricks`` in this process
+(``run_cli_here``: the process boundary is not what is tested), each run
+that starts in a subprocess, and asserts the exit code, the message, no
+traceback, and that the workspace is as it was;
 a run that starts and then fails leaves its run directory marked
 ``failed`` with the reason, which ``train`` and ``export`` then refuse.
 docs/run-directories.md ("Bad input") lists the same cases.
@@ -19,6 +21,7 @@ from tests.run_helpers import (
     Case,
     assert_refused,
     run_cli,
+    run_cli_here,
     snapshot,
 )
 
@@ -98,7 +101,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_number_is_refused_and_writes_nothing(case, tmp_path):
-    result = assert_refused(case, tmp_path)
+    result = assert_refused(case, tmp_path, run=run_cli_here)
     if case.code == 2:
         assert "usage: tfrec-tricks train" in result.stderr
 

@@ -2,9 +2,12 @@
 
 A search folder holds one search (``search.json``: its fingerprint), and a
 prepared dataset is exactly what ``metadata.json`` lists. Each case runs
-``tfrec-tricks`` in a subprocess and asserts the exit code, the message,
-no traceback, and that no file or folder of the workspace changed (SHA-256
-and mode). docs/run-directories.md ("Bad input") lists the same cases.
+``tfrec-tricks`` in this process (``run_cli_here``: the process boundary is
+not what is tested) and asserts the exit code, the message, no traceback,
+and that no file or folder of the workspace changed (SHA-256 and mode).
+The search they refuse against, its resumption and its overwrite run as
+``tfrec-tricks`` processes. docs/run-directories.md ("Bad input") lists
+the same cases.
 """
 
 import json
@@ -13,7 +16,13 @@ import shutil
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, Case, assert_refused, run_cli
+from tests.run_helpers import (
+    TINY_FLAGS,
+    Case,
+    assert_refused,
+    run_cli,
+    run_cli_here,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -247,7 +256,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_and_harms_nothing(case, searched, tmp_path):
     _workspace(searched, tmp_path)
-    assert_refused(case, tmp_path)
+    assert_refused(case, tmp_path, run=run_cli_here)
 
 
 def test_same_search_resumes(searched, tmp_path):
