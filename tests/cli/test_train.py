@@ -5,7 +5,12 @@ import json
 
 import pytest
 
-from tests.run_helpers import TINY_FLAGS, assert_clean_error, run_cli
+from tests.run_helpers import (
+    TINY_FLAGS,
+    assert_clean_error,
+    run_cli,
+    run_cli_here,
+)
 from tfrec_tricks import cli
 
 TINY = [*TINY_FLAGS, "--epochs", "1"]
@@ -79,18 +84,16 @@ def test_cosine_scores_with_a_head_other_than_softmax_are_refused(
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.slow
 def test_missing_file_names_the_file(tmp_path):
     missing = str(tmp_path / "nope.dat")
-    result = run_cli("train", "--data", "file", "--data-path", missing)
+    result = run_cli_here("train", "--data", "file", "--data-path", missing)
     assert_clean_error(result, "not found", missing)
 
 
-@pytest.mark.slow
 def test_malformed_line_names_file_and_line(tmp_path):
     path = tmp_path / "ratings.dat"
     path.write_text("1::10::5::100\n1::11::4\n")
-    result = run_cli(
+    result = run_cli_here(
         "train",
         "--data",
         "file",
@@ -102,17 +105,17 @@ def test_malformed_line_names_file_and_line(tmp_path):
     assert_clean_error(result, f"{path}:2:", "expected 4 fields")
 
 
-@pytest.mark.slow
 def test_missing_real_dataset_says_where_it_looked(tmp_path):
-    result = run_cli("train", "--data", "ml-100k", "--data-path", str(tmp_path))
+    result = run_cli_here(
+        "train", "--data", "ml-100k", "--data-path", str(tmp_path)
+    )
     assert_clean_error(result, "ml-100k", "--data-path")
 
 
-@pytest.mark.slow
 def test_empty_dataset_after_filtering(tmp_path):
     path = tmp_path / "u.data"
     path.write_text("".join(f"1\t{i}\t5\t{i}\n" for i in range(1, 6)))
-    result = run_cli(
+    result = run_cli_here(
         "train",
         "--data",
         "file",
@@ -124,7 +127,6 @@ def test_empty_dataset_after_filtering(tmp_path):
     assert_clean_error(result, "No interactions left", str(path))
 
 
-@pytest.mark.slow
 def test_too_short_sessions_for_validation(tmp_path):
     # Three-item sessions give RecBole's split a test example only.
     path = tmp_path / "sessions.tsv"
@@ -134,7 +136,7 @@ def test_too_short_sessions_for_validation(tmp_path):
         + "".join(f"{s}\t{i}\t{t}\n" for s, i, t in rows)
     )
     args = ("train", "--data", "file", "--data-path", str(path))
-    result = run_cli(*args, "--format", "sessions")
+    result = run_cli_here(*args, "--format", "sessions")
     assert_clean_error(
         result, "No validation examples", str(path), "from 4 interactions"
     )
