@@ -1,5 +1,7 @@
 """Categorical per-interaction features (``token`` columns of a RecBole
-``.inter`` file) through the real CLI: refused and named, or counted.
+``.inter`` file) through the CLI: refused and named, or counted. The
+refusals and ``prepare`` run ``cli.main`` in this process
+(``run_cli_here``), the trainings as ``tfrec-tricks`` processes.
 
 Refused (exit 1, no traceback, nothing written): a ``--features`` name the
 data does not have (the message lists the token features, marked
@@ -21,14 +23,15 @@ from tests.run_helpers import (
     TINY_FLAGS,
     assert_clean_error,
     run_cli,
+    run_cli_here,
     snapshot,
     write_token_interactions,
 )
 
 
-def _train(tmp_path, *flags):
+def _train(tmp_path, *flags, run=run_cli):
     path = write_token_interactions(tmp_path / "shop.inter", empty=True)
-    return run_cli(
+    return run(
         "train",
         "--data",
         "file",
@@ -47,7 +50,7 @@ def _train(tmp_path, *flags):
 
 def test_an_unknown_feature_name_is_refused_with_the_token_features(tmp_path):
     before = snapshot(tmp_path)
-    result = _train(tmp_path, "--features", "devize")
+    result = _train(tmp_path, "--features", "devize", run=run_cli_here)
     assert_clean_error(
         result,
         "--features names 'devize', which the data does not have",
@@ -62,7 +65,7 @@ def test_prepare_refuses_an_unknown_feature_name_with_the_token_features(
 ):
     path = write_token_interactions(tmp_path / "shop.inter")
     output = tmp_path / "prepared"
-    result = run_cli(
+    result = run_cli_here(
         "prepare",
         "--data",
         "file",
@@ -86,7 +89,7 @@ def test_prepare_carries_the_token_features_it_is_asked_for(tmp_path):
     path = write_token_interactions(tmp_path / "shop.inter")
     for features in (["device"], ["all"]):
         output = tmp_path / f"prepared-{features[0]}"
-        result = run_cli(
+        result = run_cli_here(
             "prepare",
             "--data",
             "file",

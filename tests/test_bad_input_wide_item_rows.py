@@ -1,4 +1,6 @@
-"""An item attribute row far wider than the rest, through the real CLI.
+"""An item attribute row far wider than the rest, through the CLI (the
+refusal in this process, ``run_cli_here``; the run that trains as a
+``tfrec-tricks`` process).
 
 Stored ragged, a wide row costs its own values (docs/side-information.md,
 "Storage: ragged tables"): a row above ``MAX_ROW_VALUES`` (100,000 values)
@@ -9,7 +11,12 @@ traceback and nothing written; a row far wider than the others (here
 
 import pytest
 
-from tests.run_helpers import assert_clean_error, run_cli, snapshot
+from tests.run_helpers import (
+    assert_clean_error,
+    run_cli,
+    run_cli_here,
+    snapshot,
+)
 from tests.test_bad_input_item_features import INTERACTIONS, ITEMS, TRAIN
 
 
@@ -26,7 +33,7 @@ def item_file(folder, widest):
 def test_a_row_above_the_cap_is_refused_naming_file_and_line(tmp_path):
     item_file(tmp_path, 100_001)
     before = snapshot(tmp_path)
-    result = run_cli(*TRAIN, "--item-features", "x.item", cwd=tmp_path)
+    result = run_cli_here(*TRAIN, "--item-features", "x.item", cwd=tmp_path)
     assert_clean_error(
         result,
         "x.item:5: item 'i3' holds 100,001 values of 'genre'; an item holds "
