@@ -220,7 +220,8 @@ def _duplicated(workspace):
 )
 def test_duplicates_are_reported(command, flags, done, tmp_path):
     _duplicated(tmp_path)
-    result = run_cli(
+    run = run_cli if command == "prepare-beam" else run_cli_here
+    result = run(
         *COMMANDS[command],
         *flags,
         "--data",
