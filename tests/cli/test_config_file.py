@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.run_helpers import assert_clean_error, run_cli
+from tests.run_helpers import assert_clean_error, run_cli_here
 from tfrec_tricks.cli.config_file import (
     _check_options,
     _check_ranges,
@@ -213,7 +213,6 @@ def test_load_config_file_returns_both_parts(tmp_path):
     assert load_config_file(str(path)) == {"train": {"epochs": 2}, "model": {}}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "content, fragment",
     [
@@ -225,5 +224,5 @@ def test_load_config_file_returns_both_parts(tmp_path):
 def test_bad_config_file_is_reported(tmp_path, content, fragment):
     path = tmp_path / "config.json"
     path.write_text(content)
-    result = run_cli("train", "--config", str(path))
+    result = run_cli_here("train", "--config", str(path))
     assert_clean_error(result, fragment)
