@@ -7,6 +7,7 @@ from tfrec_tricks.config_fields import (
     check_field_types,
     check_fields,
     document_fields,
+    field_default,
     option,
 )
 from tfrec_tricks.heads.head_specs import CPR_HEAD_DROPOUT  # noqa: F401
@@ -525,14 +526,12 @@ class ModelConfig:
         """Refuses an objective's own setting (``ObjectiveSpec.settings``)
         given with another objective, then asks the objective's spec."""
         spec = objective_spec(self.objective)
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         for name in sorted(
             {n for o in OBJECTIVES for n in objective_spec(o).settings}
         ):
-            if (
-                name not in spec.settings
-                and getattr(self, name) != defaults[name]
-            ):
+            if name not in spec.settings and getattr(
+                self, name
+            ) != field_default(ModelConfig, name):
                 raise ValueError(
                     f"Invalid model config: {name} applies to the objectives "
                     f"{objectives_reading(name)}. Received: {name}="
