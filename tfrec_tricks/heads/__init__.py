@@ -23,9 +23,6 @@ command line reads the heads' names before TensorFlow loads. They are also
 importable from ``tfrec_tricks.layers``.
 """
 
-import importlib
-from typing import Any
-
 from tfrec_tricks.heads import head_specs as _builtin_specs  # noqa: F401
 from tfrec_tricks.heads.registry import (
     HeadParts,
@@ -34,6 +31,7 @@ from tfrec_tricks.heads.registry import (
     register_head,
     unregister_head,
 )
+from tfrec_tricks.lazy_exports import lazy_exports
 
 # The layers, by the submodule that defines each.
 _LAYERS = {
@@ -56,17 +54,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A head layer, imported from its submodule on first access."""
-    if name not in _LAYERS:
-        raise AttributeError(
-            f"module 'tfrec_tricks.heads' has no attribute {name!r}"
-        )
-    module = importlib.import_module(f"tfrec_tricks.heads.{_LAYERS[name]}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAYERS))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAYERS)

@@ -12,9 +12,7 @@ specs import no TensorFlow, so the command line reads ``--objective``'s
 choices before TensorFlow loads.
 """
 
-import importlib
-from typing import Any
-
+from tfrec_tricks.lazy_exports import lazy_exports
 from tfrec_tricks.objectives import objective_specs as _builtin_specs  # noqa: F401
 from tfrec_tricks.objectives.objective_registry import (
     ObjectiveSpec,
@@ -51,17 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A loss class, imported from its submodule on first access."""
-    if name not in _LOSSES:
-        raise AttributeError(
-            f"module 'tfrec_tricks.objectives' has no attribute {name!r}"
-        )
-    module = importlib.import_module(f"tfrec_tricks.objectives.{_LOSSES[name]}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(_LOSSES))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LOSSES)

@@ -29,8 +29,9 @@ directories and their data). ``job``'s names are imported on first
 access: ``writers`` and ``id_lists`` are read without TensorFlow.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tfrec_tricks.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tfrec_tricks.recommendation.job import (
@@ -42,18 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["RecommendationJob", "RecommendationOptions", "recommend_frame"]
 
 
-def __getattr__(name: str) -> Any:
-    """``job``'s names, imported on first access (PEP 562): ``job`` imports
-    TensorFlow, and ``tfrec-tricks recommend`` checks its output file and
-    id lists (``writers``, ``id_lists``) before TensorFlow loads."""
-    if name not in __all__:
-        raise AttributeError(
-            f"module 'tfrec_tricks.recommendation' has no attribute {name!r}"
-        )
-    value = getattr(importlib.import_module(f"{__name__}.job"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(__all__))
+# ``job`` imports TensorFlow, and ``tfrec-tricks recommend`` checks its
+# output file and id lists (``writers``, ``id_lists``) before TensorFlow
+# loads.
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), dict.fromkeys(__all__, "job")
+)
