@@ -680,15 +680,18 @@ def train_runs(
         config = run_config(args, paths, seed)
         record = (recorded or {}).get(seed)
         if record is not None and finished_metrics(config) is None:
-            if record.get("settings") == record_settings(config):
-                print(f"== {config.name}: carried over", flush=True)
-                runs.append({**record, "carried over": True})
-                continue
-            print(
-                f"Seed {seed}: the record was trained with other settings; "
-                "not carried over.",
-                flush=True,
+            # A record without settings is not carried over: the seed
+            # could have trained anything.
+            carried = common.carried_over(
+                (record, record.get("settings", {})),
+                config,
+                f"Seed {seed}",
+                settings=record_settings(config),
             )
+            if carried is not None:
+                print(f"== {config.name}: carried over", flush=True)
+                runs.append({**carried, "carried over": True})
+                continue
         print(f"== {config.name}", flush=True)
         result = train(config, verbose=2)
         ranks = model_ranks(result.model, training, config, cold)

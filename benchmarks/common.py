@@ -411,7 +411,9 @@ def run_settings(config) -> dict:
     return json.loads(json.dumps(settings))
 
 
-def carried_over(recorded: tuple | None, config, who: str) -> dict | None:
+def carried_over(
+    recorded: tuple | None, config, who: str, settings: dict | None = None
+) -> dict | None:
     """A seed's metrics from a report's record, when they still apply.
 
     Args:
@@ -421,6 +423,8 @@ def carried_over(recorded: tuple | None, config, who: str) -> dict | None:
         config: the ``TrainConfig`` the seed would train with now.
         who: names the seed in the note printed when the record is
             refused, e.g. ``"Row 'SASRec', seed 1"``.
+        settings: what the record's settings must equal; None:
+            ``run_settings(config)``.
 
     Returns:
         The recorded metrics while they trained with ``config``'s
@@ -429,8 +433,10 @@ def carried_over(recorded: tuple | None, config, who: str) -> dict | None:
     """
     if recorded is None:
         return None
-    metrics, settings = recorded
-    if settings is None or settings == run_settings(config):
+    metrics, recorded_settings = recorded
+    if settings is None:
+        settings = run_settings(config)
+    if recorded_settings is None or recorded_settings == settings:
         return metrics
     print(
         f"{who}: the record was trained with other settings (a recipe or "
