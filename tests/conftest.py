@@ -65,3 +65,11 @@ def fake_interpreter(tmp_path):
         return str(path)
 
     return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Heaviest test files first (tests/heaviest_first.py says why)."""
+    from tests.heaviest_first import heaviest_first, load_seconds
+
+    order = heaviest_first([item.nodeid for item in items], load_seconds())
+    items[:] = [items[i] for i in order]
