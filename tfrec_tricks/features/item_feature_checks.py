@@ -12,17 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from tfrec_tricks.data.item_features.item_file import (
+from tfrec_tricks.data.item_features.feature_kind_registry import (
     FEATURE_KINDS,
     FLOAT_KINDS,
-    SEQUENCE_KINDS,
+    SCALAR_KINDS,
     TOKEN_KINDS,
 )
 from tfrec_tricks.data.item_features.ragged_rows import RaggedRows
 from tfrec_tricks.layers.common import is_integer
 
-# Kinds of one value per item: their width is 1.
-_SCALAR_KINDS = tuple(k for k in FEATURE_KINDS if k not in SEQUENCE_KINDS)
 _FEATURE_KEYS = (
     "name",
     "kind",
@@ -86,11 +84,16 @@ def check_feature(index: int, feature: Any) -> dict:
         raise _feature_error(
             index, "`width` must be an int >= 1", f"width={width!r}"
         )
-    if kind in _SCALAR_KINDS and width != 1:
+    if kind in SCALAR_KINDS and width != 1:
+        several = f"{kind}_seq"
+        hint = (
+            f" (use {several!r} for several)"
+            if several in FEATURE_KINDS
+            else ""
+        )
         raise _feature_error(
             index,
-            f"kind {kind!r} has one value per item, so width 1 (use "
-            f"'{kind}_seq' for several)",
+            f"kind {kind!r} has one value per item, so width 1{hint}",
             f"width={width!r}",
         )
     size = feature.get("vocabulary_size", 0)

@@ -1,10 +1,14 @@
 """Item attributes: read, and encoded against a catalogue of item ids.
 
+- ``feature_kind_registry``: the kinds of features (``FeatureKind``, one
+  registered spec per ``.item`` header type, ``@register_feature_kind``)
+  and their live name views (``FEATURE_KINDS``, ``TOKEN_KINDS``,
+  ``FLOAT_KINDS``, ``SEQUENCE_KINDS``) that the Keras layers of
+  ``tfrec_tricks.features`` read; ``feature_kind_specs``: the built-in
+  kinds, registered when this package is imported;
 - ``item_file``: RecBole atomic ``.item`` files, read and checked into an
-  ``ItemFeatureTable`` (raw attributes per raw item id); it owns the
-  feature kinds (``FEATURE_KINDS``, ``TOKEN_KINDS``, ``FLOAT_KINDS``,
-  ``SEQUENCE_KINDS``) that the Keras layers of ``tfrec_tricks.features``
-  import;
+  ``ItemFeatureTable`` (raw attributes per raw item id), each field read
+  by its kind's spec;
 - ``movielens``: the built-in MovieLens datasets' GroupLens metadata
   (genres, year) as such a table;
 - ``tfds_genres``: the genres TFDS' MovieLens ratings carry, as such a
@@ -26,3 +30,7 @@ is built with ``encoding``'s vocabulary rules, so they sit above both
 (here, they would make an import cycle between this package and the
 examples' modules).
 """
+
+# Imported for its effect: the built-in kinds register before any module of
+# this package is used.
+from tfrec_tricks.data.item_features import feature_kind_specs  # noqa: F401

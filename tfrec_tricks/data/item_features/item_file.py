@@ -2,7 +2,8 @@ r"""Item side-information: RecBole atomic ``.item`` files, read and checked.
 
 The file is tab-separated. Its first line names the columns as
 ``name:type``; one column is ``item_id:token``, the others are features of
-one of ``FEATURE_KINDS``:
+one of ``FEATURE_KINDS`` (the registered ``FeatureKind`` specs,
+``feature_kind_registry``; a new kind is one registered class):
 
 - ``token``: one categorical value (``release_year:token`` ``1995``);
 - ``token_seq``: space-separated tokens (``class:token_seq``
@@ -46,6 +47,21 @@ from typing import Any
 
 import numpy as np
 
+from tfrec_tricks.data.item_features.feature_kind_registry import (
+    FEATURE_KINDS as FEATURE_KINDS,
+)
+from tfrec_tricks.data.item_features.feature_kind_registry import (
+    FLOAT_KINDS as FLOAT_KINDS,
+)
+from tfrec_tricks.data.item_features.feature_kind_registry import (
+    SEQUENCE_KINDS as SEQUENCE_KINDS,
+)
+from tfrec_tricks.data.item_features.feature_kind_registry import (
+    TOKEN_KINDS as TOKEN_KINDS,
+)
+from tfrec_tricks.data.item_features.feature_kind_registry import (
+    feature_kind,
+)
 from tfrec_tricks.data.sources.loaders import (
     QUOTED_RULE,
     check_ids,
@@ -54,13 +70,9 @@ from tfrec_tricks.data.sources.loaders import (
 )
 from tfrec_tricks.errors import DataError, malformed_line
 
-# The kinds of item features, defined here only: the Keras layers
-# (``features.item_feature_checks``) import them. This module imports no
-# TensorFlow, so the command line checks a file's kinds before it loads.
-TOKEN_KINDS = ("token", "token_seq")
-FLOAT_KINDS = ("float", "float_seq")
-FEATURE_KINDS = TOKEN_KINDS + FLOAT_KINDS
-SEQUENCE_KINDS = ("token_seq", "float_seq")
+# The kinds are specs (``feature_kind_registry``); their live name views
+# are re-exported above (``X as X``), where the Keras layers (``features.
+# item_feature_checks``) and the data modules have always read them.
 ITEM_ID = "item_id"
 # What ``select`` takes for every feature of the file.
 ALL = "all"
@@ -311,28 +323,20 @@ def _check_item(
 def _value(
     kind: str, field: str, path: str, number: int, line: str, name: str
 ) -> Any:
-    """The value of ``field`` in a column of ``kind``; None when empty."""
-    if kind == "token":
-        return field if field.strip() else None
-    if kind == "token_seq":
-        return _tokens(field) or None
-    if kind == "float":
-        if not field.strip():
-            return None
-        return _number(field, path, number, line, name)
-    numbers = tuple(
-        _number(token, path, number, line, name) for token in _tokens(field)
-    )
-    return numbers or None
+    """The value of ``field`` in a column of ``kind``; None when empty.
 
-
-def _tokens(field: str) -> tuple[str, ...]:
-    """The tokens of a ``*_seq`` field: split on spaces, empty ones dropped.
-
-    >>> _tokens(" Animation  Comedy ")
-    ('Animation', 'Comedy')
+    A sequence kind's value is a tuple, another kind's its one value; a
+    number kind's values are floats.
     """
-    return tuple(token for token in field.split(" ") if token)
+    spec = feature_kind(kind)
+    values: tuple = spec.split(field)
+    if not spec.tokens:
+        values = tuple(
+            _number(value, path, number, line, name) for value in values
+        )
+    if not values:
+        return None
+    return values if spec.sequence else values[0]
 
 
 def _number(value: str, path: str, number: int, line: str, name: str) -> float:
