@@ -2,8 +2,10 @@
 
 The partitions' values are pinned through ``SoftmaxCPR.call`` in
 test_softmax_cpr.py; this tests the module's own functions and the
-public methods the loss and the candidate scoring compose.
+`CPRPartitions` methods the loss and the candidate scoring compose.
 """
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import tensorflow as tf
 
 from tests.heads.cpr.test_softmax_cpr import _data, _inputs
 from tfrec_tricks.heads import SoftmaxCPR
+from tfrec_tricks.heads.cpr.cpr_inputs import CPRInputs
 from tfrec_tricks.heads.cpr.partitions import (
     CPRPartitions,
     product_and_rows,
@@ -79,29 +82,30 @@ def test_product_and_rows_gradient_is_that_of_matmul_and_gather():
         )
 
 
-def test_the_public_pieces_compose_call():
+def test_the_partitions_compose_call():
     head = SoftmaxCPR(reranker_ks=(3, 5))
-    assert isinstance(head, CPRPartitions)
+    assert not isinstance(head, CPRPartitions)
     data = _data(seed=2)
     inputs, table = _inputs(data), tf.constant(data["table"])
     logits = head(inputs, table).numpy()
-    assert [k for k, _ in head.reranker_stages()] == [5, 3]
-    hidden, ids, layers, last, table, bias = head.read_inputs(
+    partitions = CPRPartitions(head)
+    assert partitions.head is head
+    assert [k for k, _ in partitions.reranker_stages()] == [5, 3]
+    hidden, ids, layers, last, table, bias = partitions.read_inputs(
         inputs, table, None
     )
-    query = head.query(hidden, ids, layers, last)
-    f_base = head.project(head.base_projection, query, False)
-    composed, base = head.catalogue_logits(
-        query,
-        f_base,
-        hidden,
-        ids,
-        tf.not_equal(ids, 0),
-        table,
-        bias,
-        tf.shape(table)[0],
-        False,
+    cpr = partitions.cpr_inputs(hidden, ids, layers, last, table, bias, False)
+    assert isinstance(cpr, CPRInputs)
+    assert cpr.query.shape == (ids.shape[0], hidden.shape[-1])
+    composed, base = partitions.catalogue_logits(
+        cpr, tf.not_equal(ids, 0), tf.shape(table)[0]
     )
     np.testing.assert_array_equal(composed.numpy(), logits)
     assert base.shape == logits.shape
-    assert head.uses_history(False) and not head.excluding(False)
+    assert partitions.uses_history(False) and not partitions.excluding(False)
+
+
+def test_cpr_inputs_are_frozen():
+    cpr = CPRInputs(*[tf.zeros(1)] * 6, training=False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cpr.training = True

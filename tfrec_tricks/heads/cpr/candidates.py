@@ -8,11 +8,12 @@ over the candidates, with no ``[B, N]`` work; ``call`` with
 ``candidate_ids`` scores its candidates here too (`candidate_logits`).
 
 `candidate_call` is ``call`` with ``candidate_ids``. The functions take
-the layer as their first argument, ``head``, and compose its public
-partition methods (`CPRPartitions`: ``head.read_inputs``, ``head.query``,
-``head.project``, ``head.history_logits``, ``head.reranker_stages``,
-``head.select_stages``, ``head.rerank_scores``). The layer imports this
-module, never the reverse (no import cycle).
+the layer's `CPRPartitions` as their first argument, ``partitions``, and
+compose its methods (``read_inputs``, ``cpr_inputs``, ``history_logits``,
+``reranker_stages``, ``select_stages``, ``rerank_scores``); the layer's
+settings are read as ``partitions.head``'s public attributes. The tensors
+of a call travel as one `CPRInputs`. The layer imports this module, never
+the reverse (no import cycle).
 """
 
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.heads.cpr.cpr_inputs import CPRInputs
+from tfrec_tricks.heads.cpr.partitions import CPRPartitions
 from tfrec_tricks.heads.input_contract import (
     candidate_ids_tensor,
     distinct_ids,
@@ -51,7 +54,7 @@ def _check_unique(candidates: tf.Tensor, skip_padding: bool) -> None:
 
 
 def top_k_candidates(
-    head: Any,
+    partitions: CPRPartitions,
     inputs: Any,
     item_embeddings: Any,
     k: int,
@@ -59,17 +62,18 @@ def top_k_candidates(
     extra_ids: Any = None,
     exclude_ids: Any = None,
 ) -> tuple:
-    """`SoftmaxCPR.top_k_candidates` of ``head``: see there.
+    """`SoftmaxCPR.top_k_candidates` of ``partitions.head``: see there.
 
     Args:
-        head: the ``SoftmaxCPR`` layer.
+        partitions: the ``SoftmaxCPR`` layer's `CPRPartitions`.
         inputs, item_embeddings, k, item_bias, extra_ids, exclude_ids: as
             the method's.
 
     Returns:
         ``(candidate_ids, base_logits)``, as the method's.
     """
-    hidden, ids, layers, last, table, bias = head.read_inputs(
+    head = partitions.head
+    hidden, ids, layers, last, table, bias = partitions.read_inputs(
         inputs, item_embeddings, item_bias
     )
     k = head.check_k(k)
@@ -84,8 +88,9 @@ def top_k_candidates(
     count = sum(head.reranker_ks) + int(k)
     if table.shape[0] is not None:
         count = min(count, table.shape[0] - int(head.mask_padding))
-    query = head.query(hidden, ids, layers, last)
-    f_base = head.project(head.base_projection, query, False)
+    f_base = partitions.cpr_inputs(
+        hidden, ids, layers, last, table, bias, False
+    ).f_base
     if count == 0:
         if extra is None:
             extra = tf.zeros_like(ids[:, :0])
@@ -118,7 +123,7 @@ def top_k_candidates(
 
 
 def score_candidates(
-    head: Any,
+    partitions: CPRPartitions,
     inputs: Any,
     item_embeddings: Any,
     candidate_ids: Any,
@@ -128,17 +133,18 @@ def score_candidates(
     assume_unique: bool = False,
     exclude_history: Any = None,
 ) -> tf.Tensor:
-    """`SoftmaxCPR.score_candidates` of ``head``: see there.
+    """`SoftmaxCPR.score_candidates` of ``partitions.head``: see there.
 
     Args:
-        head: the ``SoftmaxCPR`` layer.
+        partitions: the ``SoftmaxCPR`` layer's `CPRPartitions`.
         inputs, item_embeddings, candidate_ids, item_bias, training,
             base_logits, assume_unique, exclude_history: as the method's.
 
     Returns:
         float32 ``[B, M]``: ``head(...)`` at the candidates' ids.
     """
-    hidden, ids, layers, last, table, bias = head.read_inputs(
+    head = partitions.head
+    hidden, ids, layers, last, table, bias = partitions.read_inputs(
         inputs, item_embeddings, item_bias
     )
     candidates = candidate_ids_tensor(candidate_ids, num_rows(table))
@@ -155,37 +161,26 @@ def score_candidates(
                 f"{candidates.shape}"
             )
     if head.reranker_ks:
-        _check_history_in_candidates(head, ids, candidates)
+        _check_history_in_candidates(head.reranker_ks, ids, candidates)
     if assume_unique:
         _check_unique(candidates, head.mask_padding)
-    query = head.query(hidden, ids, layers, last)
-    f_base = head.project(head.base_projection, query, training)
+    cpr = partitions.cpr_inputs(
+        hidden, ids, layers, last, table, bias, training
+    )
     return candidate_logits(
-        head,
-        query,
-        f_base,
-        hidden,
-        ids,
-        table,
-        bias,
+        partitions,
+        cpr,
         candidates,
         base_logits,
-        training,
         assume_unique,
         exclude_history=exclude_history,
     )
 
 
 def candidate_call(
-    head: Any,
-    query: tf.Tensor,
-    f_base: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidate_ids: tf.Tensor,
-    training: Any,
     return_base_logits: bool,
     exclude_history: Any = None,
 ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
@@ -197,37 +192,23 @@ def candidate_call(
     ``rerank_within_candidates``, they are chosen among the candidates
     and the history instead (`within_candidates_call`).
     """
-    if head.rerank_within_candidates and is_training(training):
+    head = partitions.head
+    if head.rerank_within_candidates and is_training(cpr.training):
         return within_candidates_call(
-            head,
-            query,
-            f_base,
-            hidden,
-            ids,
-            table,
-            bias,
-            candidate_ids,
-            training,
-            return_base_logits,
+            partitions, cpr, candidate_ids, return_base_logits
         )
     selected = None
     if head.reranker_ks:
-        _, selected = head.select_stages(query, f_base, table, bias, training)
+        _, selected = partitions.select_stages(cpr)
     # The sets are chosen: score only the candidates, from their
     # gathered rows. The gradient then reaches the table as
     # sparse rows, not as a dense [N, d] product gradient that
     # would make every optimizer step O(N).
     return candidate_logits(
-        head,
-        query,
-        f_base,
-        hidden,
-        ids,
-        table,
-        bias,
+        partitions,
+        cpr,
         candidate_ids,
         None,
-        training,
         stages=selected,
         return_base_logits=return_base_logits,
         exclude_history=exclude_history,
@@ -235,15 +216,9 @@ def candidate_call(
 
 
 def within_candidates_call(
-    head: Any,
-    query: tf.Tensor,
-    f_base: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidate_ids: tf.Tensor,
-    training: Any,
     return_base_logits: bool,
 ) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
     """Candidate logits, the cascade run over candidates and history.
@@ -255,19 +230,13 @@ def within_candidates_call(
     """
     count = tf.shape(candidate_ids)[-1]
     if candidate_ids.shape.rank == 1:
-        candidate_ids = per_row(candidate_ids, ids)
-    pool = tf.concat([candidate_ids, ids], axis=1)
+        candidate_ids = per_row(candidate_ids, cpr.ids)
+    pool = tf.concat([candidate_ids, cpr.ids], axis=1)
     logits = candidate_logits(
-        head,
-        query,
-        f_base,
-        hidden,
-        ids,
-        table,
-        bias,
+        partitions,
+        cpr,
         pool,
         None,
-        training,
         return_base_logits=return_base_logits,
     )
     if return_base_logits:
@@ -276,7 +245,7 @@ def within_candidates_call(
 
 
 def _check_history_in_candidates(
-    head: Any, ids: tf.Tensor, candidates: tf.Tensor
+    reranker_ks: tuple, ids: tf.Tensor, candidates: tf.Tensor
 ) -> None:
     """Eager only: every history id is among its row's candidates."""
     if not tf.executing_eagerly() or not hasattr(candidates, "numpy"):
@@ -292,7 +261,7 @@ def _check_history_in_candidates(
         raise ValueError(
             "With rerankers, each row of `candidate_ids` must hold the "
             "row's history and the top sum(reranker_ks)="
-            f"{sum(head.reranker_ks)} items by base logit outside it "
+            f"{sum(reranker_ks)} items by base logit outside it "
             "(see `top_k_candidates`): the cascade's top-k sets can "
             "take any of them. Received: candidate_ids whose row "
             f"{row} lacks its history item {history[row, position]}"
@@ -300,16 +269,10 @@ def _check_history_in_candidates(
 
 
 def candidate_logits(
-    head: Any,
-    query: tf.Tensor,
-    f_base: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     base_logits: tf.Tensor | None,
-    training: Any,
     assume_unique: bool = False,
     stages: list | None = None,
     return_base_logits: bool = False,
@@ -325,37 +288,19 @@ def candidate_logits(
     the candidates' base logits (``call``'s argument).
     ``exclude_history``: overrides the head's (None: its setting).
     """
+    head = partitions.head
     candidates, vectors, scores = _candidate_base_logits(
-        head, f_base, table, bias, ids, candidates, base_logits
+        head.reranker_ks, cpr, candidates, base_logits
     )
     base = scores
     scores, first = _cascade_logits(
-        head,
-        query,
-        table,
-        bias,
-        candidates,
-        vectors,
-        scores,
-        training,
-        assume_unique,
-        stages,
+        partitions, cpr, candidates, vectors, scores, assume_unique, stages
     )
     if head.mask_padding:
         scores = _padding_masked(candidates, scores)
-    if head.uses_history(training, exclude_history):
+    if partitions.uses_history(cpr.training, exclude_history):
         scores = _with_history_logits(
-            head,
-            query,
-            f_base,
-            hidden,
-            ids,
-            table,
-            bias,
-            candidates,
-            scores,
-            training,
-            exclude_history,
+            partitions, cpr, candidates, scores, exclude_history
         )
     if first is not None:
         # Every copy of a repeated id takes its first occurrence's
@@ -369,11 +314,8 @@ def candidate_logits(
 
 
 def _candidate_base_logits(
-    head: Any,
-    f_base: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
-    ids: tf.Tensor,
+    reranker_ks: tuple,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     base_logits: tf.Tensor | None,
 ) -> tuple:
@@ -385,9 +327,8 @@ def _candidate_base_logits(
         when the cascade or the base logits need them (else None); and
         float32 ``[B, M]``, ``f_V e_x + b_x`` at the candidates.
     """
-    if candidates.shape.rank == 1 and (
-        head.reranker_ks or base_logits is not None
-    ):
+    f_base, ids, table, bias = cpr.f_base, cpr.ids, cpr.table, cpr.bias
+    if candidates.shape.rank == 1 and (reranker_ks or base_logits is not None):
         # The cascade and given logits are per row.
         candidates = per_row(candidates, ids)
     vectors = None
@@ -398,7 +339,7 @@ def _candidate_base_logits(
         )
         candidates = per_row(candidates, ids)
     else:
-        if head.reranker_ks or base_logits is None:
+        if reranker_ks or base_logits is None:
             vectors = tf.gather(table, candidates)  # [B, M, d]
         if base_logits is None:
             scores = tf.einsum("bd,bmd->bm", f_base, vectors)
@@ -423,53 +364,35 @@ def _padding_masked(candidates: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
 
 
 def _with_history_logits(
-    head: Any,
-    query: tf.Tensor,
-    f_base: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     logits: tf.Tensor,
-    training: Any,
     exclude_history: Any = None,
 ) -> tf.Tensor:
     """``logits`` with the history partition's written over them.
 
-    Candidates in the row's history get ``head.history_logits`` (a
-    method of the head, as ``call`` computes them), or the padding logit
-    when the history is excluded at inference; the others keep theirs.
+    Candidates in the row's history get ``partitions.history_logits``
+    (as ``call`` computes them), or the padding logit when the history is
+    excluded at inference; the others keep theirs.
     """
+    ids = cpr.ids
     found, position = history_positions(candidates, ids)
-    if head.excluding(training, exclude_history):
+    if partitions.excluding(cpr.training, exclude_history):
         return tf.where(found, tf.constant(PADDING_LOGIT), logits)
     equal = None
-    if head.use_pointer:
+    if partitions.head.use_pointer:
         equal = tf.equal(ids[:, :, None], ids[:, None, :])
-    values = head.history_logits(
-        query,
-        f_base,
-        hidden,
-        ids,
-        tf.not_equal(ids, 0),
-        equal,
-        table,
-        bias,
-        training,
-    )
+    values = partitions.history_logits(cpr, tf.not_equal(ids, 0), equal)
     return tf.where(found, tf.gather(values, position, batch_dims=1), logits)
 
 
 def _cascade_logits(
-    head: Any,
-    query: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     vectors: tf.Tensor | None,
     logits: tf.Tensor,
-    training: Any,
     assume_unique: bool,
     stages: list | None,
 ) -> tuple:
@@ -487,32 +410,21 @@ def _cascade_logits(
     """
     if stages is not None:
         return _merge_stages(
-            head, table, bias, candidates, vectors, logits, stages
+            partitions, cpr, candidates, vectors, logits, stages
         ), None
-    if not head.reranker_ks:
+    if not partitions.head.reranker_ks:
         return logits, None
     return _candidate_cascade(
-        head,
-        query,
-        table,
-        bias,
-        candidates,
-        vectors,
-        logits,
-        training,
-        assume_unique,
+        partitions, cpr, candidates, vectors, logits, assume_unique
     )
 
 
 def _candidate_cascade(
-    head: Any,
-    query: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     vectors: tf.Tensor,
     logits: tf.Tensor,
-    training: Any,
     assume_unique: bool,
 ) -> tuple:
     """The reranker cascade over candidate sets ``[B, M]``.
@@ -521,7 +433,7 @@ def _candidate_cascade(
     gradient-free running logits among the selectable candidates
     (first occurrences; not padding when masked), ranked by
     `sort_keys`: larger logit first, ties to the lower id, as ``call``
-    ranks the catalogue (``head.select_top_k``, a method of the head). The
+    ranks the catalogue (``CPRPartitions.select_top_k``). The
     selected get the stage's reranker term, merged as in ``call``.
 
     A repeated id enters at its first occurrence only, and its copies
@@ -539,11 +451,11 @@ def _candidate_cascade(
     if not assume_unique:
         first = first_occurrences(candidates)
         selectable = tf.equal(first, tf.range(tf.shape(candidates)[1])[None])
-    if head.mask_padding:
+    if partitions.head.mask_padding:
         real = tf.not_equal(candidates, 0)
         selectable = real if selectable is None else selectable & real
     lowest = tf.int64.min
-    for k, projection in head.reranker_stages():
+    for k, projection in partitions.reranker_stages():
         keys = sort_keys(tf.stop_gradient(logits), candidates)
         if selectable is not None:
             keys = tf.where(selectable, keys, lowest)
@@ -556,17 +468,16 @@ def _candidate_cascade(
         selected = keys >= kth[:, None]
         if selectable is not None:
             selected &= selectable
-        f_rerank = head.project(projection, query, training)
+        f_rerank = partitions.project(projection, cpr.query, cpr.training)
         logits = _merge_stage(
-            head, table, bias, candidates, vectors, logits, selected, f_rerank
+            partitions, cpr, candidates, vectors, logits, selected, f_rerank
         )
     return logits, first
 
 
 def _merge_stages(
-    head: Any,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     vectors: tf.Tensor | None,
     logits: tf.Tensor,
@@ -586,15 +497,14 @@ def _merge_stages(
         at = tf.minimum(at, tf.shape(ordered)[1] - 1)
         selected = tf.equal(tf.gather(ordered, at, batch_dims=1), candidates)
         logits = _merge_stage(
-            head, table, bias, candidates, vectors, logits, selected, f_rerank
+            partitions, cpr, candidates, vectors, logits, selected, f_rerank
         )
     return logits
 
 
 def _merge_stage(
-    head: Any,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     candidates: tf.Tensor,
     vectors: tf.Tensor | None,
     logits: tf.Tensor,
@@ -602,9 +512,9 @@ def _merge_stage(
     f_rerank: tf.Tensor,
 ) -> tf.Tensor:
     """One stage's term on its ``selected`` candidates (bool ``[B, M]``)."""
-    scores = head.rerank_scores(
-        f_rerank, table, bias, candidates, vectors=vectors
+    scores = partitions.rerank_scores(
+        f_rerank, cpr.table, cpr.bias, candidates, vectors=vectors
     )
-    if head.merge == "replace":
+    if partitions.head.merge == "replace":
         return tf.where(selected, scores, logits)
     return tf.where(selected, logits + scores, logits)

@@ -7,23 +7,25 @@ calls when ``head.has_cross_entropy``) give the cross-entropy of
 the partitions' entries (`partitioned_cross_entropy`): the partitions'
 logits are never written into a ``[B, N]`` tensor.
 
-The functions take the layer as their first argument, ``head``, and
-compose its public partition methods (`CPRPartitions`:
-``head.read_inputs``, ``head.query``, ``head.project``,
-``head.history_values``, ``head.select_stages``,
-``head.reranker_stages``, ``head.rerank_scores``, ``head.uses_history``)
-and `product_and_rows`. The layer imports this module, never the reverse
-(no import cycle)."""
+The functions take the layer's `CPRPartitions` as their first argument,
+``partitions``, and compose its methods (``read_inputs``,
+``cpr_inputs``, ``query``, ``project``, ``history_values``,
+``select_stages``, ``reranker_stages``, ``rerank_scores``,
+``uses_history``) and `product_and_rows`; the layer's settings are read
+as ``partitions.head``'s public attributes. The tensors of a call travel
+as one `CPRInputs`. The layer imports this module, never the reverse (no
+import cycle)."""
 
 from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
+from tfrec_tricks.heads.cpr.cpr_inputs import CPRInputs
 from tfrec_tricks.heads.cpr.partitioned_cross_entropy import (
     partitioned_cross_entropy,
 )
-from tfrec_tricks.heads.cpr.partitions import product_and_rows
+from tfrec_tricks.heads.cpr.partitions import CPRPartitions, product_and_rows
 from tfrec_tricks.layers.common import PADDING_LOGIT, is_training
 
 
@@ -48,7 +50,7 @@ def _base_logits_at(
 
 
 def cross_entropy(
-    head: Any,
+    partitions: CPRPartitions,
     inputs: Any,
     item_embeddings: Any,
     labels: Any,
@@ -56,10 +58,10 @@ def cross_entropy(
     training: Any = None,
     rank_labels: Any = None,
 ) -> tuple:
-    """`SoftmaxCPR.cross_entropy` of ``head``: see there.
+    """`SoftmaxCPR.cross_entropy` of ``partitions.head``: see there.
 
     Args:
-        head: the ``SoftmaxCPR`` layer.
+        partitions: the ``SoftmaxCPR`` layer's `CPRPartitions`.
         inputs, item_embeddings, labels, item_bias, training,
             rank_labels: as the method's.
 
@@ -67,14 +69,16 @@ def cross_entropy(
         ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[B]``
         each.
     """
-    hidden, ids, layers, last, table, bias = head.read_inputs(
+    hidden, ids, layers, last, table, bias = partitions.read_inputs(
         inputs, item_embeddings, item_bias
     )
     labels = tf.cast(tf.reshape(labels, [-1]), tf.int32)
-    query = head.query(hidden, ids, layers, last)
-    f_base = head.project(head.base_projection, query, training)
-    product, selected = head.select_stages(query, f_base, table, bias, training)
-    uses_history = head.uses_history(training)
+    cpr = partitions.cpr_inputs(
+        hidden, ids, layers, last, table, bias, training
+    )
+    f_base = cpr.f_base
+    product, selected = partitions.select_stages(cpr)
+    uses_history = partitions.uses_history(training)
     # Rows to gather, in the entries' priority order (the history wins,
     # then the smallest k's reranker), then the labels.
     stages = selected[::-1]
@@ -97,23 +101,13 @@ def cross_entropy(
     history = None
     if uses_history:
         valid = tf.not_equal(ids, 0)
-        values = head.history_values(
-            query,
-            f_base,
-            hidden,
-            ids,
-            valid,
-            table,
-            bias,
-            training,
-            row_parts[0],
-        )
+        values = partitions.history_values(cpr, valid, row_parts[0])
         history = (tf.where(valid, ids, -1), values, base_parts[0])
     offset = int(uses_history)
     scored = [
         (
             top,
-            head.rerank_scores(
+            partitions.rerank_scores(
                 f_rerank, table, bias, top, vectors=row_parts[offset + j]
             ),
             base_parts[offset + j],
@@ -122,7 +116,7 @@ def cross_entropy(
     ]
     count = offset + len(stages)
     return _entries_loss(
-        head,
+        partitions.head,
         base_logits,
         history,
         scored,
@@ -146,6 +140,8 @@ def _entries_loss(
     """`partitioned_cross_entropy` of the partitions' entries.
 
     Args:
+        head: the ``SoftmaxCPR`` layer (its ``merge`` and
+            ``mask_padding``).
         base_logits: float32 ``[M, N]``, ``f_V E^T + b`` with gradient.
         history: ``(ids, values, base)``, each ``[M, L]`` (ids -1
             where no entry), or None.
@@ -183,7 +179,7 @@ def _entries_loss(
 
 
 def position_cross_entropy(
-    head: Any,
+    partitions: CPRPartitions,
     inputs: Any,
     item_embeddings: Any,
     position_targets: Any,
@@ -191,10 +187,11 @@ def position_cross_entropy(
     training: Any = None,
     labels: Any = None,
 ) -> tuple:
-    """`SoftmaxCPR.position_cross_entropy` of ``head``: see there.
+    """`SoftmaxCPR.position_cross_entropy` of ``partitions.head``: see
+    there.
 
     Args:
-        head: the ``SoftmaxCPR`` layer.
+        partitions: the ``SoftmaxCPR`` layer's `CPRPartitions`.
         inputs, item_embeddings, position_targets, item_bias, training,
             labels: as the method's.
 
@@ -202,40 +199,38 @@ def position_cross_entropy(
         ``(cross_entropy, base_cross_entropy, ranks)``, float32 ``[M]``
         each, in row-major order of the targets.
     """
-    hidden, ids, layers, last, table, bias = head.read_inputs(
+    hidden, ids, layers, last, table, bias = partitions.read_inputs(
         inputs, item_embeddings, item_bias
     )
     _check_no_last_positions(inputs)
     width = tf.shape(ids)[1]
     index, labels, rank_labels = _target_labels(position_targets, width, labels)
-    query = _position_query(head, hidden, ids, layers)  # [B, L, q]
-    f_base_grid, f_base, product, stages = _position_stages(
-        head, query, index, table, bias, training
-    )
-    base_logits, vectors, parts = _position_rows(
-        f_base, table, bias, ids, stages, labels, rank_labels, product
-    )
-    history = _position_history(
-        head,
+    query = _position_query(partitions, hidden, ids, layers)  # [B, L, q]
+    # The CPRInputs of every position: query and f_base [B, L, ...].
+    cpr = CPRInputs(
         query,
-        f_base_grid,
+        partitions.project(partitions.head.base_projection, query, training),
         hidden,
         ids,
-        vectors,
-        index,
-        width,
-        base_logits,
+        table,
         bias,
         training,
     )
+    f_base, product, stages = _position_stages(partitions, cpr, index)
+    base_logits, vectors, parts = _position_rows(
+        cpr, f_base, stages, labels, rank_labels, product
+    )
+    history = _position_history(
+        partitions, cpr, vectors, index, width, base_logits
+    )
     scored = _position_stage_entries(
-        head, stages, parts[1:], f_base, table, base_logits, bias
+        partitions, cpr, stages, parts[1:], f_base, base_logits
     )
     label_base, rank_base = _label_bases(
         base_logits, f_base, labels, rank_labels, parts[1 + len(stages) :], bias
     )
     return _entries_loss(
-        head,
+        partitions.head,
         base_logits,
         history,
         scored,
@@ -282,49 +277,46 @@ def _target_labels(
 
 
 def _position_stages(
-    head: Any,
-    query: tf.Tensor,
-    index: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
-    training: Any,
+    partitions: CPRPartitions, cpr: CPRInputs, index: tf.Tensor
 ) -> tuple:
     """The base projection and the rerankers' sets at the targets.
 
     The projections run on the ``[B, L, q]`` grid (one dropout mask per
     position, as the expanded rows would get) and are then read at the
-    targets. Their dropouts are drawn in this order, base first, then the
-    rerankers' in cascade order: inside a ``tf.function`` a dropout's
-    seed depends on the ops built before it, so the order is kept.
+    targets. Their dropouts are drawn in this order, base first (in
+    ``cpr``), then the rerankers' in cascade order: inside a
+    ``tf.function`` a dropout's seed depends on the ops built before it,
+    so the order is kept.
+
+    Args:
+        partitions: the layer's `CPRPartitions`.
+        cpr: `CPRInputs` of every position (``[B, L, q]`` query).
+        index: int32 ``[M, 2]``, the targets' ``(row, position)``.
 
     Returns:
-        ``(f_base_grid, f_base, product, stages)``: float32
-        ``[B, L, d]`` and ``[M, d]``, the base projection everywhere
-        and at the targets; the gradient-free ``[M, N]`` base product;
-        and ``(top, f_rerank)`` per reranker, smallest ``k`` first (the
-        entries' priority order).
+        ``(f_base, product, stages)``: float32 ``[M, d]``, the base
+        projection at the targets; the gradient-free ``[M, N]`` base
+        product; and ``(top, f_rerank)`` per reranker, smallest ``k``
+        first (the entries' priority order).
     """
-    f_base_grid = head.project(head.base_projection, query, training)
-    f_base = tf.gather_nd(f_base_grid, index)  # [M, d]
-    product, selected = head.select_stages(
-        tf.gather_nd(query, index),
-        f_base,
-        table,
-        bias,
-        training,
+    f_base = tf.gather_nd(cpr.f_base, index)  # [M, d]
+    product, selected = partitions.select_stages(
+        cpr,
+        query=tf.gather_nd(cpr.query, index),
+        f_base=f_base,
         f_reranks=[
-            tf.gather_nd(head.project(projection, query, training), index)
-            for _, projection in head.reranker_stages()
+            tf.gather_nd(
+                partitions.project(projection, cpr.query, cpr.training), index
+            )
+            for _, projection in partitions.reranker_stages()
         ],
     )
-    return f_base_grid, f_base, product, selected[::-1]
+    return f_base, product, selected[::-1]
 
 
 def _position_rows(
+    cpr: CPRInputs,
     f_base: tf.Tensor,
-    table: tf.Tensor,
-    bias: tf.Tensor | None,
-    ids: tf.Tensor,
     stages: list,
     labels: tf.Tensor,
     rank_labels: tf.Tensor | None,
@@ -343,6 +335,7 @@ def _position_rows(
         and the rows of each of those, flat ``[size, d]`` each, in that
         order (the history's first).
     """
+    ids, table, bias = cpr.ids, cpr.table, cpr.bias
     columns = [tf.reshape(ids, [-1])]
     columns += [tf.reshape(top, [-1]) for top, _ in stages]
     columns.append(labels)
@@ -358,17 +351,12 @@ def _position_rows(
 
 
 def _position_history(
-    head: Any,
-    query: tf.Tensor,
-    f_base_grid: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     vectors: tf.Tensor,
     index: tf.Tensor,
     width: tf.Tensor,
     base_logits: tf.Tensor,
-    bias: tf.Tensor | None,
-    training: Any,
 ) -> tuple | None:
     """The history partition's entries of every target, ``[M, L]`` each.
 
@@ -381,20 +369,19 @@ def _position_history(
         ``(ids, values, base)`` as `_entries_loss` takes them (ids -1
         where no entry), or None when the head has no history partition.
     """
-    if not head.uses_history(training):
+    training, bias = cpr.training, cpr.bias
+    if not partitions.uses_history(training):
         return None
-    history_ids = tf.gather(ids, index[:, 0])  # [M, L]
+    history_ids = tf.gather(cpr.ids, index[:, 0])  # [M, L]
     entry = tf.not_equal(history_ids, 0) & (
         tf.range(width)[None, :] <= index[:, 1:]
     )
-    base_grid = tf.einsum("bpd,btd->bpt", f_base_grid, vectors)
-    if head.exclude_history and not is_training(training):
+    base_grid = tf.einsum("bpd,btd->bpt", cpr.f_base, vectors)
+    if partitions.head.exclude_history and not is_training(training):
         values = tf.fill(tf.shape(history_ids), PADDING_LOGIT)
     else:
         values = tf.gather_nd(
-            _position_history_logits(
-                head, query, training, base_grid, hidden, ids, vectors, bias
-            ),
+            _position_history_logits(partitions, cpr, base_grid, vectors),
             index,
         )
     return (
@@ -407,27 +394,28 @@ def _position_history(
 
 
 def _position_stage_entries(
-    head: Any,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     stages: list,
     parts: list,
     f_base: tf.Tensor,
-    table: tf.Tensor,
     base_logits: tf.Tensor,
-    bias: tf.Tensor | None,
 ) -> list:
     """``(top, scores, base)`` per reranker, ``[M, k]`` each.
 
     ``parts``: the sets' flat gathered rows, one per stage in ``stages``
     order (further parts are ignored); the scores and base logits are
-    computed from them, not from new gathers.
+    computed from them, not from new gathers. ``f_base``: ``[M, d]``,
+    the base projection at the targets.
     """
+    table, bias = cpr.table, cpr.bias
     scored = []
     for (top, f_rerank), flat_rows in zip(stages, parts):
         top_rows = tf.reshape(flat_rows, tf.concat([tf.shape(top), [-1]], 0))
         scored.append(
             (
                 top,
-                head.rerank_scores(
+                partitions.rerank_scores(
                     f_rerank, table, bias, top, vectors=top_rows
                 ),
                 _base_logits_at(
@@ -479,13 +467,18 @@ def _label_base(
 
 
 def _position_query(
-    head: Any, hidden: tf.Tensor, ids: tf.Tensor, layers: list | None
+    partitions: CPRPartitions,
+    hidden: tf.Tensor,
+    ids: tf.Tensor,
+    layers: list | None,
 ) -> tf.Tensor:
-    """``head.query`` at every position: ``[B, L, d_h]`` or ``[B, L, 2 d_h]``.
+    """`CPRPartitions.query` at every position: ``[B, L, d_h]`` or
+    ``[B, L, 2 d_h]``.
 
-    ``head.query`` (``CPRPartitions.query``)
-    reads the last position only; this reads every position.
+    ``CPRPartitions.query`` reads the last position only; this reads
+    every position.
     """
+    head = partitions.head
     if not head.use_mi:
         return hidden
     width = tf.shape(ids)[1]
@@ -496,7 +489,7 @@ def _position_query(
         window = []
         for j in range(head.mi_window):
             # The state j steps back: zeros before the history starts
-            # and at padding, as ``head.query`` gives them.
+            # and at padding, as ``CPRPartitions.query`` gives them.
             back = tf.pad(states, [[0, 0], [j, 0], [0, 0]])[:, :width]
             real = tf.pad(ids, [[0, 0], [j, 0]])[:, :width] != 0
             window.append(back * tf.cast(real, back.dtype)[:, :, None])
@@ -507,38 +500,37 @@ def _position_query(
 
 
 def _position_history_logits(
-    head: Any,
-    query: tf.Tensor,
-    training: Any,
+    partitions: CPRPartitions,
+    cpr: CPRInputs,
     base_grid: tf.Tensor,
-    hidden: tf.Tensor,
-    ids: tf.Tensor,
     vectors: tf.Tensor,
-    bias: tf.Tensor | None,
 ) -> tf.Tensor:
-    """``head.history_logits`` at every position: ``[B, L(p), L(t)]``.
+    """`CPRPartitions.history_logits` at every position:
+    ``[B, L(p), L(t)]``.
 
-    ``history_logits`` is a method of the head
-    (``CPRPartitions.history_logits``), for the last position only; this
-    reads every position of ``query`` (``[B, L, q]``), projected with
-    ``head.project``.
+    ``CPRPartitions.history_logits`` reads the last position only; this
+    reads every position of ``cpr.query`` (``[B, L, q]``), projected with
+    ``partitions.project``.
 
     Entry ``[b, p, t]`` is the logit of history item ``ids[b, t]`` read
     at position ``p`` (its pointer term averages the keys of its
     occurrences at positions ``<= p``); only ``t <= p`` is meaningful.
     """
+    head = partitions.head
+    query, training = cpr.query, cpr.training
+    hidden, ids, bias = cpr.hidden, cpr.ids, cpr.bias
     values = base_grid
     if head.use_context:
         context = tf.einsum(
             "bpd,btd->bpt",
-            head.project(head.context_projection, query, training),
+            partitions.project(head.context_projection, query, training),
             vectors,
         )
         values = context if head.merge == "replace" else values + context
     if bias is not None:
         values += tf.gather(bias, ids)[:, None, :]
     if head.use_pointer:
-        f_pointer = head.project(head.pointer_projection, query, training)
+        f_pointer = partitions.project(head.pointer_projection, query, training)
         kernel = tf.cast(head.key_projection.kernel, tf.float32)
         key_bias = tf.cast(head.key_projection.bias, tf.float32)
         reader = tf.einsum("bpd,hd->bph", f_pointer, kernel)

@@ -1,12 +1,14 @@
 """The partition logits of Softmax-CPR, shared by its three scoring paths.
 
 `CPRPartitions` holds the pieces every path of `SoftmaxCPR` scores with:
-the query (with Mi), the projections, the history partition (context C and
-pointer P), the reranker cascade (R:k) and how a partition's terms merge
-with the base logit, and the full-catalogue logits ``call`` writes.
-``call`` (``softmax_cpr``), the training loss (``loss``) and the
-candidate scoring (``candidates``) call these public methods: no
-module reaches into another's private members.
+reading a call's inputs into one `CPRInputs`, the query (with Mi), the
+history partition (context C and pointer P), the reranker cascade (R:k)
+and how a partition's terms merge with the base logit, and the
+full-catalogue logits ``call`` writes. The layer composes one (it is no
+base class of the layer, so these methods are no part of the layer's
+public surface); ``call`` (``softmax_cpr``), the training loss (``loss``)
+and the candidate scoring (``candidates``) call its methods: no module
+reaches into another's private members.
 
 `product_and_rows`, the base product's gradient with the gathered table
 rows' added in place, serves ``call`` and the loss.
@@ -17,10 +19,17 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tfrec_tricks.heads.cpr.cpr_inputs import CPRInputs
+from tfrec_tricks.heads.input_contract import (
+    as_item_table,
+    check_ids_in_range,
+    unpack_head_inputs,
+)
 from tfrec_tricks.layers.common import (
     PADDING_LOGIT,
     batch_indices,
     is_training,
+    num_rows,
 )
 from tfrec_tricks.layers.top_k import TWO_STAGE_MIN_RATIO, top_k_ids
 
@@ -121,49 +130,164 @@ def row_sources(item_embeddings: Any, item_bias: Any, units: Any) -> Any:
 
 
 class CPRPartitions:
-    """The partition logits of `SoftmaxCPR`, as methods of the layer.
+    """The partition logits of a `SoftmaxCPR` layer, composed by it.
 
-    A base class of `SoftmaxCPR` (which owns the weights and the settings):
-    its methods read the layer's settings (``use_context``,
-    ``use_pointer``, ``reranker_ks``, ``use_mi``, ``mi_layers``,
-    ``mi_window``, ``merge``, ``exclude_history``, ``mask_padding``) and
-    the sublayers its ``build`` creates (``base_projection``,
-    ``context_projection``, ``pointer_projection``, ``key_projection``,
-    ``reranker_projections``, ``mi_projection``, ``dropout_layer``). The
-    projections stay attributes of the layer itself, so its weights, their
-    names and its checkpoints are those of one layer.
+    The layer creates one in its ``__init__`` and hands it to its loss
+    (``loss``) and candidate scoring (``candidates``): they compose these
+    methods, so the layer's own public surface stays what a user calls.
+    It is a plain object, no Keras layer: it owns no weights and is no
+    checkpoint dependency. It reads the layer's settings
+    (``use_context``, ``use_pointer``, ``reranker_ks``, ``use_mi``,
+    ``mi_layers``, ``mi_window``, ``merge``, ``exclude_history``,
+    ``mask_padding``) and the sublayers the layer's ``build`` creates
+    (``base_projection``, ``context_projection``, ``pointer_projection``,
+    ``key_projection``, ``reranker_projections``, ``mi_projection``,
+    ``dropout_layer``), which stay attributes of the layer itself, so its
+    weights, their names and its checkpoints are those of one layer.
 
-    Every method is public: `SoftmaxCPR`'s ``call``, ``loss`` and
-    ``candidates`` compose them. See `SoftmaxCPR` for the partitions
-    themselves.
+    The tensors of one call travel as one `CPRInputs` (`cpr_inputs`).
+    See `SoftmaxCPR` for the partitions themselves.
+
+    Args:
+        head: the ``SoftmaxCPR`` layer whose partitions these are.
 
     Example:
 
     >>> import tensorflow as tf
     >>> import tfrec_tricks.heads
+    >>> from tfrec_tricks.heads.cpr.partitions import CPRPartitions
     >>> head = tfrec_tricks.heads.SoftmaxCPR(reranker_ks=(2, 5))
-    >>> isinstance(head, tfrec_tricks.heads.cpr.partitions.CPRPartitions)
-    True
     >>> inputs = {
     ...     "hidden_states": tf.random.normal((2, 4, 8)),
     ...     "history_ids": tf.constant([[0, 5, 2, 5], [7, 1, 0, 0]]),
     ... }
     >>> logits = head(inputs, tf.random.normal((10, 8)))  # builds it
-    >>> [k for k, _ in head.reranker_stages()]  # the cascade: largest first
+    >>> [k for k, _ in CPRPartitions(head).reranker_stages()]  # largest first
     [5, 2]
     """
+
+    def __init__(self, head: Any) -> None:
+        self.head = head
+
+    # ---------------------------------------------------------------- inputs
+
+    def read_inputs(
+        self,
+        inputs: Any,
+        item_embeddings: Any,
+        item_bias: Any,
+        rows_only: bool = False,
+    ) -> tuple:
+        """Checked ``(hidden, ids, layers, last, table, bias)`` of a call.
+
+        Builds the layer first when a public method is its first call.
+        ``rows_only``: float32 variables are returned as they are (to
+        gather rows from, never read whole).
+        """
+        head = self.head
+        hidden, ids, layers, last = unpack_head_inputs(inputs)
+        if not head.built:
+            shapes = {"hidden_states": hidden.shape}
+            if layers is not None:
+                shapes["layer_hidden_states"] = [x.shape for x in layers]
+            # Out of any tf.function, as Keras' own first __call__ builds:
+            # weights created inside a traced step (a method such as
+            # `cross_entropy` called first, in a tf.distribute replica)
+            # would belong to that step's graph.
+            with tf.init_scope():
+                head.build(shapes)
+        units = head.output_dim or hidden.shape[-1]
+        sources = None
+        if rows_only:
+            sources = row_sources(item_embeddings, item_bias, units)
+        if sources is not None:
+            table, bias = sources
+        else:
+            table, bias = as_item_table(item_embeddings, item_bias, units)
+        num_items = num_rows(table)
+        checks = self.check_ks(num_items, table.shape[0])
+        check_ids_in_range("history_ids", ids, num_items)
+        with tf.control_dependencies(checks):
+            ids = tf.identity(ids)
+        return hidden, ids, layers, last, table, bias
+
+    def cpr_inputs(
+        self,
+        hidden: tf.Tensor,
+        ids: tf.Tensor,
+        layers: list | None,
+        last: tf.Tensor,
+        table: Any,
+        bias: Any,
+        training: Any,
+    ) -> CPRInputs:
+        """The `CPRInputs` of a call: `read_inputs`' parts, with the query
+        (`query`) and its base projection (dropout if ``training``)."""
+        query = self.query(hidden, ids, layers, last)
+        f_base = self.project(self.head.base_projection, query, training)
+        return CPRInputs(query, f_base, hidden, ids, table, bias, training)
+
+    # ------------------------------------------------------------- settings
 
     def excluding(self, training: Any, exclude_history: Any = None) -> bool:
         """Whether the history is excluded: ``exclude_history`` (None: the
         layer's setting), never in training."""
         if exclude_history is None:
-            exclude_history = self.exclude_history
+            exclude_history = self.head.exclude_history
         return bool(exclude_history) and not is_training(training)
 
+    def uses_history(self, training: Any, exclude_history: Any = None) -> bool:
+        """Whether the history partition writes anything (C, P or the
+        exclusion)."""
+        head = self.head
+        return (
+            head.use_context
+            or head.use_pointer
+            or self.excluding(training, exclude_history)
+        )
+
+    def check_ks(self, num_items: tf.Tensor, static_n: int | None) -> list:
+        """Every reranker ``k`` below ``N``: ValueError if ``N`` is static,
+        else the assertions to run."""
+        checks = []
+        reranker_ks = self.head.reranker_ks
+        if not reranker_ks:
+            return checks
+        largest = max(reranker_ks)
+        if static_n is not None:
+            if largest >= static_n:
+                raise ValueError(
+                    "Every k in `reranker_ks` must be less than the number "
+                    f"of items N={static_n} (rows of the item table, "
+                    f"padding included). Received: reranker_ks="
+                    f"{reranker_ks}"
+                )
+        else:
+            checks.append(
+                tf.debugging.assert_less(
+                    tf.constant(largest),
+                    num_items,
+                    message="every k in reranker_ks must be < number of items",
+                )
+            )
+        return checks
+
+    def reranker_stages(self) -> list:
+        """``(k, projection)`` of the rerankers in cascade order (largest
+        ``k`` first)."""
+        return sorted(
+            zip(self.head.reranker_ks, self.head.reranker_projections),
+            key=lambda pair: -pair[0],
+        )
+
+    # ----------------------------------------------------------- the query
+
     def project(self, layer: Any, x: tf.Tensor, training: Any) -> tf.Tensor:
+        """``layer(x)`` with the layer's dropout, in float32."""
         y = layer(x)
-        if self.dropout_layer is not None:
-            y = self.dropout_layer(y, training=training)
+        dropout_layer = self.head.dropout_layer
+        if dropout_layer is not None:
+            y = dropout_layer(y, training=training)
         return tf.cast(y, tf.float32)
 
     def query(
@@ -186,39 +310,36 @@ class CPRPartitions:
             ``h`` (``[B, d_h]``) without Mi; ``[h ; gelu(W_M ...)]``
             (``[B, 2 d_h]``) with Mi.
         """
+        head = self.head
         h = tf.gather(hidden, last, batch_dims=1)
-        if not self.use_mi:
+        if not head.use_mi:
             return h
         sources = layers if layers else [hidden]
         # The window's positions, last first: [B, w]; one gather per layer.
-        position = last[:, None] - tf.range(self.mi_window)[None, :]
+        position = last[:, None] - tf.range(head.mi_window)[None, :]
         inside = position >= 0
         position = tf.maximum(position, 0)
         real = tf.gather(ids, position, batch_dims=1) != 0
         parts = []
-        for states in sources[::-1][: self.mi_layers]:
+        for states in sources[::-1][: head.mi_layers]:
             vectors = tf.gather(
                 tf.cast(states, hidden.dtype), position, batch_dims=1
             )  # [B, w, d_h]
             vectors *= tf.cast(inside & real, vectors.dtype)[:, :, None]
             parts.append(
-                tf.reshape(vectors, [-1, vectors.shape[-1] * self.mi_window])
+                tf.reshape(vectors, [-1, vectors.shape[-1] * head.mi_window])
             )
-        mixed = self.mi_projection(tf.concat(parts, axis=-1))
+        mixed = head.mi_projection(tf.concat(parts, axis=-1))
         mixed = tf.nn.gelu(mixed, approximate=True)
         return tf.concat([h, tf.cast(mixed, h.dtype)], axis=-1)
 
+    # ------------------------------------------------- the history partition
+
     def history_logits(
         self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
+        inputs: CPRInputs,
         valid: tf.Tensor,
-        equal: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
+        equal: tf.Tensor | None,
         vectors: tf.Tensor | None = None,
     ) -> tf.Tensor:
         """Logit of the history item at each position, ``[B, L]`` (C, P).
@@ -227,23 +348,21 @@ class CPRPartitions:
         callers read the first occurrence.
 
         Args:
-            query: ``[B, q]``, from ``query``.
-            f_base: float32 ``[B, d]``, the base projection of ``query``.
-            hidden: ``[B, L, d_h]``, the last layer's states (pointer keys).
-            ids: int ``[B, L]``, the history (padding 0).
+            inputs: the call's `CPRInputs` (``[B, q]`` query).
             valid: bool ``[B, L]``, ``ids != 0``.
             equal: bool ``[B, L, L]``, ``ids[:, :, None] == ids[:, None]``
                 (read by the pointer only; None without it).
-            table: float32 ``[N, d]``; bias: float32 ``[N]`` or None.
-            training: enables the projections' dropout.
             vectors: ``table[ids]`` if already gathered.
         """
+        head = self.head
+        query, f_base, ids = inputs.query, inputs.f_base, inputs.ids
+        bias, training = inputs.bias, inputs.training
         if vectors is None:
-            vectors = tf.gather(table, ids)  # [B, L, d]
-        if self.merge == "replace":
+            vectors = tf.gather(inputs.table, ids)  # [B, L, d]
+        if head.merge == "replace":
             f_item = f_base
-            if self.use_context:
-                f_item = self.project(self.context_projection, query, training)
+            if head.use_context:
+                f_item = self.project(head.context_projection, query, training)
             values = tf.einsum("bd,bld->bl", f_item, vectors)
             if bias is not None:
                 values += tf.gather(bias, ids)
@@ -251,20 +370,22 @@ class CPRPartitions:
             values = tf.einsum("bd,bld->bl", f_base, vectors)
             if bias is not None:
                 values += tf.gather(bias, ids)
-            if self.use_context:
+            if head.use_context:
                 f_context = self.project(
-                    self.context_projection, query, training
+                    head.context_projection, query, training
                 )
                 values += tf.einsum("bd,bld->bl", f_context, vectors)
-        if self.use_pointer:
-            f_pointer = self.project(self.pointer_projection, query, training)
+        if head.use_pointer:
+            f_pointer = self.project(head.pointer_projection, query, training)
             # f_P . (W_L H_t + b_L) = H_t . (W_L^T f_P) + f_P . b_L: no
             # [B, L, d] keys are materialised.
-            kernel = tf.cast(self.key_projection.kernel, tf.float32)
-            key_bias = tf.cast(self.key_projection.bias, tf.float32)
+            kernel = tf.cast(head.key_projection.kernel, tf.float32)
+            key_bias = tf.cast(head.key_projection.bias, tf.float32)
             reader = tf.matmul(f_pointer, kernel, transpose_b=True)
             scores = (
-                tf.einsum("bd,bld->bl", reader, tf.cast(hidden, tf.float32))
+                tf.einsum(
+                    "bd,bld->bl", reader, tf.cast(inputs.hidden, tf.float32)
+                )
                 + tf.linalg.matvec(f_pointer, key_bias)[:, None]
             )  # [B, L]
             same = tf.cast(equal & valid[:, None, :], tf.float32)
@@ -274,14 +395,8 @@ class CPRPartitions:
 
     def history_values(
         self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
+        inputs: CPRInputs,
         valid: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
         vectors: tf.Tensor | None,
         equal: tf.Tensor | None = None,
         exclude_history: Any = None,
@@ -290,22 +405,14 @@ class CPRPartitions:
         excluded at inference (``exclude_history``: None, the layer's
         setting), else `history_logits` (``equal`` computed here if the
         pointer needs it and none is given)."""
-        if self.excluding(training, exclude_history):
+        ids = inputs.ids
+        if self.excluding(inputs.training, exclude_history):
             return tf.fill(tf.shape(ids), PADDING_LOGIT)
-        if equal is None and self.use_pointer:
+        if equal is None and self.head.use_pointer:
             equal = tf.equal(ids[:, :, None], ids[:, None, :])
-        return self.history_logits(
-            query,
-            f_base,
-            hidden,
-            ids,
-            valid,
-            equal,
-            table,
-            bias,
-            training,
-            vectors=vectors,
-        )
+        return self.history_logits(inputs, valid, equal, vectors=vectors)
+
+    # ------------------------------------------------------- the rerankers
 
     def select_top_k(
         self, logits: tf.Tensor, k: int, skip_padding: bool, training: Any
@@ -356,72 +463,43 @@ class CPRPartitions:
         top: tf.Tensor,
         vectors: tf.Tensor | None = None,
     ) -> tf.Tensor:
+        """A reranker's term of the items ``top`` (``[B, k]``), bias
+        included under ``merge="replace"``. ``table`` and ``bias`` are
+        explicit: the cascade's selection passes them without gradient."""
         if vectors is None:
             vectors = tf.gather(table, top)
         scores = tf.einsum("bd,bkd->bk", f_rerank, vectors)
-        if self.merge == "replace" and bias is not None:
+        if self.head.merge == "replace" and bias is not None:
             scores += tf.gather(bias, top)
         return scores
 
     def merge_scores(
         self, logits: tf.Tensor, top: tf.Tensor, scores: tf.Tensor
     ) -> tf.Tensor:
+        """``logits`` with ``scores`` written at ``top`` (``merge``)."""
         index = batch_indices(top)
-        if self.merge == "replace":
+        if self.head.merge == "replace":
             return tf.tensor_scatter_nd_update(logits, index, scores)
         return tf.tensor_scatter_nd_add(logits, index, scores)
 
-    def uses_history(self, training: Any, exclude_history: Any = None) -> bool:
-        return (
-            self.use_context
-            or self.use_pointer
-            or self.excluding(training, exclude_history)
-        )
-
-    def check_ks(self, num_items: tf.Tensor, static_n: int | None) -> list:
-        checks = []
-        if not self.reranker_ks:
-            return checks
-        largest = max(self.reranker_ks)
-        if static_n is not None:
-            if largest >= static_n:
-                raise ValueError(
-                    "Every k in `reranker_ks` must be less than the number "
-                    f"of items N={static_n} (rows of the item table, "
-                    f"padding included). Received: reranker_ks="
-                    f"{self.reranker_ks}"
-                )
-        else:
-            checks.append(
-                tf.debugging.assert_less(
-                    tf.constant(largest),
-                    num_items,
-                    message="every k in reranker_ks must be < number of items",
-                )
-            )
-        return checks
-
-    def reranker_stages(self) -> list:
-        """``(k, projection)`` of the rerankers in cascade order (largest
-        ``k`` first)."""
-        return sorted(
-            zip(self.reranker_ks, self.reranker_projections),
-            key=lambda pair: -pair[0],
-        )
-
     def select_stages(
         self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
+        inputs: CPRInputs,
+        query: tf.Tensor | None = None,
+        f_base: tf.Tensor | None = None,
         f_reranks: list | None = None,
     ) -> tuple:
         """The gradient-free base product and the rerankers' sets.
 
-        ``f_reranks``: the rerankers' projections of ``query`` in cascade
-        order, if already taken (else they are taken here).
+        Args:
+            inputs: the call's `CPRInputs` (its table, bias, training and,
+                unless given, query and base projection).
+            query, f_base: the rows to select for when they are not
+                ``inputs``' own (``position_cross_entropy``'s targets,
+                ``[M, q]`` and ``[M, d]``). Defaults to ``None``.
+            f_reranks: the rerankers' projections of the query in cascade
+                order, if already taken (else they are taken here).
+                Defaults to ``None``.
 
         Returns:
             ``(product, selected)``: float32 ``[B, N]``, ``f_V E^T``
@@ -430,7 +508,12 @@ class CPRPartitions:
             ``[B, k]`` set chosen on the gradient-free running logits
             (padding skipped when masked).
         """
-        frozen_table = tf.stop_gradient(table)
+        if query is None:
+            query = inputs.query
+        if f_base is None:
+            f_base = inputs.f_base
+        training, bias = inputs.training, inputs.bias
+        frozen_table = tf.stop_gradient(inputs.table)
         frozen_bias = None if bias is None else tf.stop_gradient(bias)
         product = tf.matmul(
             tf.stop_gradient(f_base), frozen_table, transpose_b=True
@@ -439,7 +522,9 @@ class CPRPartitions:
         stages = self.reranker_stages()
         selected = []
         for j, (k, projection) in enumerate(stages):
-            top = self.select_top_k(running, k, self.mask_padding, training)
+            top = self.select_top_k(
+                running, k, self.head.mask_padding, training
+            )
             if f_reranks is None:
                 f_rerank = self.project(projection, query, training)
             else:
@@ -452,11 +537,11 @@ class CPRPartitions:
                 running = self.merge_scores(running, top, scores)
         return product, selected
 
+    # -------------------------------------------------- the whole catalogue
+
     def product_with_rows(
         self,
-        f_base: tf.Tensor,
-        table: tf.Tensor,
-        ids: tf.Tensor,
+        inputs: CPRInputs,
         product: tf.Tensor,
         selected: list,
         uses_history: bool,
@@ -472,9 +557,10 @@ class CPRPartitions:
             ``table[top]`` per stage of ``selected`` (None each if none is
             gathered).
         """
+        f_base, table = inputs.f_base, inputs.table
         gathered = [top for top, _ in selected]
         if uses_history:
-            gathered = [ids] + gathered
+            gathered = [inputs.ids] + gathered
         history_vectors, stage_vectors = None, [None] * len(selected)
         if gathered:
             sizes = [x.shape[1] or tf.shape(x)[1] for x in gathered]
@@ -491,9 +577,8 @@ class CPRPartitions:
 
     def reranked_logits(
         self,
+        inputs: CPRInputs,
         product: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
         num_items: tf.Tensor,
         selected: list,
         stage_vectors: list,
@@ -506,9 +591,10 @@ class CPRPartitions:
             in ``base_logits`` (with ``mask_padding``) and in ``logits``
             unless the history scatter masks it (``pad_in_scatter``).
         """
+        table, bias = inputs.table, inputs.bias
         logits = product if bias is None else product + bias
         base_logits = logits
-        if self.mask_padding:
+        if self.head.mask_padding:
             is_padding = tf.equal(tf.range(num_items), 0)
             base_logits = tf.where(
                 is_padding, tf.constant(PADDING_LOGIT), logits
@@ -525,15 +611,9 @@ class CPRPartitions:
 
     def scatter_history(
         self,
+        inputs: CPRInputs,
         logits: tf.Tensor,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
         valid: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
-        training: Any,
         history_vectors: tf.Tensor | None,
         pad_in_scatter: bool,
         exclude_history: Any = None,
@@ -543,22 +623,17 @@ class CPRPartitions:
         One scatter of the ``<= L`` history logits (`history_values`),
         which also masks padding when ``pad_in_scatter``.
         """
+        ids = inputs.ids
         equal = tf.equal(ids[:, :, None], ids[:, None, :])  # [B, L, L]
         values = self.history_values(
-            query,
-            f_base,
-            hidden,
-            ids,
+            inputs,
             valid,
-            table,
-            bias,
-            training,
             history_vectors,
             equal,
             exclude_history=exclude_history,
         )
         # Padding positions write the padding logit.
-        if self.mask_padding:
+        if self.head.mask_padding:
             values = tf.where(valid, values, PADDING_LOGIT)
         else:
             values = tf.where(valid, values, logits[:, :1])
@@ -584,15 +659,9 @@ class CPRPartitions:
 
     def catalogue_logits(
         self,
-        query: tf.Tensor,
-        f_base: tf.Tensor,
-        hidden: tf.Tensor,
-        ids: tf.Tensor,
+        inputs: CPRInputs,
         valid: tf.Tensor,
-        table: tf.Tensor,
-        bias: tf.Tensor | None,
         num_items: Any,
-        training: Any,
         exclude_history: Any = None,
     ) -> tuple:
         """``call``'s logits of the whole catalogue, and its base logits.
@@ -603,35 +672,29 @@ class CPRPartitions:
         partition written in (`scatter_history`).
 
         Args:
-            query: ``[B, q]``, from `query`; f_base: float32 ``[B, d]``,
-                its base projection.
-            hidden: ``[B, L, d_h]``; ids: int ``[B, L]``; valid: bool
-                ``[B, L]``, ``ids != 0``.
-            table: float32 ``[N, d]``; bias: float32 ``[N]`` or None;
-                num_items: ``N``.
-            training: bool; exclude_history: bool or None (the layer's).
+            inputs: the call's `CPRInputs`.
+            valid: bool ``[B, L]``, ``ids != 0``.
+            num_items: ``N``.
+            exclude_history: bool or None (the layer's).
 
         Returns:
             ``(logits, base_logits)``, float32 ``[B, N]`` each.
         """
-        uses_history = self.uses_history(training, exclude_history)
+        uses_history = self.uses_history(inputs.training, exclude_history)
         # With a history scatter, padding is masked by that same scatter
         # (one [B, N] pass fewer).
-        pad_in_scatter = self.mask_padding and uses_history
+        pad_in_scatter = self.head.mask_padding and uses_history
         # The product f_V E^T is computed once, without gradient; the
         # selections read it, and `product_and_rows` gives it back
         # with the matmul's gradient plus that of the gathered table rows,
         # added in place (no separate sparse-to-dense table gradient).
-        product, selected = self.select_stages(
-            query, f_base, table, bias, training
-        )
+        product, selected = self.select_stages(inputs)
         product, history_vectors, stage_vectors = self.product_with_rows(
-            f_base, table, ids, product, selected, uses_history
+            inputs, product, selected, uses_history
         )
         logits, base_logits = self.reranked_logits(
+            inputs,
             product,
-            table,
-            bias,
             num_items,
             selected,
             stage_vectors,
@@ -639,15 +702,9 @@ class CPRPartitions:
         )
         if uses_history:
             logits = self.scatter_history(
+                inputs,
                 logits,
-                query,
-                f_base,
-                hidden,
-                ids,
                 valid,
-                table,
-                bias,
-                training,
                 history_vectors,
                 pad_in_scatter,
                 exclude_history,

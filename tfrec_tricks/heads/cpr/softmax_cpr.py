@@ -2,11 +2,13 @@
 
 The layer: its arguments, weights and ``call``. Its pieces live by
 responsibility: the partition logits (query, Mi, context, pointer,
-rerankers, the full-catalogue logits) in ``partitions``, a base class
-of the layer; the training loss without written-out logits in
-``loss``; the candidate scoring of the serving index (and ``call``
-with ``candidate_ids``) in ``candidates``. The methods delegate to
-them, passing the layer, whose partition methods are public.
+rerankers, the full-catalogue logits) in ``partitions``, an object the
+layer composes (`CPRPartitions`, no base class: the layer's public
+surface is what a user calls); the training loss without written-out
+logits in ``loss``; the candidate scoring of the serving index (and
+``call`` with ``candidate_ids``) in ``candidates``. The methods delegate
+to them, passing the layer's `CPRPartitions`; the tensors of one call
+travel as one `CPRInputs` (``cpr_inputs``).
 """
 
 from collections.abc import Mapping, Sequence
@@ -16,18 +18,11 @@ import tensorflow as tf
 
 from tfrec_tricks.heads.cpr import candidates as cpr_candidates
 from tfrec_tricks.heads.cpr import loss as cpr_loss
-from tfrec_tricks.heads.cpr.partitions import (
-    CPRPartitions,
-    reranker_sizes,
-    row_sources,
-)
+from tfrec_tricks.heads.cpr.partitions import CPRPartitions, reranker_sizes
 from tfrec_tricks.heads.input_contract import (
-    as_item_table,
     candidate_ids_tensor,
     check_head_arguments,
-    check_ids_in_range,
     dense_projection,
-    unpack_head_inputs,
 )
 from tfrec_tricks.heads.output_head import OutputHead
 from tfrec_tricks.layers.common import is_training, num_rows
@@ -37,7 +32,7 @@ _MERGE_MODES = ("replace", "add")
 
 
 @register
-class SoftmaxCPR(CPRPartitions, OutputHead):
+class SoftmaxCPR(OutputHead):
     """Softmax-CPR output layer: per-partition projections of the query.
 
     A plain softmax head scores every item ``x`` with one query vector,
@@ -322,6 +317,9 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         self.rerank_within_candidates = bool(rerank_within_candidates)
         self.kernel_initializer = tf.keras.initializers.get(kernel_initializer)
         self.bias_initializer = tf.keras.initializers.get(bias_initializer)
+        # The partition logic, a plain object (no Trackable): no checkpoint
+        # dependency, so the weights and their keys stay the layer's own.
+        self._partitions = CPRPartitions(self)
 
     # ------------------------------------------------------- head interface
 
@@ -339,7 +337,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
 
     def excludes_history(self, training: Any) -> bool:
         """With ``exclude_history``, at inference."""
-        return self.excluding(training)
+        return self._partitions.excluding(training)
 
     def reads_last_state_only(self, training: Any) -> bool:
         """No: the context and pointer partitions, the Mi window and
@@ -423,45 +421,6 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
 
     # ------------------------------------------------------------------ call
 
-    def read_inputs(
-        self,
-        inputs: Any,
-        item_embeddings: Any,
-        item_bias: Any,
-        rows_only: bool = False,
-    ) -> tuple:
-        """Checked ``(hidden, ids, layers, last, table, bias)`` of a call.
-
-        Builds the layer first when a public method is its first call.
-        ``rows_only``: float32 variables are returned as they are (to
-        gather rows from, never read whole).
-        """
-        hidden, ids, layers, last = unpack_head_inputs(inputs)
-        if not self.built:
-            shapes = {"hidden_states": hidden.shape}
-            if layers is not None:
-                shapes["layer_hidden_states"] = [x.shape for x in layers]
-            # Out of any tf.function, as Keras' own first __call__ builds:
-            # weights created inside a traced step (a method such as
-            # `cross_entropy` called first, in a tf.distribute replica)
-            # would belong to that step's graph.
-            with tf.init_scope():
-                self.build(shapes)
-        units = self.output_dim or hidden.shape[-1]
-        sources = None
-        if rows_only:
-            sources = row_sources(item_embeddings, item_bias, units)
-        if sources is not None:
-            table, bias = sources
-        else:
-            table, bias = as_item_table(item_embeddings, item_bias, units)
-        num_items = num_rows(table)
-        checks = self.check_ks(num_items, table.shape[0])
-        check_ids_in_range("history_ids", ids, num_items)
-        with tf.control_dependencies(checks):
-            ids = tf.identity(ids)
-        return hidden, ids, layers, last, table, bias
-
     def call(
         self,
         inputs: Any,
@@ -481,7 +440,8 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
             and self.rerank_within_candidates
             and is_training(training)
         )
-        hidden, ids, layers, last, table, bias = self.read_inputs(
+        partitions = self._partitions
+        hidden, ids, layers, last, table, bias = partitions.read_inputs(
             inputs, item_embeddings, item_bias, rows_only=rows_only
         )
         # (`tf.shape` of a variable would read it whole.)
@@ -490,34 +450,20 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
             candidate_ids = candidate_ids_tensor(candidate_ids, num_items)
 
         valid = tf.not_equal(ids, 0)
-        query = self.query(hidden, ids, layers, last)
-        f_base = self.project(self.base_projection, query, training)
+        cpr = partitions.cpr_inputs(
+            hidden, ids, layers, last, table, bias, training
+        )
         if candidate_ids is not None:
             return cpr_candidates.candidate_call(
-                self,
-                query,
-                f_base,
-                hidden,
-                ids,
-                table,
-                bias,
+                partitions,
+                cpr,
                 candidate_ids,
-                training,
                 return_base_logits,
                 exclude_history,
             )
 
-        logits, base_logits = self.catalogue_logits(
-            query,
-            f_base,
-            hidden,
-            ids,
-            valid,
-            table,
-            bias,
-            num_items,
-            training,
-            exclude_history,
+        logits, base_logits = partitions.catalogue_logits(
+            cpr, valid, num_items, exclude_history
         )
         if return_base_logits:
             return logits, base_logits
@@ -545,7 +491,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         returns: see `OutputHead.cross_entropy`.
         """
         return cpr_loss.cross_entropy(
-            self,
+            self._partitions,
             inputs,
             item_embeddings,
             labels,
@@ -575,7 +521,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         `OutputHead.position_cross_entropy`.
         """
         return cpr_loss.position_cross_entropy(
-            self,
+            self._partitions,
             inputs,
             item_embeddings,
             position_targets,
@@ -669,7 +615,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         True
         """
         return cpr_candidates.top_k_candidates(
-            self,
+            self._partitions,
             inputs,
             item_embeddings,
             k,
@@ -763,7 +709,7 @@ class SoftmaxCPR(CPRPartitions, OutputHead):
         (2, 3) True
         """
         return cpr_candidates.score_candidates(
-            self,
+            self._partitions,
             inputs,
             item_embeddings,
             candidate_ids,
