@@ -85,6 +85,7 @@ def test_prepare_refuses_an_unknown_feature_name_with_the_token_features(
     assert not output.exists()
 
 
+@pytest.mark.slow
 def test_prepare_carries_the_token_features_it_is_asked_for(tmp_path):
     path = write_token_interactions(tmp_path / "shop.inter")
     for features in (["device"], ["all"]):

@@ -117,6 +117,7 @@ def _batch():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings",
     [

@@ -676,6 +676,7 @@ def test_cpr_training_loss_is_the_cross_entropy_of_its_logits(
     assert ranks == {m.name: float(m.result()) for m in model.ranking_metrics}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", ["softmax_no_dup", "cpr"])
 def test_without_train_metrics_training_logs_no_ranks_and_trains_the_same(
     data, batch, head
@@ -710,6 +711,7 @@ def test_without_train_metrics_training_logs_no_ranks_and_trains_the_same(
     assert logs[1]["val_ndcg@10"][-1] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("negatives", [None, 8])
 def test_sampled_objective_training_logs_no_ranks(data, negatives):
     # It scores only its candidates in training: no ranks, so no metric

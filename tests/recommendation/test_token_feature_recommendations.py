@@ -27,6 +27,9 @@ from tfrec_tricks.recommendation import (
     recommend_frame,
 )
 
+# Every test reads a run trained by the module fixture: the main tier.
+pytestmark = pytest.mark.slow
+
 MAX_LEN = 6
 FEATURES = ("device", "channel", "time_gap")
 K = 4
@@ -180,7 +183,6 @@ def test_a_token_column_of_floats_is_refused(run, data_path):
         RecommendationJob(run, RecommendationOptions(histories=histories))
 
 
-@pytest.mark.slow
 def test_the_beam_engine_gives_the_local_rows(run, tmp_path):
     from tfrec_tricks.recommendation.beam_engine import recommend_with_beam
 
@@ -209,7 +211,6 @@ def prepared_run(data_path, tmp_path_factory):
     return _train(data_path, root / "runs", "prepared", prepared=prepared)
 
 
-@pytest.mark.slow
 def test_a_prepared_runs_users_get_the_served_models_lists(
     prepared_run, data_path, tmp_path
 ):
@@ -227,7 +228,6 @@ def test_a_prepared_runs_users_get_the_served_models_lists(
     assert_same_lists(got, expected)
 
 
-@pytest.mark.slow
 def test_the_beam_engine_reads_a_prepared_runs_token_ids(
     prepared_run, tmp_path
 ):
