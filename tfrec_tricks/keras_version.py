@@ -2,8 +2,9 @@
 
 TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
 TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
-is first resolved. The layers in ``tfrec_tricks.layers`` work with either
-Keras; models, tuning and export need tf-keras.
+is first resolved. The layers in ``tfrec_tricks.layers`` and the models of
+``tfrec_tricks.models`` (``choose_model_keras``) work with either Keras;
+training runs, tuning, export and the ``Recommender`` still need tf-keras.
 """
 
 import importlib
@@ -82,8 +83,82 @@ def choose_legacy_keras(feature: str) -> None:
         _choose_legacy_keras(feature)
 
 
+def keras_3_in_use() -> bool:
+    """Whether ``tf.keras`` is Keras 3 (resolving it if not yet resolved).
+
+    Returns:
+        bool. True under Keras 3, False under tf-keras.
+    """
+    import tensorflow as tf
+
+    # The class's module, as in ``require_legacy_keras``.
+    return not tf.keras.layers.Layer.__module__.startswith("tf_keras")
+
+
+def require_model_keras(feature: str) -> None:
+    """Make sure ``tf.keras`` is one the models run under, or say which.
+
+    tf-keras (TFRS, the default) or Keras 3 on the TensorFlow backend:
+    the models' code is written against ``tf.keras`` and ``tf`` ops.
+    TensorFlow itself refuses a Keras 3 of another backend as ``tf.keras``
+    (ImportError), and so does this, saying why.
+
+    Args:
+        feature: str. What needs it, named in the error message.
+
+    Raises:
+        KerasVersionError: Keras 3 on another backend, or tf-keras asked
+            for (``TF_USE_LEGACY_KERAS=1``) but not installed.
+    """
+    if not _keras_3_chosen():
+        _choose_legacy_keras(feature)
+    try:
+        keras_3_in_use()
+    except ImportError as error:
+        # tf-keras asked for but missing, or Keras 3 on another backend
+        # (TensorFlow then refuses to import it as tf.keras).
+        if _keras_3_chosen():
+            wanted = (
+                "Keras 3 on the TensorFlow backend (KERAS_BACKEND unset or "
+                f"'tensorflow'; it is {os.environ.get('KERAS_BACKEND')!r})"
+            )
+        else:
+            wanted = (
+                "tf-keras: `pip install 'tf-keras~=2.21.0'` (or "
+                f"{LEGACY_KERAS_ENV}=0 for Keras 3)"
+            )
+        raise KerasVersionError(
+            f"{feature} needs {wanted}. Import failed with: {error}"
+        ) from error
+
+
+def choose_model_keras(feature: str) -> None:
+    """``choose_legacy_keras`` for the parts that run under either Keras.
+
+    tf-keras stays the default: with ``TF_USE_LEGACY_KERAS`` unset and
+    ``tf.keras`` not yet resolved, it is chosen, as before. Keras 3 is
+    taken where the environment chose it, as TensorFlow does:
+    ``TF_USE_LEGACY_KERAS`` set false, or ``tf.keras`` already resolved to
+    Keras 3 when this runs. It never imports TensorFlow itself.
+
+    Args:
+        feature: str. What is checked, named in error messages.
+
+    Raises:
+        KerasVersionError: as ``require_model_keras``, once TensorFlow is
+            imported.
+    """
+    if "tensorflow" in sys.modules:
+        require_model_keras(feature)
+    elif not _keras_3_chosen():
+        _choose_legacy_keras(feature)
+
+
 def lazy_legacy_keras_names(
-    package: str, lazy: dict[str, str], public: Sequence[str]
+    package: str,
+    lazy: dict[str, str],
+    public: Sequence[str],
+    check: Callable[[str], None] | None = None,
 ) -> tuple[Callable, Callable]:
     """A package's PEP 562 ``__getattr__`` and ``__dir__`` for names that
     need tf-keras: each name of ``lazy`` is imported from its module on
@@ -93,6 +168,10 @@ def lazy_legacy_keras_names(
         package: str. The package's ``__name__``.
         lazy: dict. Name -> the package's submodule that defines it.
         public: the package's ``__all__``.
+        check: the check made before the first access of a name, called
+            with ``package``; None: ``require_legacy_keras``
+            (``require_model_keras`` for names that run under either
+            Keras). Defaults to None.
 
     Returns:
         ``(__getattr__, __dir__)``, for the package to bind to those names.
@@ -104,7 +183,7 @@ def lazy_legacy_keras_names(
             raise AttributeError(
                 f"module {package!r} has no attribute {name!r}"
             )
-        require_legacy_keras(package)
+        (check or require_legacy_keras)(package)
         module = importlib.import_module(f"{package}.{lazy[name]}")
         value = getattr(module, name)
         namespace[name] = value
@@ -114,6 +193,11 @@ def lazy_legacy_keras_names(
         return sorted(set(namespace) | set(public))
 
     return __getattr__, __dir__
+
+
+def _keras_3_chosen() -> bool:
+    setting = os.environ.get(LEGACY_KERAS_ENV)
+    return setting is not None and setting.strip().lower() in _FALSE_VALUES
 
 
 def _choose_legacy_keras(feature: str) -> None:
@@ -130,10 +214,11 @@ def _choose_legacy_keras(feature: str) -> None:
 
 def _message(feature: str, found: str) -> str:
     return (
-        f"{feature} needs tf-keras (Keras 2) because TensorFlow Recommenders "
-        f"does, but {found}. Set {LEGACY_KERAS_ENV}=1 before TensorFlow is "
-        f"imported: `export {LEGACY_KERAS_ENV}=1` in the shell, or "
+        f"{feature} needs tf-keras (Keras 2) so far, but {found}. Set "
+        f"{LEGACY_KERAS_ENV}=1 before TensorFlow is imported: `export "
+        f"{LEGACY_KERAS_ENV}=1` in the shell, or "
         f"`os.environ['{LEGACY_KERAS_ENV}'] = '1'` as the first line of your "
-        "script, before `import tensorflow`. The layers in "
-        "tfrec_tricks.layers work with either Keras."
+        "script, before `import tensorflow`. The layers (tfrec_tricks.layers) "
+        "and the models (tfrec_tricks.models: build, fit, evaluate, predict) "
+        "work with either Keras; docs/keras-versions.md says what else does."
     )

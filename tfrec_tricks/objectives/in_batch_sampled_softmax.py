@@ -3,9 +3,9 @@
 from typing import Any
 
 import tensorflow as tf
-import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.evaluation.full_ranking import tf_target_ranks
+from tfrec_tricks.objectives import loss_layers
 from tfrec_tricks.objectives.encoded_batch import EncodedBatch
 from tfrec_tricks.objectives.objective import (
     Objective,
@@ -21,7 +21,8 @@ class InBatchSampledSoftmax(Objective):
     for CPR a candidate's partition depends on that query's history, and a
     training step reads the batch's rows of the item table only. Then, in
     the order of ``tfrs.tasks.Retrieval.call`` and from
-    ``tfrs.layers.loss``: the logQ correction (subtract the log of each
+    ``tfrs.layers.loss`` (keras-rs under Keras 3, ``loss_layers``): the
+    logQ correction (subtract the log of each
     candidate's sampling probability), the removal of accidental hits (a
     negative equal to the query's target) and hard-negative mining (each
     as configured), then softmax cross-entropy. Evaluation, which ranks
@@ -59,14 +60,15 @@ class InBatchSampledSoftmax(Objective):
         self.logq_correction = logq_correction
         self.remove_accidental_hits = remove_accidental_hits
         self.num_hard_negatives = num_hard_negatives
-        # tfrs' own loss layers (weightless), created in this order.
+        # tfrs' own loss layers (weightless; keras-rs' under Keras 3),
+        # created in this order.
         self.probability_correction = (
-            tfrs.layers.loss.SamplingProbablityCorrection()
+            loss_layers.sampling_probability_correction()
         )
-        self.accidental_hits = tfrs.layers.loss.RemoveAccidentalHits()
+        self.accidental_hits = loss_layers.remove_accidental_hits()
         self.hard_negatives = None
         if num_hard_negatives is not None:
-            self.hard_negatives = tfrs.layers.loss.HardNegativeMining(
+            self.hard_negatives = loss_layers.hard_negative_mining(
                 num_hard_negatives
             )
 

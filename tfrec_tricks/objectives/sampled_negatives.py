@@ -3,10 +3,10 @@
 from typing import Any
 
 import tensorflow as tf
-import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.evaluation.full_ranking import tf_target_ranks
 from tfrec_tricks.layers import common
+from tfrec_tricks.objectives import loss_layers
 from tfrec_tricks.objectives.encoded_batch import EncodedBatch
 from tfrec_tricks.objectives.objective import (
     Objective,
@@ -76,7 +76,8 @@ class SampledNegatives(Objective):
         self.num_hard_negatives = num_hard_negatives
         self.hard_negatives = None
         if num_hard_negatives is not None:
-            self.hard_negatives = tfrs.layers.loss.HardNegativeMining(
+            # TFRS's layer; keras-rs' under Keras 3 (``loss_layers``).
+            self.hard_negatives = loss_layers.hard_negative_mining(
                 num_hard_negatives
             )
 
