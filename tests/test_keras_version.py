@@ -22,24 +22,54 @@ def _python(code: str, **env):
 
 
 @pytest.mark.slow
-def test_models_after_keras3_import_raise_with_instructions():
+def test_models_after_keras3_import_run_under_keras3():
+    # tf.keras already Keras 3: the models take it (retrieval_base), as
+    # TensorFlow chose; a training run still asks for tf-keras.
     result = _python(
         "import tensorflow as tf\n"
         "tf.keras.layers.Dense  # resolves tf.keras to Keras 3\n"
-        "import tfrec_tricks.models\n"
+        "import tfrec_tricks.models as models\n"
+        "print(models.SequentialRetrievalModel.__mro__[2].__name__)\n"
+        "from tfrec_tricks.training.run_training import train\n"
+        "train(None)\n"
     )
+    assert result.stdout.strip() == "Keras3RetrievalModel", result.stderr
     assert result.returncode != 0
     assert "KerasVersionError" in result.stderr
+    assert "tfrec_tricks.training (training runs)" in result.stderr
     assert "TF_USE_LEGACY_KERAS=1" in result.stderr
     assert "before `import tensorflow`" in result.stderr
 
 
-@pytest.mark.parametrize("package", ["models", "export"])
-def test_explicit_keras3_setting_is_reported(package):
+def test_explicit_keras3_setting_is_reported_by_export():
     # On import, though the package imports its TensorFlow parts lazily.
-    result = _python(f"import tfrec_tricks.{package}", TF_USE_LEGACY_KERAS="0")
+    result = _python("import tfrec_tricks.export", TF_USE_LEGACY_KERAS="0")
     assert result.returncode != 0
     assert "TF_USE_LEGACY_KERAS=0" in result.stderr
+
+
+def test_explicit_keras3_setting_is_taken_by_models():
+    result = _python(
+        "import os, sys\n"
+        "import tfrec_tricks.models\n"
+        "print(os.environ['TF_USE_LEGACY_KERAS'], 'tensorflow' in sys.modules)",
+        TF_USE_LEGACY_KERAS="0",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    # Left as set, and TensorFlow still not imported.
+    assert result.stdout.split() == ["0", "False"]
+
+
+@pytest.mark.slow
+def test_models_refuse_another_keras3_backend():
+    result = _python(
+        "import tfrec_tricks.models as models\nmodels.SequentialRetrievalModel",
+        TF_USE_LEGACY_KERAS="0",
+        KERAS_BACKEND="numpy",
+    )
+    assert result.returncode != 0
+    assert "the TensorFlow backend" in result.stderr
+    assert "it is 'numpy'" in result.stderr
 
 
 @pytest.mark.slow

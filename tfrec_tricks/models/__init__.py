@@ -1,22 +1,28 @@
-"""TFRS sequential retrieval models (need tf-keras: see keras_version).
+"""Sequential retrieval models, under tf-keras (TFRS) or Keras 3.
+
+The model is a ``tfrs.Model`` under tf-keras, the default, and a
+``keras.Model`` with the same training and test steps under Keras 3
+(TensorFlow backend): ``retrieval_base`` picks the base by the Keras in
+use (docs/keras-versions.md).
 
 ``ModelConfig`` (``tfrec_tricks.models.config``) is a plain dataclass,
 imported without TensorFlow: the command line reads its fields for its
 flags and checks them before TensorFlow loads. The models and encoders are
-imported on first access (PEP 562 ``__getattr__``), which checks that
-``tf.keras`` is tf-keras first (``require_legacy_keras``).
+imported on first access (PEP 562 ``__getattr__``), which checks the Keras
+first (``require_model_keras``).
 """
 
 from typing import TYPE_CHECKING
 
 from tfrec_tricks.keras_version import (
-    choose_legacy_keras,
+    choose_model_keras,
     lazy_legacy_keras_names,
+    require_model_keras,
 )
 
-# On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
-# check if TensorFlow is already imported; nothing here imports it.
-choose_legacy_keras("tfrec_tricks.models")
+# On import: tf-keras chosen unless the environment chose Keras 3, and the
+# whole check if TensorFlow is already imported; nothing here imports it.
+choose_model_keras("tfrec_tricks.models")
 
 from tfrec_tricks.models.config import ModelConfig  # noqa: E402
 
@@ -45,5 +51,7 @@ __all__ = [
 ]
 
 
-# The models' names imported on first access, tf-keras checked first.
-__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY, __all__)
+# The models' names imported on first access, the Keras checked first.
+__getattr__, __dir__ = lazy_legacy_keras_names(
+    __name__, _LAZY, __all__, check=require_model_keras
+)

@@ -1,9 +1,12 @@
-"""The TFRS sequential retrieval model the techniques plug into."""
+"""The sequential retrieval model the techniques plug into.
+
+A ``tfrs.Model`` under tf-keras, a Keras 3 ``keras.Model`` with the same
+steps under Keras 3 (``retrieval_base``): one definition for both.
+"""
 
 from typing import Any
 
 import tensorflow as tf
-import tensorflow_recommenders as tfrs
 
 from tfrec_tricks.data.prefix_merging import POSITION_TARGETS
 from tfrec_tricks.evaluation.full_ranking import METRIC_KINDS, RankingMetric
@@ -11,6 +14,7 @@ from tfrec_tricks.models import model_parts
 from tfrec_tricks.models.candidate_scoring import CandidateScoringMixin
 from tfrec_tricks.models.config import ModelConfig
 from tfrec_tricks.models.item_tables import embed_items
+from tfrec_tricks.models.retrieval_base import RetrievalBase
 from tfrec_tricks.objectives import EncodedBatch, objective_for
 from tfrec_tricks.objectives.position_rows import (
     expand_positions,
@@ -19,8 +23,13 @@ from tfrec_tricks.objectives.position_rows import (
 )
 
 
-class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
+class SequentialRetrievalModel(CandidateScoringMixin, RetrievalBase):
     """Next-item retrieval over the full catalogue, as a ``tfrs.Model``.
+
+    Under Keras 3 (TensorFlow backend) the same class is a ``keras.Model``
+    whose training and test steps are ``tfrs.Model``'s
+    (``retrieval_base``); the sampled objectives then take their loss
+    layers from keras-rs (``objectives.loss_layers``).
 
     Query tower, each stage a switch of ``ModelConfig``:
 
@@ -99,7 +108,8 @@ class SequentialRetrievalModel(CandidateScoringMixin, tfrs.Model):
             array}, "id_known": [N] array}`` for the item features
             (``ItemFeatureEncoder.set_item_values``); kept in weights.
             Defaults to None.
-        **kwargs: passed on to ``tfrs.Model``.
+        **kwargs: passed on to ``tfrs.Model`` (under Keras 3, to
+            ``keras.Model``).
 
     Call arguments:
         inputs: dict with ``history`` [B, L] int item ids in time order,

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.callbacks import EpochTimer
+from tfrec_tricks.keras_version import require_legacy_keras
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import AUTO_HEAD
 from tfrec_tricks.training.evaluate import format_results
@@ -186,7 +187,12 @@ def save_model(model: tf.keras.Model, run_dir: str) -> str:
 
 
 def load_model(run_dir: str) -> SequentialRetrievalModel:
-    """Rebuilds a trained model from a run directory (see ``save_model``)."""
+    """Rebuilds a trained model from a run directory (see ``save_model``).
+
+    Under tf-keras only, so far: the weights are a TensorFlow-format
+    checkpoint, which Keras 3's ``load_weights`` does not read.
+    """
+    require_legacy_keras("tfrec_tricks.training.persistence.load_model")
     model_dir = os.path.join(run_dir, "model")
     config_path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(config_path):
