@@ -6,9 +6,13 @@ source holds a ``>>>`` example gets one test, named after the module.
 Under Keras 3 (``TF_USE_LEGACY_KERAS=0``) a module that needs tf-keras is
 skipped, by a rule rather than a list: its imports reach, directly or
 through what they import (parent packages included), TensorFlow
-Recommenders or ``tfrec_tricks.keras_version.require_legacy_keras``, the
-check that ``tfrec_tricks.models``, ``tfrec_tricks.export`` and the
-KerasTuner binding make on import; plus the short list below.
+Recommenders at a module's top level or
+``tfrec_tricks.keras_version.require_legacy_keras`` or
+``choose_legacy_keras``, the checks that ``tfrec_tricks.export``, training
+runs and the KerasTuner binding make.
+TFRS imported inside a function does not count: that is how
+``models.retrieval_base`` and ``objectives.loss_layers`` import it, under
+tf-keras only, so the models' examples run under Keras 3 too.
 
 The examples are fast, except those that train (``fit``), run a Beam
 pipeline or export a SavedModel: those are marked ``slow``, as the tests
@@ -28,10 +32,12 @@ import pytest
 import tfrec_tricks
 
 PACKAGE = pathlib.Path(tfrec_tricks.__file__).parent
-# What makes a module tf-keras only (see the module docstring).
+# What makes a module tf-keras only (see the module docstring): TFRS at a
+# module's top level, the check anywhere.
+NEEDS_TF_KERAS_AT_TOP = {"tensorflow_recommenders"}
 NEEDS_TF_KERAS = {
-    "tensorflow_recommenders",
     "tfrec_tricks.keras_version.require_legacy_keras",
+    "tfrec_tricks.keras_version.choose_legacy_keras",
 }
 # An example line that trains, runs a Beam pipeline or exports a SavedModel.
 SLOW_EXAMPLE = re.compile(
@@ -64,8 +70,9 @@ def source(name: str) -> pathlib.Path:
 
 
 @functools.cache
-def imports(name: str) -> frozenset:
-    """Every name the module imports (``from a import b`` gives a, a.b)."""
+def imports(name: str, top_level: bool = False) -> frozenset:
+    """Every name the module imports (``from a import b`` gives a, a.b);
+    with ``top_level``, those imported outside any function."""
     tree = ast.parse(source(name).read_text())
     package = name if MODULES[name] else name.rpartition(".")[0]
     # A module's PEP 562 ``__getattr__`` imports on first access, not when
@@ -73,8 +80,9 @@ def imports(name: str) -> frozenset:
     # ``tfrec_tricks.layers``.
     lazy = {
         id(inner)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and (top_level or node.name == "__getattr__")
         for inner in ast.walk(node)
     }
     names = set()
@@ -109,6 +117,9 @@ def needs_tf_keras(name: str) -> bool:
         if module in seen:
             continue
         seen.add(module)
+        for imported in imports(module, top_level=True):
+            if any(p in NEEDS_TF_KERAS_AT_TOP for p in prefixes(imported)):
+                return True
         for imported in imports(module):
             if any(p in NEEDS_TF_KERAS for p in prefixes(imported)):
                 return True
@@ -138,7 +149,10 @@ from tests.keras_env import KERAS3  # noqa: E402
 
 def test_discovery_and_the_tf_keras_rule():
     assert "tfrec_tricks.heads.cpr.softmax_cpr" in DOCTESTED
-    assert needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
+    # TFRS under tf-keras only, imported inside retrieval_base's function.
+    assert not needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
+    assert not needs_tf_keras("tfrec_tricks.objectives.sampled_negatives")
+    assert needs_tf_keras("tfrec_tricks.training.run_training")
     assert needs_tf_keras("tfrec_tricks.export.warmup")  # via its package
     assert not needs_tf_keras("tfrec_tricks.heads.cpr.softmax_cpr")
     assert needs_tf_keras("tfrec_tricks.recommender")
