@@ -1,8 +1,4 @@
-"""The sequential retrieval model the techniques plug into.
-
-A ``tfrs.Model`` under tf-keras, a Keras 3 ``keras.Model`` with the same
-steps under Keras 3 (``retrieval_base``): one definition for both.
-"""
+"""The sequential retrieval model the techniques plug into, on either Keras."""
 
 from typing import Any
 
@@ -24,12 +20,8 @@ from tfrec_tricks.objectives.position_rows import (
 
 
 class SequentialRetrievalModel(CandidateScoringMixin, RetrievalBase):
-    """Next-item retrieval over the full catalogue, as a ``tfrs.Model``.
-
-    Under Keras 3 (TensorFlow backend) the same class is a ``keras.Model``
-    whose training and test steps are ``tfrs.Model``'s
-    (``retrieval_base``); the sampled objectives then take their loss
-    layers from keras-rs (``objectives.loss_layers``).
+    """Next-item retrieval over the full catalogue, as a ``tfrs.Model`` (under
+    Keras 3 a ``keras.Model`` with its steps: ``retrieval_base``).
 
     Query tower, each stage a switch of ``ModelConfig``:
 
@@ -108,8 +100,7 @@ class SequentialRetrievalModel(CandidateScoringMixin, RetrievalBase):
             array}, "id_known": [N] array}`` for the item features
             (``ItemFeatureEncoder.set_item_values``); kept in weights.
             Defaults to None.
-        **kwargs: passed on to ``tfrs.Model`` (under Keras 3, to
-            ``keras.Model``).
+        **kwargs: passed on to the base (``tfrs.Model``, ``keras.Model``).
 
     Call arguments:
         inputs: dict with ``history`` [B, L] int item ids in time order,
