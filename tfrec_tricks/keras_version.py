@@ -3,8 +3,9 @@
 TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
 TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
 is first resolved. The layers in ``tfrec_tricks.layers`` and the models of
-``tfrec_tricks.models`` (``choose_model_keras``) work with either Keras;
-training runs, tuning, export and the ``Recommender`` still need tf-keras.
+``tfrec_tricks.models`` (``choose_model_keras``) and training runs work
+with either Keras; tuning, export and the ``Recommender`` still need
+tf-keras.
 """
 
 import importlib
@@ -30,6 +31,23 @@ def use_legacy_keras() -> None:
     os.environ[LEGACY_KERAS_ENV] = "1"
     if "tensorflow" in sys.modules:
         require_legacy_keras("tfrec_tricks")
+
+
+def use_command_keras() -> None:
+    """The command line's choice: tf-keras (``use_legacy_keras``) unless
+    Keras 3 was chosen, as TensorFlow chooses: ``TF_USE_LEGACY_KERAS`` set
+    false, or ``tf.keras`` already resolved to Keras 3 in this process
+    (``choose_model_keras``).
+
+    Training runs work under either; what still needs tf-keras (tuning,
+    export, recommendations) raises ``KerasVersionError`` when it starts.
+    """
+    if _keras_3_chosen() or "tensorflow" in sys.modules:
+        # Once TensorFlow is imported, tf.keras may be resolved already:
+        # its Keras stands if the models run under it.
+        choose_model_keras("tfrec_tricks")
+    else:
+        use_legacy_keras()
 
 
 def require_legacy_keras(feature: str) -> None:

@@ -130,4 +130,6 @@ class ResumableEarlyStopping(tf.keras.callbacks.EarlyStopping):
             self.best_weights = None
         super().on_train_end(logs)
         if in_checkpoint:
-            self.model.load_weights(self.best_checkpoint).expect_partial()
+            status = self.model.load_weights(self.best_checkpoint)
+            if status is not None:  # tf-keras' restore status; Keras 3: None
+                status.expect_partial()

@@ -13,11 +13,13 @@ import threading
 import warnings
 
 from tfrec_tricks.cli.quiet import hide_native_logs, load_tensorflow
-from tfrec_tricks.keras_version import use_legacy_keras
+from tfrec_tricks.keras_version import use_command_keras
 
 # The command line's Keras-version check: tf-keras is chosen before
-# anything resolves tf.keras, also when this package is imported.
-use_legacy_keras()
+# anything resolves tf.keras, also when this package is imported, unless
+# the environment chose Keras 3 (TF_USE_LEGACY_KERAS=0: `train` runs
+# under it, the other commands say they need tf-keras).
+use_command_keras()
 
 
 # Signals that end a command as Ctrl-C does: the message printed, the

@@ -68,7 +68,8 @@ def hide_native_logs(verbose: bool) -> None:
 
 
 def load_tensorflow(verbose: bool) -> None:
-    """Imports TensorFlow under tf-keras, quietly unless ``verbose``.
+    """Imports TensorFlow under tf-keras (or the Keras 3 the environment
+    chose, ``use_command_keras``), quietly unless ``verbose``.
 
     A Ctrl-C (or SIGTERM, SIGHUP) during the import takes effect when it
     ends (a few seconds).
@@ -78,13 +79,14 @@ def load_tensorflow(verbose: bool) -> None:
     caught it and returned 130.
     """
     hide_native_logs(verbose)
-    from tfrec_tricks.keras_version import use_legacy_keras
+    from tfrec_tricks.keras_version import use_command_keras
 
-    use_legacy_keras()
+    use_command_keras()
     with interrupts_deferred(), native_stderr_silenced(not verbose):
         import tensorflow as tf
 
-        # tf-keras and TFRS (tfrec_tricks.models imports its models lazily).
+        # The models' Keras (tf-keras and TFRS by default; tfrec_tricks.
+        # models imports its models lazily).
         from tfrec_tricks.models import SequentialRetrievalModel  # noqa: F401
 
         # Device discovery logs a CUDA error on machines without a GPU.

@@ -37,6 +37,14 @@ from tfrec_tricks.training.resumption import (
     resumes_from_backup,
 )
 from tfrec_tricks.training.run_directory import TENSORBOARD_DIR
+from tfrec_tricks.training.run_keras import (
+    TF_KERAS,
+    backup_and_restore,
+    keras3_backup_problem,
+    keras_in_use,
+    load_weights,
+    weights_path,
+)
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import TrainingData
 
@@ -174,7 +182,8 @@ def fit_callbacks(
             f"Resuming the interrupted run from {backup_dir} after "
             f"{len(done)} epochs",
         )
-    best_weights = best_checkpoint(opened.write_dir)
+    # checkpoints/best (tf-keras) or checkpoints/best.weights.h5 (Keras 3).
+    best_weights = weights_path(best_checkpoint(opened.write_dir))
     timer = EpochTimer()
     callbacks = [
         # First: a NaN or inf loss raises before the others save the epoch.
@@ -183,7 +192,7 @@ def fit_callbacks(
             f"{config.training_learning_rate():g})"
         ),
         # On every worker: the chief's backup is what all of them resume.
-        tf.keras.callbacks.BackupAndRestore(backup_dir),
+        backup_and_restore(backup_dir),
         ResumableEarlyStopping(
             done,
             best_weights,
@@ -257,12 +266,15 @@ def fit(
             f"The interrupted run had finished training ({len(done)} "
             "epochs): evaluating its best epoch",
         )
-        model.load_weights(best_checkpoint(opened.run_dir)).expect_partial()
+        load_weights(model, weights_path(best_checkpoint(opened.run_dir)))
         return FitOutcome(done, EpochTimer(), {})
     check_backup(opened)
     done, timer, run_callbacks = fit_callbacks(config, opened, monitor, verbose)
     if isinstance(inputs.train, tf.data.Dataset):
         replay_shuffles(inputs.train, len(done))
+    # The datasets shuffle themselves: Keras 3 warns that its default
+    # shuffle=True is ignored for them (tf-keras ignores it silently).
+    keras_3 = {"shuffle": False} if keras_in_use() != TF_KERAS else {}
     history = model.fit(
         inputs.train,
         steps_per_epoch=inputs.steps_per_epoch,
@@ -271,6 +283,7 @@ def fit(
         epochs=config.epochs,
         callbacks=[*run_callbacks, *(callbacks or [])],
         verbose=verbose,
+        **keras_3,
     ).history
     return FitOutcome(done, timer, history)
 
@@ -290,6 +303,12 @@ def check_backup(opened: OpenedRun) -> None:
     """
     if not resumes_from_backup(opened):
         return
+    if keras_in_use() != TF_KERAS:
+        # Keras 3's backup: .weights.h5 files and the epoch in JSON.
+        problem = keras3_backup_problem(backup_directory(opened.run_dir))
+        if problem is not None:
+            _refuse_backup(opened, backup_directory(opened.run_dir), problem)
+        return
     for root, _, files in os.walk(backup_directory(opened.run_dir)):
         if "checkpoint" not in files:
             continue
@@ -303,12 +322,17 @@ def check_backup(opened: OpenedRun) -> None:
         except (tf.errors.OpError, ValueError, IndexError) as error:
             # IndexError: TensorFlow's reader of a data file cut short.
             reason = str(getattr(error, "message", error)).splitlines()[0]
-            raise RunDirectoryError(
-                f"{opened.run_dir} cannot be resumed: the state it resumes "
-                f"from, in {root}, cannot be read ({reason}). A power loss "
-                "or a failing disk cut it short. Pass --overwrite to train "
-                "the run afresh, or choose another --name."
-            ) from None
+            _refuse_backup(opened, root, reason)
+
+
+def _refuse_backup(opened: OpenedRun, where: str, reason: str) -> None:
+    """Raises the ``RunDirectoryError`` of a backup that cannot be read."""
+    raise RunDirectoryError(
+        f"{opened.run_dir} cannot be resumed: the state it resumes "
+        f"from, in {where}, cannot be read ({reason}). A power loss "
+        "or a failing disk cut it short. Pass --overwrite to train "
+        "the run afresh, or choose another --name."
+    ) from None
 
 
 def replay_shuffles(train: tf.data.Dataset, epochs: int) -> None:

@@ -10,6 +10,7 @@ publishing its model and ``metrics.json`` and marking itself finished
 import csv
 import dataclasses
 import json
+import math
 import os
 import shutil
 import statistics
@@ -18,7 +19,7 @@ import tensorflow as tf
 
 from tfrec_tricks.atomic_files import write_text_atomic
 from tfrec_tricks.callbacks import EpochTimer
-from tfrec_tricks.keras_version import require_legacy_keras
+from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import AUTO_HEAD
 from tfrec_tricks.training.evaluate import format_results
@@ -31,7 +32,16 @@ from tfrec_tricks.training.run_directory import (
     check_finished_run,
     finish_run,
     publish_model,
+    read_run_file,
     start_run,
+)
+from tfrec_tricks.training.run_keras import (
+    KERAS_3,
+    TF_KERAS,
+    check_run_keras,
+    keras_in_use,
+    load_weights,
+    weights_path,
 )
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
@@ -147,7 +157,8 @@ def run_facts(
 
 def count_trainable_parameters(model: tf.keras.Model) -> int:
     """Trainable parameters (the SSE graph and counters are not parameters)."""
-    return int(sum(w.shape.num_elements() for w in model.trainable_weights))
+    # math.prod: a Keras 3 variable's shape is a tuple, not a TensorShape.
+    return int(sum(math.prod(w.shape) for w in model.trainable_weights))
 
 
 def save_results(
@@ -170,7 +181,9 @@ def save_results(
 
 
 def save_model(model: tf.keras.Model, run_dir: str) -> str:
-    """Publishes ``<run_dir>/model/``: ``config.json`` and the final weights.
+    """Publishes ``<run_dir>/model/``: ``config.json`` and the final weights
+    (``weights.index`` and its data file under tf-keras,
+    ``weights.weights.h5`` under Keras 3: ``run_keras.weights_path``).
 
     Written aside and renamed (``run_directory.publish_model``), so a
     reader never sees half a model. ``load_model(run_dir)`` rebuilds the
@@ -181,7 +194,7 @@ def save_model(model: tf.keras.Model, run_dir: str) -> str:
     def write(folder: str) -> None:
         with open(os.path.join(folder, "config.json"), "w") as handle:
             json.dump(model.get_config(), handle, indent=2)
-        model.save_weights(os.path.join(folder, "weights"))
+        model.save_weights(weights_path(os.path.join(folder, "weights")))
 
     return publish_model(run_dir, write)
 
@@ -189,36 +202,67 @@ def save_model(model: tf.keras.Model, run_dir: str) -> str:
 def load_model(run_dir: str) -> SequentialRetrievalModel:
     """Rebuilds a trained model from a run directory (see ``save_model``).
 
-    Under tf-keras only, so far: the weights are a TensorFlow-format
-    checkpoint, which Keras 3's ``load_weights`` does not read.
+    Under the Keras that trained the run (its fingerprint's ``keras``,
+    ``run_keras``): the other Keras cannot read its weights.
+
+    Raises:
+        RunDirectoryError: the run was trained under the other Keras.
+        FileNotFoundError: the model or its weights are missing.
+        ValueError: the weights cannot be read.
     """
-    require_legacy_keras("tfrec_tricks.training.persistence.load_model")
     model_dir = os.path.join(run_dir, "model")
+    try:
+        run = read_run_file(run_dir)
+    except RunDirectoryError:
+        run = None  # a damaged run.json: the callers that need it check it
+    if run is not None:
+        check_run_keras(run_dir, run["fingerprint"], "loaded")
     config_path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(
             f"No trained model in {run_dir!r}: {config_path} is missing (was "
             "the run interrupted before it finished?)."
         )
-    if not os.path.isfile(os.path.join(model_dir, "weights.index")):
+    weights = weights_path(os.path.join(model_dir, "weights"))
+    expected = {TF_KERAS: weights + ".index", KERAS_3: weights}
+    if not os.path.isfile(expected[keras_in_use()]):
         raise FileNotFoundError(
-            f"No weights in {model_dir!r}: weights.index is missing (the "
+            f"No weights in {model_dir!r}: "
+            f"{os.path.basename(expected[keras_in_use()])} is missing (the "
             "run directory is incomplete; retrain it with --overwrite)."
         )
     with open(config_path) as handle:
         model = SequentialRetrievalModel.from_config(json.load(handle))
+    if keras_in_use() == KERAS_3:
+        # Keras 3 loads weights into built layers only (tf-keras restores
+        # them when the layers are built); before compile, so that the
+        # saved optimizer's slots are not offered to an unbuilt optimizer.
+        _build(model)
+    unreadable = (tf.errors.OpError, ValueError)
+    if keras_in_use() == KERAS_3:
+        unreadable += (OSError,)  # h5py's error for a damaged file
     try:
-        status = model.load_weights(os.path.join(model_dir, "weights"))
-    except (tf.errors.OpError, ValueError) as error:
+        load_weights(model, weights)
+    except unreadable as error:
         raise ValueError(
             f"Cannot read the weights in {model_dir!r} ({error}); retrain "
             "the run with --overwrite."
         ) from None
-    status.expect_partial()
     model.compile(
         optimizer=tf.keras.optimizers.Adam(model.config.learning_rate)
     )
     return model
+
+
+def _build(model: SequentialRetrievalModel) -> None:
+    """Creates the model's weights with a call on a one-item history."""
+    model(
+        {
+            "history": tf.ones([1, 1], tf.int32),
+            **{f: tf.zeros([1, 1]) for f in model.config.position_inputs},
+        },
+        training=False,
+    )
 
 
 def read_history(run_dir: str) -> dict:

@@ -44,6 +44,12 @@ from tfrec_tricks.training.run_directory import (
     open_run,
     read_run_file,
     resolved_data_paths,
+    run_state,
+)
+from tfrec_tricks.training.run_keras import (
+    check_run_keras,
+    weights_saved,
+    with_keras,
 )
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import TrainingData, data_files
@@ -106,7 +112,9 @@ def fingerprint(
     (hashing a large file twice is what it saves); None computes it.
 
     See ``tfrec_tricks.training.run_directory``: the training options, the
-    resolved model config, the data files' hashes and the package version.
+    resolved model config, the data files' hashes and the package version,
+    and under Keras 3 the Keras (``run_keras.with_keras``: a tf-keras run
+    records none, as runs did before).
     """
     if data is None:
         data = data_identity(data_files(config))
@@ -121,7 +129,7 @@ def fingerprint(
     model, train["model"] = _without_later_options(
         config.model_config(num_items).to_dict(), train["model"]
     )
-    return make_fingerprint(train, model, data)
+    return with_keras(make_fingerprint(train, model, data))
 
 
 def model_later_options() -> dict:
@@ -394,6 +402,7 @@ def finished_before_loading(
     recorded = None if overwrite else read_run_file(run_dir)
     if recorded is None:
         return False
+    check_same_keras(run_dir, overwrite)
     num_items = recorded["fingerprint"].get("model", {}).get("num_items")
     if not isinstance(num_items, int):
         return False
@@ -430,6 +439,7 @@ def open_run_directory(
     )
     run_fingerprint = fingerprint(config, data.num_items, files)
     if chief:
+        check_same_keras(run_dir, overwrite)
         action = open_run(
             run_dir,
             run_fingerprint,
@@ -444,6 +454,18 @@ def open_run_directory(
     return OpenedRun(
         run_dir, write_dir, chief, action, model_config, run_fingerprint
     )
+
+
+def check_same_keras(run_dir: str, overwrite: bool) -> None:
+    """Refuses to resume or reuse a run of the other Keras, naming both
+    (``run_keras.check_run_keras``), before the settings are compared:
+    its weights are in the other Keras' format. ``overwrite`` discards
+    the run, whatever trained it; ``open_run`` judges what is no run."""
+    state = run_state(run_dir)
+    if overwrite or state not in ("running", "finished"):
+        return
+    doing = "reused" if state == "finished" else "resumed"
+    check_run_keras(run_dir, read_run_file(run_dir)["fingerprint"], doing)
 
 
 def backup_directory(run_dir: str) -> str:
@@ -473,7 +495,8 @@ def epochs_before_interruption(opened: OpenedRun, monitor: str) -> list:
 
 
 def best_checkpoint(directory: str) -> str:
-    """The best epoch's weights (``ModelCheckpoint``) of a run's folder."""
+    """The best epoch's weights (``ModelCheckpoint``) of a run's folder:
+    the stem ``run_keras.weights_path`` completes for the Keras in use."""
     return os.path.join(directory, "checkpoints", "best")
 
 
@@ -495,7 +518,7 @@ def finished_fit(config: TrainConfig, opened: OpenedRun, monitor: str) -> list:
     """
     if opened.action != "resume" or resumes_from_backup(opened):
         return []
-    if not tf.io.gfile.exists(best_checkpoint(opened.run_dir) + ".index"):
+    if not weights_saved(best_checkpoint(opened.run_dir)):
         return []
     values = monitor_history(
         os.path.join(opened.run_dir, "history.csv"), monitor

@@ -24,7 +24,7 @@ import sys
 import tensorflow as tf
 
 from tfrec_tricks.errors import writes_named
-from tfrec_tricks.keras_version import require_legacy_keras
+from tfrec_tricks.keras_version import require_model_keras
 from tfrec_tricks.output_folders import check_target, target_lock
 from tfrec_tricks.training.distribution import is_chief, make_strategy
 from tfrec_tricks.training.evaluate import evaluate_run
@@ -96,9 +96,9 @@ def train(
             writable: the run is not recorded as failed, and the same
             call resumes it once space is freed or permissions restored.
     """
-    # The model runs under Keras 3 too, a run directory not yet: its
-    # checkpoints and callbacks are tf-keras' (docs/keras-versions.md).
-    require_legacy_keras("tfrec_tricks.training (training runs)")
+    # Under tf-keras or Keras 3 (TensorFlow backend); the run records which
+    # (run_keras), and the other one refuses it (docs/keras-versions.md).
+    require_model_keras("tfrec_tricks.training (training runs)")
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     config = resolved_config(config)
