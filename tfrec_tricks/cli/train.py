@@ -24,6 +24,10 @@ are refused, naming the differences (--overwrite replaces the old run, and
 only what the run recorded writing: a file of yours inside it is refused,
 never deleted).
 
+Runs under tf-keras by default, under Keras 3 with TF_USE_LEGACY_KERAS=0
+(docs/keras-versions.md); a run is resumed or reused only under the Keras
+that trained it.
+
 Watch a run (loss and ranking metrics per epoch, and its settings under
 HPARAMS): tensorboard --logdir OUTPUT_DIR/NAME/tensorboard
 
