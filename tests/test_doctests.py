@@ -8,8 +8,8 @@ skipped, by a rule rather than a list: its imports reach, directly or
 through what they import (parent packages included), TensorFlow
 Recommenders at a module's top level or
 ``tfrec_tricks.keras_version.require_legacy_keras`` or
-``choose_legacy_keras``, the checks that ``tfrec_tricks.export``, training
-runs and the KerasTuner binding make.
+``choose_legacy_keras``, the checks that ``tfrec_tricks.export``, the
+``Recommender`` and the KerasTuner binding make.
 TFRS imported inside a function does not count: that is how
 ``models.retrieval_base`` and ``objectives.loss_layers`` import it, under
 tf-keras only, so the models' examples run under Keras 3 too.
@@ -152,7 +152,9 @@ def test_discovery_and_the_tf_keras_rule():
     # TFRS under tf-keras only, imported inside retrieval_base's function.
     assert not needs_tf_keras("tfrec_tricks.models.sequential_retrieval_model")
     assert not needs_tf_keras("tfrec_tricks.objectives.sampled_negatives")
-    assert needs_tf_keras("tfrec_tricks.training.run_training")
+    # Training runs run under either Keras (training.run_keras).
+    assert not needs_tf_keras("tfrec_tricks.training.run_training")
+    assert needs_tf_keras("tfrec_tricks.tuning.keras_tuner_binding")
     assert needs_tf_keras("tfrec_tricks.export.warmup")  # via its package
     assert not needs_tf_keras("tfrec_tricks.heads.cpr.softmax_cpr")
     assert needs_tf_keras("tfrec_tricks.recommender")
