@@ -82,6 +82,25 @@ def test_a_run_of_the_other_keras_is_refused_naming_both():
     assert f"TF_USE_LEGACY_KERAS={setting}" in message
 
 
+def test_distributed_runs_need_tf_keras_so_far(monkeypatch):
+    cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": 0}}
+        ),
+    )
+    run_keras.check_keras_3_distribution("off")
+    for mode in ("mirrored", "auto"):
+        if not KERAS3:
+            run_keras.check_keras_3_distribution(mode)
+            continue
+        with pytest.raises(ValueError, match="needs tf-keras so far"):
+            run_keras.check_keras_3_distribution(mode)
+    monkeypatch.delenv("TF_CONFIG")
+    run_keras.check_keras_3_distribution("auto")
+
+
 def test_a_damaged_keras_3_backup_is_named(tmp_path):
     assert run_keras.keras3_backup_problem(str(tmp_path)) is None
     (tmp_path / "latest.weights.h5").write_bytes(b"\x89HDF\r\n cut short")

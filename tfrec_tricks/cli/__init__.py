@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         # TensorFlow inside its run, never at its top.
         from tfrec_tricks.cli.parser import COMMANDS, build_parser, parse
 
+        # Named already for an error raised while the arguments are parsed
+        # (a type check that needs tf-keras, under Keras 3).
+        command = next((a for a in argv if not a.startswith("-")), None)
+        command = command if command in COMMANDS else None
         parser = build_parser()
         args, _ = parser.parse_known_args(argv)
         command = args.command

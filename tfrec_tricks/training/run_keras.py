@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.keras_version import keras_3_in_use
+from tfrec_tricks.training.distribution import num_cluster_tasks
 
 #: The fingerprint field that names a run's Keras (absent: ``TF_KERAS``).
 KERAS_FIELD = "keras"
@@ -94,6 +95,39 @@ def check_run_keras(run_dir: str, fingerprint: dict, doing: str) -> None:
         "before TensorFlow is imported), choose another --name, or pass "
         "--overwrite to train the run afresh."
     )
+
+
+def check_keras_3_distribution(mode: str) -> None:
+    """Refuses a distributed run under Keras 3, which is not supported yet.
+
+    Keras 3's ``BackupAndRestore`` and ``ModelCheckpoint`` write the same
+    files on every worker (tf-keras' give the other workers a scratch
+    folder), and the distributed path is untested under Keras 3.
+
+    Args:
+        mode: str. The run's ``--distribute``.
+
+    Raises:
+        ValueError: under Keras 3, with ``--distribute mirrored``, or a
+            ``TF_CONFIG`` cluster of two tasks or more that ``auto`` would
+            train on.
+    """
+    if keras_in_use() == TF_KERAS or mode == "off":
+        return
+    # TF_CONFIG is read only here: `off` ignores it, and make_strategy
+    # names a malformed one.
+    cluster_tasks = num_cluster_tasks() if mode == "auto" else 0
+    if mode == "mirrored" or cluster_tasks >= 2:
+        what = (
+            "--distribute mirrored"
+            if mode == "mirrored"
+            else f"a TF_CONFIG cluster of {cluster_tasks} tasks"
+        )
+        raise ValueError(
+            f"Distributed training ({what}) needs tf-keras so far: under "
+            "Keras 3 a run trains in one process. Set TF_USE_LEGACY_KERAS=1 "
+            "before TensorFlow is imported, or pass --distribute off."
+        )
 
 
 def _named(keras: str) -> str:

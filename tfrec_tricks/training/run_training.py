@@ -48,6 +48,7 @@ from tfrec_tricks.training.resumption import (
     run_directory,
 )
 from tfrec_tricks.training.run_directory import RUN_DIRECTORY, data_identity
+from tfrec_tricks.training.run_keras import check_keras_3_distribution
 from tfrec_tricks.training.train_config import TrainConfig
 from tfrec_tricks.training.training_data import (
     data_files,
@@ -103,6 +104,7 @@ def train(
         verbose = 1 if sys.stdout.isatty() else 2
     config = resolved_config(config)
     run_dir = run_directory(config)
+    check_keras_3_distribution(config.distribute)
     strategy = make_strategy(config.distribute)
     with writes_named(run_dir):
         if not is_chief(strategy):
