@@ -112,7 +112,7 @@ def test_lazy_names_are_imported_once_on_first_access():
     sys.modules["fake_package"] = package
     try:
         getter, lister = keras_version.lazy_legacy_keras_names(
-            "fake_package", {"dumps": "json_part"}, ["dumps"]
+            "fake_package", {"dumps": "json_part"}
         )
         part = types.ModuleType("fake_package.json_part")
         part.dumps = lambda value: f"<{value}>"

@@ -8,10 +8,11 @@ with either Keras; tuning, export and the ``Recommender`` still need
 tf-keras.
 """
 
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+
+from tfrec_tricks.lazy_exports import lazy_exports
 
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
 
@@ -175,17 +176,15 @@ def choose_model_keras(feature: str) -> None:
 def lazy_legacy_keras_names(
     package: str,
     lazy: dict[str, str],
-    public: Sequence[str],
     check: Callable[[str], None] | None = None,
 ) -> tuple[Callable, Callable]:
     """A package's PEP 562 ``__getattr__`` and ``__dir__`` for names that
-    need tf-keras: each name of ``lazy`` is imported from its module on
-    first access, after ``require_legacy_keras``, and kept in the package.
+    need tf-keras: ``lazy_exports`` with ``require_legacy_keras`` (or
+    ``check``) made before a name's first import.
 
     Args:
         package: str. The package's ``__name__``.
         lazy: dict. Name -> the package's submodule that defines it.
-        public: the package's ``__all__``.
         check: the check made before the first access of a name, called
             with ``package``; None: ``require_legacy_keras``
             (``require_model_keras`` for names that run under either
@@ -194,23 +193,12 @@ def lazy_legacy_keras_names(
     Returns:
         ``(__getattr__, __dir__)``, for the package to bind to those names.
     """
-    namespace = sys.modules[package].__dict__
-
-    def __getattr__(name: str) -> object:
-        if name not in lazy:
-            raise AttributeError(
-                f"module {package!r} has no attribute {name!r}"
-            )
-        (check or require_legacy_keras)(package)
-        module = importlib.import_module(f"{package}.{lazy[name]}")
-        value = getattr(module, name)
-        namespace[name] = value
-        return value
-
-    def __dir__() -> list:
-        return sorted(set(namespace) | set(public))
-
-    return __getattr__, __dir__
+    return lazy_exports(
+        package,
+        sys.modules[package].__dict__,
+        lazy,
+        check=check or require_legacy_keras,
+    )
 
 
 def _keras_3_chosen() -> bool:

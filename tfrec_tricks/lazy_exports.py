@@ -11,7 +11,10 @@ from typing import Any
 
 
 def lazy_exports(
-    package: str, namespace: dict, submodules: Mapping[str, str]
+    package: str,
+    namespace: dict,
+    submodules: Mapping[str, str],
+    check: Callable[[str], None] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list]]:
     """The ``__getattr__`` and ``__dir__`` of a package with lazy names.
 
@@ -21,6 +24,9 @@ def lazy_exports(
             stored there, so the next access does not come back here.
         submodules: ``{name: submodule}``, the submodule (relative to the
             package) that defines each lazy name.
+        check: called with ``package`` before a name's first import (the
+            Keras check of ``keras_version.lazy_legacy_keras_names``);
+            None: no check. Defaults to None.
 
     Returns:
         ``(__getattr__, __dir__)``, to assign in the package.
@@ -43,6 +49,8 @@ def lazy_exports(
             raise AttributeError(
                 f"module {package!r} has no attribute {name!r}"
             )
+        if check is not None:
+            check(package)
         module = importlib.import_module(f"{package}.{submodules[name]}")
         value = getattr(module, name)
         namespace[name] = value

@@ -49,7 +49,7 @@ __all__ = [
 
 
 # The exports' names imported on first access, tf-keras checked first.
-__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY, __all__)
+__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY)
 
 
 class _Package(types.ModuleType):

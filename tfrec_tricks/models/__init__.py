@@ -53,5 +53,5 @@ __all__ = [
 
 # The models' names imported on first access, the Keras checked first.
 __getattr__, __dir__ = lazy_legacy_keras_names(
-    __name__, _LAZY, __all__, check=require_model_keras
+    __name__, _LAZY, check=require_model_keras
 )
