@@ -1,4 +1,4 @@
-"""SavedModels for TF Serving (needs tf-keras: see keras_version).
+"""SavedModels for TF Serving, under tf-keras or Keras 3.
 
 ``export_for_serving`` writes ``<base_path>/<version>/``: a SavedModel with
 raw-id signatures (``serving_default``, ``score_candidates``), TF Serving
@@ -9,8 +9,8 @@ trained with item features, without retraining (``--add-items``).
 ``check_model_name`` (``tfrec_tricks.export.models_config``) imports no
 TensorFlow: the command line checks ``--name`` and ``--version`` with it
 before TensorFlow loads. The others are imported on first access (PEP 562
-``__getattr__``), which checks that ``tf.keras`` is tf-keras first
-(``require_legacy_keras``).
+``__getattr__``), which checks the Keras first (``require_model_keras``):
+tf-keras, or Keras 3 on the TensorFlow backend (docs/keras-versions.md).
 """
 
 import sys
@@ -18,13 +18,14 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from tfrec_tricks.keras_version import (
-    choose_legacy_keras,
+    choose_model_keras,
     lazy_legacy_keras_names,
+    require_model_keras,
 )
 
-# On import: tf-keras chosen (or a Keras 3 setting refused), and the whole
-# check if TensorFlow is already imported; nothing here imports it.
-choose_legacy_keras("tfrec_tricks.export")
+# On import: tf-keras chosen unless the environment chose Keras 3, and the
+# whole check if TensorFlow is already imported; nothing here imports it.
+choose_model_keras("tfrec_tricks.export")
 
 from tfrec_tricks.export.models_config import check_model_name  # noqa: E402
 
@@ -48,8 +49,10 @@ __all__ = [
 ]
 
 
-# The exports' names imported on first access, tf-keras checked first.
-__getattr__, __dir__ = lazy_legacy_keras_names(__name__, _LAZY)
+# The exports' names imported on first access, the Keras checked first.
+__getattr__, __dir__ = lazy_legacy_keras_names(
+    __name__, _LAZY, check=require_model_keras
+)
 
 
 class _Package(types.ModuleType):

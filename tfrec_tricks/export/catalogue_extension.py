@@ -338,7 +338,8 @@ def _build(model: Any) -> None:
 def _row_fillers(model: Any, values: Mapping) -> dict:
     """The per-item weights ``model`` fills its own way -> ``fill(old,
     new_shape)``, which returns the new array (old rows kept, new rows
-    filled). Keyed by ``variable.ref()``: the weights are the model's own.
+    filled). Keyed by ``id(variable)``: the weights are the model's own,
+    alive as long as it is (Keras 3 variables have no ``ref()``).
     (Any other per-item weight gets the trained items' mean row,
     ``_mean_row_filler``.)"""
     encoder = model.item_features
@@ -346,21 +347,21 @@ def _row_fillers(model: Any, values: Mapping) -> dict:
     def zeros(old: np.ndarray, shape: tuple) -> np.ndarray:
         return _with_rows(old, shape, np.zeros((), old.dtype))
 
-    fillers = {encoder.id_known.ref(): zeros}
+    fillers = {id(encoder.id_known): zeros}
     if model.candidate_probability is not None:
-        fillers[model.candidate_probability.ref()] = zeros
+        fillers[id(model.candidate_probability)] = zeros
     for k, feature in enumerate(encoder.features):
         added = values[feature["name"]]
         weight = encoder.item_values[k]
         if encoder.ragged:
-            fillers[weight.ref()] = _flat_values_filler(added)
+            fillers[id(weight)] = _flat_values_filler(added)
             splits = encoder.item_row_splits[k]
-            fillers[splits.ref()] = _row_splits_filler(added)
+            fillers[id(splits)] = _row_splits_filler(added)
         else:
-            fillers[weight.ref()] = _values_filler(added.to_dense())
+            fillers[id(weight)] = _values_filler(added.to_dense())
     for sse in (model.item_sse, model.label_sse):
         if sse is not None and sse.graph_indptr is not None:
-            fillers[sse.graph_indptr.ref()] = _no_edges
+            fillers[id(sse.graph_indptr)] = _no_edges
     return fillers
 
 
@@ -442,12 +443,14 @@ def _copy_weights(model: Any, new_model: Any, fillers: dict) -> None:
     for old, new in zip(old_weights, new_weights):
         value = old.numpy()
         if tuple(old.shape) != tuple(new.shape):
-            fill = fillers.get(old.ref())
+            fill = fillers.get(id(old))
+            # As tuples and a tf.DType: Keras 3 variables have a tuple
+            # shape and a dtype name.
             per_item = (
-                old.dtype.is_floating
-                and old.shape.rank >= 1
+                tf.as_dtype(old.dtype).is_floating
+                and len(old.shape) >= 1
                 and old.shape[0] == n
-                and old.shape[1:] == new.shape[1:]
+                and tuple(old.shape[1:]) == tuple(new.shape[1:])
             )
             if fill is None and per_item:
                 fill = mean_rows
@@ -466,7 +469,11 @@ def _weight_names(model: Any) -> list:
     """``(name, dtype)`` of each weight, the model's own name (which Keras
     numbers: ``..._1``) left out."""
     prefix = f"{model.name}/"
-    return [(w.name.removeprefix(prefix), w.dtype) for w in model.weights]
+    # Keras 3 names a variable by its leaf, its path says where it is.
+    return [
+        (getattr(w, "path", w.name).removeprefix(prefix), w.dtype)
+        for w in model.weights
+    ]
 
 
 def _check_old_scores(model: Any, new_model: Any) -> None:

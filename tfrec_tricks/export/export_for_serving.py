@@ -26,6 +26,7 @@ from tfrec_tricks.export.models_config import (
     read_models_config,
     update_models_config,
 )
+from tfrec_tricks.export.saved_model_writer import serving_writer
 from tfrec_tricks.export.serving_module import (
     ServingModule,
     check_k,
@@ -335,10 +336,12 @@ def _export(
         )
     items = load_item_vocabulary(vocabulary)
     module = ServingModule(model, items, k=k, scoring=scoring)
-    signatures = module.signatures()
+    # tf.saved_model.save under tf-keras, keras.export.ExportArchive under
+    # Keras 3: the same signatures either way (saved_model_writer).
+    save = serving_writer(module)
 
     def write(staging: str) -> None:
-        tf.saved_model.save(module, staging, signatures=signatures)
+        save(staging)
         if warmup:
             write_warmup_requests(
                 staging, name, _warmup_requests(module, items)

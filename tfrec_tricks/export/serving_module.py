@@ -255,22 +255,28 @@ class ServingModule(tf.Module):
             "history_last": tf.TensorSpec([None], tf.bool, "history_last"),
         }
 
+    def endpoints(self) -> dict:
+        """Each signature's name -> ``(method, input specs)``: the method
+        takes the specs' names as keyword arguments."""
+        return {
+            "serving_default": (self.recommend, self.input_signature()),
+            "recommend_filtered": (
+                self.recommend_filtered,
+                self.filter_signature(),
+            ),
+            "score_candidates": (
+                self.score_candidates,
+                self.input_signature(candidates=True),
+            ),
+        }
+
     def signatures(self) -> dict:
         """``serving_default``, ``recommend_filtered`` and
-        ``score_candidates`` functions."""
-        recommend = tf.function(lambda **kw: self.recommend(**kw))
-        filtered = tf.function(lambda **kw: self.recommend_filtered(**kw))
-        score = tf.function(lambda **kw: self.score_candidates(**kw))
+        ``score_candidates`` functions (concrete, for
+        ``tf.saved_model.save``)."""
         return {
-            "serving_default": recommend.get_concrete_function(
-                **self.input_signature()
-            ),
-            "recommend_filtered": filtered.get_concrete_function(
-                **self.filter_signature()
-            ),
-            "score_candidates": score.get_concrete_function(
-                **self.input_signature(candidates=True)
-            ),
+            name: _keyword_function(method).get_concrete_function(**specs)
+            for name, (method, specs) in self.endpoints().items()
         }
 
     def recommend(self, history: Any, **features: Any) -> dict:
@@ -618,6 +624,12 @@ class ServingModule(tf.Module):
         """Checked raw inputs -> ``(ids, states)`` of the model's encoder."""
         ids, values = self._prepare(history, features)
         return self.model.encode({"history": ids, **values}, training=False)
+
+
+def _keyword_function(method: Any) -> Any:
+    """``method`` as a ``tf.function`` of keyword arguments: a signature's
+    inputs are named after them."""
+    return tf.function(lambda **kw: method(**kw))
 
 
 def _token_table(vocabulary: Sequence[str]) -> tf.lookup.StaticHashTable:

@@ -154,7 +154,12 @@ def saved_model_info(loaded: Any, path: str) -> SavedModelInfo:
     features = sorted(set(inputs[1]) - set(FILTER_INPUTS))
     tokens = [name for name in features if inputs[1][name].dtype == tf.string]
     outputs = loaded.signatures["serving_default"].structured_outputs
-    items = [raw.decode("utf-8") for raw in loaded.raw_item_ids.numpy()]
+    catalogue = loaded.raw_item_ids
+    if not hasattr(catalogue, "numpy"):
+        # A Keras 3 export keeps it as a list of one variable
+        # (export.saved_model_writer.write_export_archive).
+        (catalogue,) = catalogue
+    items = [raw.decode("utf-8") for raw in catalogue.numpy()]
     return SavedModelInfo(
         items,
         tuple(features),
