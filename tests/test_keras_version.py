@@ -24,8 +24,8 @@ def _python(code: str, **env):
 @pytest.mark.slow
 def test_models_after_keras3_import_run_under_keras3():
     # tf.keras already Keras 3: the models take it (retrieval_base), as
-    # TensorFlow chose, and so do the command line and training runs;
-    # export still asks for tf-keras.
+    # TensorFlow chose, and so do the command line, training runs, export
+    # and the Recommender; what needs tf-keras (tuning) says how to get it.
     result = _python(
         "import tensorflow as tf\n"
         "tf.keras.layers.Dense  # resolves tf.keras to Keras 3\n"
@@ -33,24 +33,32 @@ def test_models_after_keras3_import_run_under_keras3():
         "print(models.SequentialRetrievalModel.__mro__[2].__name__)\n"
         "import tfrec_tricks.cli\n"
         "from tfrec_tricks.training.run_training import train\n"
+        "from tfrec_tricks.export import export_for_serving\n"
+        "from tfrec_tricks import Recommender\n"
         "print(tf.keras.layers.Layer.__module__.split('.')[0], flush=True)\n"
-        "import tfrec_tricks.export\n"
+        "from tfrec_tricks.keras_version import require_legacy_keras\n"
+        "require_legacy_keras('a tf-keras part')\n"
     )
     assert result.stdout.split() == ["Keras3RetrievalModel", "keras"], (
         result.stderr[-3000:]
     )
     assert result.returncode != 0
     assert "KerasVersionError" in result.stderr
-    assert "tfrec_tricks.export" in result.stderr
+    assert "a tf-keras part" in result.stderr
     assert "TF_USE_LEGACY_KERAS=1" in result.stderr
     assert "before `import tensorflow`" in result.stderr
 
 
-def test_explicit_keras3_setting_is_reported_by_export():
-    # On import, though the package imports its TensorFlow parts lazily.
-    result = _python("import tfrec_tricks.export", TF_USE_LEGACY_KERAS="0")
-    assert result.returncode != 0
-    assert "TF_USE_LEGACY_KERAS=0" in result.stderr
+def test_explicit_keras3_setting_is_taken_by_export():
+    # On import, without importing TensorFlow (its names load lazily).
+    result = _python(
+        "import os, sys\n"
+        "import tfrec_tricks.export\n"
+        "print(os.environ['TF_USE_LEGACY_KERAS'], 'tensorflow' in sys.modules)",
+        TF_USE_LEGACY_KERAS="0",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["0", "False"]
 
 
 def test_explicit_keras3_setting_is_taken_by_models():

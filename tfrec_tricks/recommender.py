@@ -29,9 +29,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tfrec_tricks.keras_version import require_legacy_keras
+from tfrec_tricks.keras_version import require_model_keras
 
-require_legacy_keras("tfrec_tricks.Recommender")
+# tf-keras unless the environment chose Keras 3 (TF_USE_LEGACY_KERAS=0, or
+# tf.keras resolved to it already); a run is read only under its own.
+require_model_keras("tfrec_tricks.Recommender")
 
 from tfrec_tricks.atomic_files import (  # noqa: E402
     file_sha256,
@@ -65,6 +67,7 @@ from tfrec_tricks.training.run_directory import (  # noqa: E402
     finish_run,
     read_run_file,
 )
+from tfrec_tricks.training.run_keras import check_run_keras  # noqa: E402
 from tfrec_tricks.training.run_training import train  # noqa: E402
 from tfrec_tricks.training.train_config import TrainConfig  # noqa: E402
 
@@ -384,9 +387,12 @@ class Recommender:
 
         Raises:
             RunDirectoryError: the run has not finished, failed, or its
-                files do not belong together (``check_finished_run``).
+                files do not belong together (``check_finished_run``), or
+                it was trained under the other Keras (tf-keras or Keras 3:
+                ``training.run_keras.check_run_keras``, naming both).
         """
-        check_finished_run(directory)
+        run = check_finished_run(directory)
+        check_run_keras(directory, run["fingerprint"], "loaded")
         with open(os.path.join(directory, "config.json")) as handle:
             model = json.load(handle)["model"]
         recommender = cls(encoder=model["encoder"], head=model["head"])

@@ -64,11 +64,21 @@ CONFIGS = {
 }
 
 # Loads both exports of each configuration in plain TensorFlow (no
-# tfrec_tricks, no TF_USE_LEGACY_KERAS) and answers WORK/requests.npz.
+# tfrec_tricks, no TF_USE_LEGACY_KERAS), answers WORK/requests.npz and
+# replays the export's warmup records.
 PLAIN_TF_SCRIPT = """
 import json, sys
 import numpy as np
 import tensorflow as tf
+from tensorflow_serving.apis import prediction_log_pb2
+
+
+def decoded(tensor):
+    value = tensor.numpy()
+    if value.dtype == object:  # raw ids, as bytes
+        value = np.char.decode(value.astype(bytes), "utf-8")
+    return value
+
 
 work, names = sys.argv[1], sys.argv[2].split(",")
 requests = dict(np.load(f"{work}/requests.npz"))
@@ -88,11 +98,18 @@ for keras in ("tf-keras", "keras-3"):
             }
             feed = {k: requests[f"{name}/{k}"] for k in inputs}
             for key, value in function(**feed).items():
-                value = value.numpy()
-                if value.dtype == object:  # raw ids, as bytes
-                    value = np.char.decode(value.astype(bytes), "utf-8")
-                answers[f"{keras}/{name}/{signature}/{key}"] = value
+                answers[f"{keras}/{name}/{signature}/{key}"] = decoded(value)
         signatures[f"{keras}/{name}"] = described
+        # The warmup records, replayed as TF Serving does at load.
+        folder = f"{work}/{keras}/{name}/1/assets.extra"
+        warmup = f"{folder}/tf_serving_warmup_requests"
+        for index, record in enumerate(tf.data.TFRecordDataset(warmup)):
+            log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+            request = log.predict_log.request
+            feed = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+            function = loaded.signatures[request.model_spec.signature_name]
+            for key, value in function(**feed).items():
+                answers[f"{keras}/{name}/warmup-{index}/{key}"] = decoded(value)
 np.savez(f"{work}/answers.npz", **answers)
 with open(f"{work}/signatures.json", "w") as handle:
     json.dump(signatures, handle, indent=1, sort_keys=True)
