@@ -163,11 +163,10 @@ def test_allowed_items_in_chunks_rank_as_one(monkeypatch):
 def test_ties_rank_the_lower_item_id_first():
     engine = make_engine(k=5)
     model = engine.module.model
-    for variable in model.variables:
-        if variable.name == "embeddings:0":
-            variable.assign(tf.ones_like(variable))
-        if variable.name == "output_bias:0":
-            variable.assign(tf.zeros_like(variable))
+    # The item table and bias by attribute: the Kerases name them apart.
+    table = model.item_embedding
+    table.embeddings.assign(tf.ones_like(table.embeddings))
+    table.output_bias.assign(tf.zeros_like(table.output_bias))
     batch = batch_of({"a": [2, 4], "b": []})
     frame = engine.rank(batch, ListFilters(denied=np.array([5])))
     lists = as_lists(frame)

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from tests.keras_env import KERAS3
 from tests.recommendation.recommend_helpers import train_tiny_run
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.recommendation import served_run
@@ -68,7 +69,12 @@ def test_a_changed_file_of_the_run_makes_it_loaded_again(run, loads, change):
         (run / "new.json").write_text(json.dumps(record, indent=2))
         os.replace(run / "new.json", run / RUN_FILE)
     else:
-        path = run / "model" / "weights.index"
+        # The weights file of the run's Keras (run_keras.weights_path).
+        path = (
+            run
+            / "model"
+            / ("weights.weights.h5" if KERAS3 else "weights.index")
+        )
         status = path.stat()
         os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 10**9))
     assert not held.current()
