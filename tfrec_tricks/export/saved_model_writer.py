@@ -58,8 +58,8 @@ def write_export_archive(module: Any, folder: str) -> None:
     - the model's weights are the variables the endpoints use, which the
       archive saves without being told. Tracking the model itself would
       save each weight twice (the Keras variable and the ``tf.Variable``
-      it wraps: the tiny CPR model's variables file 19.7 KB instead of
-      10.0 KB) and walk its Keras call functions (seconds);
+      it wraps: a tiny CPR model's variables file 19.7 KB instead of
+      10.0 KB, its ``saved_model.pb`` 605 KB instead of 534 KB);
     - ``raw_item_ids`` as a variable collection: the archive saves
       endpoints and collections only, so the catalogue is a list of one
       variable at the root, where a tf-keras export holds the variable
