@@ -110,6 +110,7 @@ for keras in ("tf-keras", "keras-3"):
             function = loaded.signatures[request.model_spec.signature_name]
             for key, value in function(**feed).items():
                 answers[f"{keras}/{name}/warmup-{index}/{key}"] = decoded(value)
+assert not [m for m in sys.modules if m.startswith("tfrec_tricks")]
 np.savez(f"{work}/answers.npz", **answers)
 with open(f"{work}/signatures.json", "w") as handle:
     json.dump(signatures, handle, indent=1, sort_keys=True)
