@@ -180,6 +180,10 @@ def convert_to_onnx(module: OnnxScoringModule) -> Any:
     Returns:
         ``onnx.ModelProto`` with named dimensions (``batch``, ``length``)
         and ``metadata_props`` (output kind, ``k``, head, ``max_len``).
+
+    Raises:
+        ValueError: the model's scoring path holds TensorFlow ops tf2onnx
+            cannot convert (a head or encoder of one's own), named.
     """
     import tf2onnx
 
@@ -195,6 +199,7 @@ def convert_to_onnx(module: OnnxScoringModule) -> Any:
                 "Erfc": (_erfc, []),
             },
         )
+    _refuse_unconverted(proto, module.model.config)
     for value in proto.graph.input:
         _name_dimensions(value, ("batch", "length"))
     for value in proto.graph.output:
@@ -260,7 +265,9 @@ def check_onnx_answers(
         difference = float(np.max(np.abs(answers["scores"] - expected)))
         ids = reference["item_ids"].numpy().astype(str)
         differ = answers["item_ids"].astype(str) != ids
-        rows = sorted(set(np.flatnonzero((differ & ~_near_ties(expected)).any(1))))
+        rows = sorted(
+            set(np.flatnonzero((differ & ~_near_ties(expected)).any(1)))
+        )
         if rows:
             raise ValueError(
                 "The ONNX model ranks other items than TensorFlow: rows "
@@ -274,6 +281,29 @@ def check_onnx_answers(
             f"{TOLERANCE}. Received: a largest difference of {difference}"
         )
     return difference
+
+
+def _refuse_unconverted(proto: Any, config: Any) -> None:
+    """Raises ValueError naming the nodes tf2onnx left as TensorFlow ops
+    (it converts what it can and keeps the rest, which onnxruntime then
+    refuses to load)."""
+    import onnx
+
+    unknown = sorted(
+        {
+            node.op_type
+            for node in proto.graph.node
+            if not onnx.defs.has(node.op_type, node.domain)
+        }
+    )
+    if unknown:
+        raise ValueError(
+            "tf2onnx cannot convert the TensorFlow ops "
+            f"{', '.join(unknown)} of this model (head {config.head!r}, "
+            f"encoder {config.encoder!r}): tf2onnx has no handler for them. "
+            "Export it with --format savedmodel. Received: a scoring path "
+            "that holds them"
+        )
 
 
 def _near_ties(scores: np.ndarray) -> np.ndarray:
@@ -304,7 +334,10 @@ def _check_requests(module: OnnxScoringModule) -> dict:
         rows.append(
             {
                 "history": history,
-                **{n: [np.nan] + [0.0] * (width - 1) for n in module.feature_names},
+                **{
+                    n: [np.nan] + [0.0] * (width - 1)
+                    for n in module.feature_names
+                },
                 **{n: ["<unknown>"] + [""] * (width - 1) for n in tokens},
             }
         )

@@ -116,7 +116,9 @@ class OnnxScoringModule(ServingModule):
         the same ids and features."""
         pad = [[0, 0], [0, 1]]
         ids = tf.pad(tf.cast(_lookup(self.item_lookup, history), tf.int32), pad)
-        values = {name: tf.pad(checked[name], pad) for name in self.feature_names}
+        values = {
+            name: tf.pad(checked[name], pad) for name in self.feature_names
+        }
         for name, table in self.token_tables.items():
             # Padding is id 0, the id of "" (no value), as ServingModule's
             # padding with "" gives.

@@ -6,12 +6,12 @@ run and the options are ones the ONNX export converts.
 
 Example:
 
->>> check_onnx_options(scoring="auto", add_items=None)
->>> check_onnx_options(scoring="index", add_items=None)
+>>> check_onnx_scoring("auto")
+>>> check_onnx_scoring("index")
 Traceback (most recent call last):
 ...
 ValueError: --format onnx scores the full catalogue: the index's ranking sorts its candidates with keys made by bit casts, which ONNX has no op for. Received: --scoring index; use --scoring full or auto
-"""
+"""  # noqa: E501
 
 import importlib.util
 
@@ -49,19 +49,18 @@ def require_onnx_packages() -> None:
         )
 
 
-def check_onnx_options(scoring: str, add_items: str | None) -> None:
-    """Refuses the ``export`` options the ONNX export does not take.
+def check_onnx_scoring(scoring: str) -> None:
+    """Refuses an ``export --scoring`` the ONNX export does not take.
+
+    The ONNX model scores the whole catalogue (``OnnxScoringModule``):
+    ``"auto"`` and ``"full"`` are taken, ``"index"`` is refused.
 
     Args:
-        scoring: str. ``--scoring``: the ONNX model scores the whole
-            catalogue, so only ``"auto"`` and ``"full"``.
-        add_items: str or None. ``--add-items``: taken (the extended model
-            converts as any other).
+        scoring: str. ``--scoring``.
 
     Raises:
         ValueError: naming the option and the value received.
     """
-    del add_items  # The extended catalogue converts like the run's.
     if scoring == "index":
         raise ValueError(
             "--format onnx scores the full catalogue: the index's ranking "
