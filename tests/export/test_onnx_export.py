@@ -170,6 +170,23 @@ def test_history_last_models_answer_logits(tmp_path):
     assert logits[0, 3] == logits[0, 5] == logits[0, 0] == -1e9
 
 
+def test_the_export_s_own_op_handlers_convert_as_tensorflow_computes():
+    # SASRec's GELU (Erfc), a time gap's log1p and, in the check requests,
+    # NaN gaps masked by tf.where: export_onnx checks onnxruntime's answers
+    # against TensorFlow's before it publishes.
+    config = ModelConfig(
+        num_items=len(ITEMS), max_len=4, encoder="sasrec",
+        features=("time_gap",),
+    )  # fmt: skip
+    model = SequentialRetrievalModel(config)
+    module = OnnxScoringModule(model, ITEMS, k=3)
+    proto = onnx_export.convert_to_onnx(module)
+    ops = {node.op_type for node in proto.graph.node}
+    assert {"Erf", "Log", "Where"} <= ops and "Mul" in ops
+    served = ServingModule(model, ITEMS, k=3)
+    assert onnx_export.check_onnx_answers(proto, module, served) <= 1e-5
+
+
 def test_ops_tf2onnx_leaves_unconverted_are_named():
     import onnx
     from onnx import TensorProto, helper
