@@ -65,7 +65,10 @@ def test_readme_first_section_has_the_two_commands():
         "tests/models/test_keras3_retrieval_model.py "
         "tests/objectives/test_loss_layers.py "
         "tests/objectives/test_remove_accidental_hits.py "
-        "tests/training/test_run_keras.py",
+        "tests/training/test_run_keras.py "
+        "tests/training/test_ablation_keras.py "
+        "tests/tuning/test_keras_tuner_binding.py "
+        "tests/tuning/test_search_keras.py",
     ]
 
 

@@ -3,8 +3,8 @@
 TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
 TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
 is first resolved. The layers in ``tfrec_tricks.layers`` and the models of
-``tfrec_tricks.models`` (``choose_model_keras``) and training runs work
-with either Keras; tuning, export and the ``Recommender`` still need
+``tfrec_tricks.models`` (``choose_model_keras``), training runs and
+tuning work with either Keras; export and the ``Recommender`` still need
 tf-keras.
 """
 
@@ -40,8 +40,9 @@ def use_command_keras() -> None:
     false, or ``tf.keras`` already resolved to Keras 3 in this process
     (``choose_model_keras``).
 
-    Training runs work under either; what still needs tf-keras (tuning,
-    export, recommendations) raises ``KerasVersionError`` when it starts.
+    Training runs and tuning work under either; what still needs
+    tf-keras (export, recommendations) raises ``KerasVersionError`` when
+    it starts.
     """
     if _keras_3_chosen() or "tensorflow" in sys.modules:
         # Once TensorFlow is imported, tf.keras may be resolved already:

@@ -40,7 +40,10 @@ THIS = "keras-3" if KERAS3 else "tf-keras"
 OTHER = "tf-keras" if KERAS3 else "keras-3"
 NAMES = {"tf-keras": "tf-keras (Keras 2)", "keras-3": "Keras 3"}
 # A trial's best checkpoint, in its Keras' format (KerasTuner's names).
-CHECKPOINT = {"tf-keras": "checkpoint.index", "keras-3": "checkpoint.weights.h5"}
+CHECKPOINT = {
+    "tf-keras": "checkpoint.index",
+    "keras-3": "checkpoint.weights.h5",
+}
 # A finished run's final weights (the retrained candidates are runs).
 RUN_WEIGHTS = {
     "tf-keras": "model/weights.index",

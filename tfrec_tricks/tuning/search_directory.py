@@ -34,13 +34,13 @@ from tfrec_tricks.atomic_files import file_sha256, write_text_atomic
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.output_folders import TargetKind
 from tfrec_tricks.training.resumption import LATER_OPTIONS
-from tfrec_tricks.training.run_keras import check_run_keras, with_keras
 from tfrec_tricks.training.run_directory import (
     PLACEMENT_OPTIONS,
     differences,
     read_fingerprint_file,
     resolved_data_paths,
 )
+from tfrec_tricks.training.run_keras import check_run_keras, with_keras
 
 SEARCH_FILE = "search.json"
 # The fingerprint's record of the item attributes a search chooses among;
