@@ -16,8 +16,8 @@ it every trial ends INVALID, so its absence is reported here, up front. The
 binding also makes KerasTuner's state writes atomic, so that a killed search
 resumes.
 
-Under Keras 3 (``TF_USE_LEGACY_KERAS=0``: the models are then
-``keras.Model`` s, ``retrieval_base``) KerasTuner's own choice is the right
+Under Keras 3 (``TF_USE_LEGACY_KERAS=0``: the models then subclass
+``keras.Model``, ``retrieval_base``) KerasTuner's own choice is the right
 one: its multi-backend path, ``from keras import *``, with Keras 3 on the
 TensorFlow backend, which writes each trial's best checkpoint as
 ``checkpoint.weights.h5`` beside its ``build_config.json``. The binding
