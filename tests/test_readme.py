@@ -72,6 +72,23 @@ def test_readme_first_section_has_the_two_commands():
     ]
 
 
+def _keras_3_test_paths(command: str) -> list[str]:
+    """The test paths of a ``TF_USE_LEGACY_KERAS=0 ... pytest`` command."""
+    after = command.split("TF_USE_LEGACY_KERAS=0", 1)[1]
+    return [word for word in after.split() if word.startswith("tests")]
+
+
+def test_ci_runs_the_keras_3_tests_the_readme_names():
+    readme = README.read_text().split("```bash\n", 2)[2].split("```")[0]
+    ci = (ROOT / ".ci" / "run").read_text().replace("\\\n", " ")
+    ci_command = next(
+        line
+        for line in ci.splitlines()
+        if "TF_USE_LEGACY_KERAS=0 run_pytest" in line
+    )
+    assert _keras_3_test_paths(ci_command) == _keras_3_test_paths(readme)
+
+
 def test_readme_layer_example_is_on_the_first_screen():
     lines = README.read_text().splitlines()
     first_python = lines.index("```python")
