@@ -183,13 +183,11 @@ def seed_result(
     config = run_config(flags, seed, places(args))
     who = f"{config.run_name} ({LABELS[keras]})"
     settings = common.run_settings(config)
-    carried = common.carried_over(
-        recorded and recorded[:2], config, who, settings
-    )
+    carried = common.carried_over(recorded, config, who, settings)
     folder = os.path.join(config.output_dir, config.run_name)
     may_train = carried is None and "quality" in measured_parts(args)
     if not (os.path.exists(os.path.join(folder, "run.json")) or may_train):
-        return carried and record(carried, settings, True, recorded[2])
+        return carried and record(carried, settings, True)
     logs = os.path.join(args.output_dir, "logs")
     os.makedirs(logs, exist_ok=True)
     result = os.path.join(logs, f"{config.run_name}.json")
@@ -209,18 +207,16 @@ def seed_result(
     with open(result) as handle:
         metrics = json.load(handle)["metrics"]
     if metrics is None:
-        return carried and record(carried, settings, True, recorded[2])
-    seconds = child["seconds"] if may_train else None
-    return record(metrics, settings, False, seconds)
+        return carried and record(carried, settings, True)
+    return record(metrics, settings, False)
 
 
-def record(metrics: dict, settings: dict, carried: bool, seconds) -> dict:
+def record(metrics: dict, settings: dict, carried: bool) -> dict:
     """A seed as the JSON records it."""
     return {
         "metrics": {k: metrics[k] for k in RECORDED_METRICS if k in metrics},
         "settings": settings,
         "carried_over": carried,
-        "seconds": seconds,
     }
 
 
@@ -240,13 +236,9 @@ def measured_parts(args) -> tuple:
 
 def recorded_runs(numbers: dict) -> dict:
     """The seeds an earlier report recorded: ``{(group, keras, seed):
-    (metrics, settings, seconds)}``."""
+    (metrics, settings)}``."""
     return {
-        (group, keras, int(seed)): (
-            run["metrics"],
-            run["settings"],
-            run.get("seconds"),
-        )
+        (group, keras, int(seed)): (run["metrics"], run["settings"])
         for group, row in numbers.get("quality", {}).items()
         for keras, side in row.items()
         for seed, run in side.get("runs", {}).items()
@@ -283,19 +275,24 @@ def quality(args, earlier: dict) -> dict:
 
 
 def summaries(runs: dict) -> dict:
-    """Each metric's ``common.summarise`` over the seeds (those the runs
-    all have), the epochs run and the median seconds per epoch."""
-    out = {}
+    """``{"metrics": {"<split> <metric>": summary}, "epochs", "seconds per
+    epoch", "training minutes"}``: each metric's ``common.summarise`` over
+    the seeds (those the runs all have), the epochs run, the medians of
+    the seconds per epoch and of the training minutes."""
+    from tfrec_tricks.training.evaluate import training_minutes
+
+    out = {"metrics": {}}
     metrics = [run["metrics"] for run in runs.values()]
     for split in SPLITS:
         if all(split in m for m in metrics):
             for metric in METRICS:
-                out[f"{split} {metric}"] = common.summarise(
+                out["metrics"][f"{split} {metric}"] = common.summarise(
                     [m[split][metric] for m in metrics]
                 )
     out["epochs"] = [m.get("epochs_run") for m in metrics]
     per_epoch = [m["seconds_per_epoch_median"] for m in metrics]
     out["seconds per epoch"] = statistics.median(per_epoch)
+    out["training minutes"] = statistics.median(map(training_minutes, metrics))
     return out
 
 
@@ -405,6 +402,7 @@ def step_times(args) -> dict:
     """``{"data", "steps", "rounds", "seed", "rows": [...]}``: each
     encoder and head's step times under both Kerases."""
     data = args.step_data or args.data[0]
+    label = data_name(args, data)
     logs = os.path.join(args.output_dir, "logs")
     os.makedirs(logs, exist_ok=True)
     rows = []
@@ -420,10 +418,10 @@ def step_times(args) -> dict:
                         "places": places(args),
                         "steps": args.steps,
                     }
-                    log = os.path.join(
-                        logs, f"steps-{data}-{encoder}-{head}-{keras}.log"
+                    log = f"steps-{label}-{encoder}-{head}-{keras}.log"
+                    workers[keras] = StepWorker(
+                        keras, options, os.path.join(logs, log)
                     )
-                    workers[keras] = StepWorker(keras, options, log)
                 rounds = step_rounds(workers, args.rounds)
             finally:
                 for worker in workers.values():
@@ -440,7 +438,7 @@ def step_times(args) -> dict:
             row["rounds"] = rounds
             rows.append(row)
     return {
-        "data": data_name(args, data),
+        "data": label,
         "steps": args.steps,
         "rounds": args.rounds,
         "seed": args.seeds[0],
@@ -456,8 +454,8 @@ def quality_lines(args, groups: dict) -> list[str]:
     lines = [
         "## Quality",
         "",
-        f"`tfrec-tricks train` with its defaults (at most {args.epochs} "
-        f"epochs, patience {args.patience}"
+        f"`tfrec-tricks train` with its defaults (epochs at most {args.epochs}"
+        f", patience {args.patience}"
         + (f", `{args.flags}`" if args.flags else "")
         + f"), seeds {', '.join(map(str, args.seeds))}, once under each "
         "Keras. Mean [min, max] over the seeds. Inside: the mean lies in "
@@ -471,9 +469,9 @@ def quality_lines(args, groups: dict) -> list[str]:
     for group, row in groups.items():
         if len(row) < 2:
             continue
-        old, new = row["tf-keras"], row["keras-3"]
+        old, new = row["tf-keras"]["metrics"], row["keras-3"]["metrics"]
         for key in old:
-            if key not in new or not isinstance(old[key], dict):
+            if key not in new:
                 continue
             forward = inside(new[key]["mean"], old[key])
             backward = inside(old[key]["mean"], new[key])
@@ -489,18 +487,28 @@ def quality_lines(args, groups: dict) -> list[str]:
         f"{counts[2]}; tf-keras means inside the Keras 3 range: "
         f"{counts[1]} of {counts[2]}.",
         "",
+        "Epochs run (per seed), median seconds per epoch and median "
+        "training minutes of each Keras' runs:",
+        "",
         "| data | encoder | head | epochs tf-keras | epochs Keras 3 | "
-        "s/epoch tf-keras | s/epoch Keras 3 |",
-        "|---|---|---|---|---|---|---|",
+        "s/epoch tf-keras | s/epoch Keras 3 | min tf-keras | min Keras 3 |",
+        "|---|---|---|---|---|---:|---:|---:|---:|",
     ]
     for group, row in groups.items():
-        cells = [
-            ", ".join(map(str, row[k]["epochs"])) if k in row else "-"
-            for k in KERASES
-        ] + [
-            f"{row[k]['seconds per epoch']:.1f}" if k in row else "-"
-            for k in KERASES
-        ]
+        cells = (
+            [
+                ", ".join(map(str, row[k]["epochs"])) if k in row else "-"
+                for k in KERASES
+            ]
+            + [
+                f"{row[k]['seconds per epoch']:.1f}" if k in row else "-"
+                for k in KERASES
+            ]
+            + [
+                f"{row[k]['training minutes']:.1f}" if k in row else "-"
+                for k in KERASES
+            ]
+        )
         lines.append(
             f"| {' | '.join(group.split('/'))} | {' | '.join(cells)} |"
         )
@@ -631,9 +639,9 @@ def _draw_quality(axis, groups: dict) -> None:
     colours = {"tf-keras": "#999999", "keras-3": "#4c72b0"}
     for i, row in enumerate(groups.values()):
         for shift, keras in ((-0.2, "tf-keras"), (0.2, "keras-3")):
-            if "test ndcg@10" not in row.get(keras, {}):
+            if "test ndcg@10" not in row.get(keras, {}).get("metrics", {}):
                 continue
-            summary = row[keras]["test ndcg@10"]
+            summary = row[keras]["metrics"]["test ndcg@10"]
             axis.bar(
                 i + shift, summary["mean"], 0.4, color=colours[keras],
                 label=LABELS[keras] if i == 0 else None,
