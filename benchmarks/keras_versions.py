@@ -334,7 +334,8 @@ def steps_worker(options: dict) -> int:
 
 
 class StepWorker:
-    """A ``--steps-worker`` child under one Keras, asked for jobs."""
+    """A ``--steps-worker`` child under one Keras, started at once;
+    ``wait_ready`` waits for its warm-up, ``job`` asks for a timed job."""
 
     def __init__(self, keras: str, options: dict, log_path: str):
         self.keras = keras
@@ -347,6 +348,10 @@ class StepWorker:
             stderr=self.log,
             text=True,
         )
+        self.ready = None  # the warm-up's answer (``wait_ready``)
+
+    def wait_ready(self) -> None:
+        """Waits for the model built and its untimed job run."""
         self.ready = self.answer()["ready"]
 
     def answer(self) -> dict:
@@ -422,6 +427,9 @@ def step_times(args) -> dict:
                     workers[keras] = StepWorker(
                         keras, options, os.path.join(logs, log)
                     )
+                # Built and warmed up side by side: nothing is timed yet.
+                for worker in workers.values():
+                    worker.wait_ready()
                 rounds = step_rounds(workers, args.rounds)
             finally:
                 for worker in workers.values():
