@@ -45,7 +45,9 @@ seed's metrics with the settings it trained with (``common.run_settings``):
 a later run of the script carries a recorded seed over when no run folder
 of it is here and the settings still match. ``--report-only`` trains and
 times nothing: it reports the seeds finished here or recorded, and the
-step times recorded; so does a part left out of ``--parts``.
+step times recorded; so does a part left out of ``--parts``. A run or a
+timing that fails is named in the report with its log (``--output-dir``
+``/logs``), and the others go on.
 """
 
 import argparse
@@ -131,7 +133,7 @@ def run_config(flags: str, seed: int, places: dict) -> TrainConfig:
     """The ``TrainConfig`` of ``flags`` at ``seed``, as ``train`` parses
     it (``train_rows.row_configs``: named ``<--name>-s<seed>``)."""
     return train_rows.row_configs(
-        flags, flags, [seed], argparse.Namespace(**places)
+        "--flags", flags, [seed], argparse.Namespace(**places)
     )[0]
 
 
@@ -175,11 +177,17 @@ def run_worker(options: dict) -> int:
 
 
 def seed_result(
-    args, flags: str, keras: str, seed: int, recorded: tuple | None
+    args,
+    flags: str,
+    keras: str,
+    seed: int,
+    recorded: tuple | None,
+    failures: list,
 ) -> dict | None:
     """One seed's record: a finished run folder's metrics, else the
     report's record (same settings), else a new run's (none with
-    ``--report-only`` or this part left out)."""
+    ``--report-only`` or this part left out). A run that fails is named
+    in ``failures`` (with its log) and the benchmark goes on."""
     config = run_config(flags, seed, places(args))
     who = f"{config.run_name} ({LABELS[keras]})"
     settings = common.run_settings(config)
@@ -201,9 +209,9 @@ def seed_result(
         os.path.join(logs, f"{config.run_name}.log"),
     )
     if child["returncode"] != 0:
-        raise RuntimeError(
-            f"{who} failed (exit {child['returncode']}): see {child['log']}"
-        )
+        failures.append(f"{who}: exit {child['returncode']}, {child['log']}")
+        print(f"{who} failed: see {child['log']}", file=sys.stderr)
+        return carried and record(carried, settings, True)
     with open(result) as handle:
         metrics = json.load(handle)["metrics"]
     if metrics is None:
@@ -245,7 +253,7 @@ def recorded_runs(numbers: dict) -> dict:
     }
 
 
-def quality(args, earlier: dict) -> dict:
+def quality(args, earlier: dict, failures: list) -> dict:
     """``{"<data>/<encoder>/<head>": {keras: {"runs", metric: summary}}}``
     of the seeds finished, recorded or trained now."""
     recorded = recorded_runs(earlier)
@@ -265,6 +273,7 @@ def quality(args, earlier: dict) -> dict:
                             keras,
                             seed,
                             recorded.get((group, keras, seed)),
+                            failures,
                         )
                         if found is not None:
                             runs[str(seed)] = found
@@ -403,7 +412,7 @@ def ratio_summary(rounds: list[dict], clock: str) -> dict:
     }
 
 
-def step_times(args) -> dict:
+def step_times(args, failures: list) -> dict:
     """``{"data", "steps", "rounds", "seed", "rows": [...]}``: each
     encoder and head's step times under both Kerases."""
     data = args.step_data or args.data[0]
@@ -431,6 +440,10 @@ def step_times(args) -> dict:
                 for worker in workers.values():
                     worker.wait_ready()
                 rounds = step_rounds(workers, args.rounds)
+            except (RuntimeError, OSError) as error:  # a worker ended
+                failures.append(f"step time {encoder}, {head}: {error}")
+                print(error, file=sys.stderr)
+                continue
             finally:
                 for worker in workers.values():
                     worker.close()
@@ -615,6 +628,9 @@ def report_text(args, numbers: dict, command: str) -> str:
         if numbers.get("step_time_recorded"):
             lines += ["(Step times from this report's earlier record.)", ""]
         lines += step_lines(numbers["step_time"])
+    if numbers.get("failed"):
+        lines += ["", "**Failed** (their logs; rerun to retry):", ""]
+        lines += [f"- {failure}" for failure in numbers["failed"]]
     return "\n".join(lines)
 
 
@@ -770,6 +786,12 @@ def main(argv: list[str] | None = None) -> int:
             "--steps and --rounds must be positive. Received: "
             f"--steps {args.steps} --rounds {args.rounds}"
         )
+    try:  # flags train refuses end the script before any run
+        for data in {*args.data, args.step_data or args.data[0]}:
+            flags = run_flags(args, data, ENCODERS[0], HEADS[0], "tf-keras")
+            run_config(flags, args.seeds[0], places(args))
+    except ValueError as error:
+        parser.error(str(error))
     stem = common.report_stem(
         os.path.join(args.report_dir, FOLDER), "keras_versions"
     )
@@ -777,12 +799,14 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.exists(stem + ".json"):
         with open(stem + ".json") as handle:
             earlier = json.load(handle)
-    numbers = {"quality": quality(args, earlier)}
+    failures = []
+    numbers = {"quality": quality(args, earlier, failures)}
     if "step-time" in measured_parts(args):
-        numbers["step_time"] = step_times(args)
+        numbers["step_time"] = step_times(args, failures)
     elif earlier.get("step_time"):
         numbers["step_time"] = earlier["step_time"]
         numbers["step_time_recorded"] = True
+    numbers["failed"] = failures
     if not any(numbers["quality"].values()) and not numbers.get("step_time"):
         print(
             "Nothing is finished or recorded: nothing to report (run "

@@ -86,3 +86,14 @@ def test_nothing_finished_or_recorded_is_refused(tmp_path, capsys):
             "--output-dir", str(tmp_path / "runs")]  # fmt: skip
     assert keras_versions.main(argv) == 1
     assert "nothing to report" in capsys.readouterr().err
+
+
+def test_flags_train_refuses_are_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        keras_versions.main(
+            ["--data", "synthetic", "--flags", "--max-len -3",
+             "--report-dir", str(tmp_path)]
+        )  # fmt: skip
+    assert exit_info.value.code == 2
+    assert "refuses these flags" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
