@@ -8,8 +8,8 @@ skipped, by a rule rather than a list: its imports reach, directly or
 through what they import (parent packages included), TensorFlow
 Recommenders at a module's top level or
 ``tfrec_tricks.keras_version.require_legacy_keras`` or
-``choose_legacy_keras``, the checks that what still needs tf-keras makes
-(the KerasTuner binding).
+``choose_legacy_keras``, the checks a part that needs tf-keras makes
+(none does now: export and the ``Recommender`` were the last).
 TFRS imported inside a function does not count: that is how
 ``models.retrieval_base`` and ``objectives.loss_layers`` import it, under
 tf-keras only, so the models' examples run under Keras 3 too.
@@ -154,7 +154,10 @@ def test_discovery_and_the_tf_keras_rule():
     assert not needs_tf_keras("tfrec_tricks.objectives.sampled_negatives")
     # Training runs run under either Keras (training.run_keras).
     assert not needs_tf_keras("tfrec_tricks.training.run_training")
-    assert needs_tf_keras("tfrec_tricks.tuning.keras_tuner_binding")
+    # Tuning too (tuning.keras_tuner_binding binds KerasTuner to either).
+    assert not needs_tf_keras(
+        "tfrec_tricks.tuning.sequential_retrieval_hypermodel"
+    )
     # Export, recommendations and the Recommender run under either Keras
     # (export.saved_model_writer).
     assert not needs_tf_keras("tfrec_tricks.export.warmup")

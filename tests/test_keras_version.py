@@ -25,7 +25,7 @@ def _python(code: str, **env):
 def test_models_after_keras3_import_run_under_keras3():
     # tf.keras already Keras 3: the models take it (retrieval_base), as
     # TensorFlow chose, and so do the command line, training runs, export
-    # and the Recommender; what needs tf-keras (tuning) says how to get it.
+    # and the Recommender; a part that needs tf-keras says how to get it.
     result = _python(
         "import tensorflow as tf\n"
         "tf.keras.layers.Dense  # resolves tf.keras to Keras 3\n"

@@ -66,9 +66,29 @@ def test_readme_first_section_has_the_two_commands():
         "tests/objectives/test_loss_layers.py "
         "tests/objectives/test_remove_accidental_hits.py "
         "tests/training/test_run_keras.py "
+        "tests/training/test_ablation_keras.py "
+        "tests/tuning/test_keras_tuner_binding.py "
+        "tests/tuning/test_search_keras.py "
         "tests/export/test_saved_model_writer.py "
         "tests/test_recommender_keras.py",
     ]
+
+
+def _keras_3_test_paths(command: str) -> list[str]:
+    """The test paths of a ``TF_USE_LEGACY_KERAS=0 ... pytest`` command."""
+    after = command.split("TF_USE_LEGACY_KERAS=0", 1)[1]
+    return [word for word in after.split() if word.startswith("tests")]
+
+
+def test_ci_runs_the_keras_3_tests_the_readme_names():
+    readme = README.read_text().split("```bash\n", 2)[2].split("```")[0]
+    ci = (ROOT / ".ci" / "run").read_text().replace("\\\n", " ")
+    ci_command = next(
+        line
+        for line in ci.splitlines()
+        if "TF_USE_LEGACY_KERAS=0 run_pytest" in line
+    )
+    assert _keras_3_test_paths(ci_command) == _keras_3_test_paths(readme)
 
 
 def test_readme_layer_example_is_on_the_first_screen():

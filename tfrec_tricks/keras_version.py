@@ -3,9 +3,8 @@
 TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
 TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
 is first resolved. The layers in ``tfrec_tricks.layers``, the models of
-``tfrec_tricks.models`` (``choose_model_keras``), training runs, export,
-recommendations and the ``Recommender`` work with either Keras; tuning
-still needs tf-keras.
+``tfrec_tricks.models`` (``choose_model_keras``), training runs, tuning,
+export, recommendations and the ``Recommender`` work with either Keras.
 """
 
 import os
@@ -40,9 +39,9 @@ def use_command_keras() -> None:
     false, or ``tf.keras`` already resolved to Keras 3 in this process
     (``choose_model_keras``).
 
-    Training runs, export and recommendations work under either; what
-    still needs tf-keras (tuning) raises ``KerasVersionError`` when it
-    starts.
+    Training runs, tuning, export and recommendations work under either;
+    a part that needs tf-keras would raise ``KerasVersionError`` when it
+    starts (``require_legacy_keras``).
     """
     if _keras_3_chosen() or "tensorflow" in sys.modules:
         # Once TensorFlow is imported, tf.keras may be resolved already:

@@ -85,6 +85,16 @@ DEFAULTS = {
         "work_dir": TMP + "/tfrec_tricks_facade",
         "report_dir": common.RESULTS,
     }),
+    "keras_versions": ([], {
+        "data": ["ml-100k", "yoochoose-100k"], "data_path": None,
+        "synthetic_users": 1000, "synthetic_items": 1000,
+        "encoders": ["gru4rec", "sasrec"], "heads": ["softmax", "cpr"],
+        "seeds": [0, 1, 2], "flags": "", "parts": ["quality", "step-time"],
+        "step_data": None, "steps": 64, "rounds": 5, "report_only": False,
+        "epochs": 20, "patience": 3, "output_dir": "runs/benchmarks",
+        "report_dir": common.RESULTS, "run_worker": None,
+        "steps_worker": None,
+    }),
     "large_catalogue": ([], {
         "interactions": 3_000_000, "users": 20_000, "items": 1_000_000,
         "repeat_probability": 0.2, "heads": ["cpr", "softmax"],

@@ -18,6 +18,11 @@ def test_export_options_and_defaults():
         "auto",
     )
     assert args.add_items is None
+    assert args.format == "savedmodel"
+    args = parse(
+        build_parser(), ["export", "r", "--name", "m", "--format", "onnx"]
+    )
+    assert args.format == "onnx"
     args = parse(
         build_parser(), ["export", "r", "--name", "m", "--add-items", "x.item"]
     )
@@ -48,6 +53,7 @@ def test_help_says_what_add_items_does(capsys):
         (["--name", "m", "--version", str(2**63)], "TF Serving reads versions"),
         (["--name", "m", "--k", "0"], "argument --k: must be positive"),
         (["--name", "m", "--scoring", "fast"], "invalid choice: 'fast'"),
+        (["--name", "m", "--format", "tflite"], "invalid choice: 'tflite'"),
         ([], "the following arguments are required: --name"),
     ],
 )

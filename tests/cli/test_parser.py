@@ -248,6 +248,13 @@ ANSWERS_BEFORE_TENSORFLOW = [
         "stderr",
     ),
     (
+        ["export", "missing_run", "--name", "shop", "--format", "onnx"]
+        + ["--scoring", "index"],
+        1,
+        "tfrec-tricks export: error: --format onnx scores the full catalogue",
+        "stderr",
+    ),
+    (
         ["recommend", "missing_run", "--output", "recs.csv"],
         1,
         "tfrec-tricks recommend: error: No run directory at 'missing_run'.\n",

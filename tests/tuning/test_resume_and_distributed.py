@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 from tuning_helpers import COMPILE, FIXED, TINY_CLI, cli, free_port
 
+from tests.keras_env import KERAS3
 from tests.run_helpers import tiny_config
 from tfrec_tricks.tuning import (
     SequentialRetrievalHyperModel,
@@ -174,6 +175,11 @@ def _tiny_search(folder, hyperparameters, callbacks=()):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    KERAS3,
+    reason="tf-keras' numbers: the defaults win Hyperband's first round "
+    "(Keras 3: tests/tuning/test_search_keras.py resumes as uninterrupted)",
+)
 def test_resumed_search_scores_the_defaults_as_an_uninterrupted_one(
     tmp_path, data
 ):

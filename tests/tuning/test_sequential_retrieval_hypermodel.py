@@ -19,6 +19,7 @@ from tfrec_tricks.tuning import (
 )
 from tfrec_tricks.tuning import sequential_retrieval_hypermodel as module
 from tfrec_tricks.tuning.item_feature_space import ItemFeatureSpace
+from tfrec_tricks.tuning.trial_batches import training_batches
 
 keras_tuner = import_keras_tuner()
 
@@ -173,6 +174,27 @@ def test_build_returns_a_compiled_tfrs_model(hypermodel):
     assert isinstance(model, SequentialRetrievalModel)
     assert model.built and model.optimizer is not None
     assert model.config.embedding_dim == FIXED["embedding_dim"]
+
+
+@pytest.mark.parametrize(("requested", "batch_size"), [(16, 256), (2, 8)])
+def test_a_trial_runs_one_step_per_call_when_its_epoch_is_shorter(
+    data, requested, batch_size
+):
+    # One step per call when the trial's epoch holds fewer steps than asked
+    # (training.compiled_steps), the asked count otherwise.
+    hypermodel = SequentialRetrievalHyperModel(
+        data,
+        fixed={**FIXED, "batch_size": batch_size},
+        compile_options={"steps_per_execution": requested},
+    )
+    hp = keras_tuner.HyperParameters()
+    model = hypermodel.build(hp)
+    # The batches the trial's fit trains on (bucketed by history length).
+    batches, _ = training_batches(data.train.as_dict(), batch_size)
+    steps = int(batches.cardinality())
+    expected = requested if steps >= requested else 1
+    assert int(model._steps_per_execution.numpy()) == expected
+    assert (steps >= requested) == (batch_size == 8)
 
 
 class _CountBatches(tf.keras.callbacks.Callback):

@@ -17,8 +17,8 @@ from tfrec_tricks.keras_version import use_command_keras
 
 # The command line's Keras-version check: tf-keras is chosen before
 # anything resolves tf.keras, also when this package is imported, unless
-# the environment chose Keras 3 (TF_USE_LEGACY_KERAS=0: `train`, `export`
-# and `recommend` run under it, `tune` says it needs tf-keras).
+# the environment chose Keras 3 (TF_USE_LEGACY_KERAS=0: every command runs
+# under it).
 use_command_keras()
 
 

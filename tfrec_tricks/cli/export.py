@@ -6,7 +6,11 @@ from typing import Any
 
 from tfrec_tricks.cli.options import positive_int
 
-HELP = "export a trained run for TF Serving"
+# tfrec_tricks.export.onnx_support.FORMATS, spelled here: importing the
+# export package at parse time would refuse every command under Keras 3.
+FORMATS = ("savedmodel", "onnx")
+
+HELP = "export a trained run for TF Serving (or onnxruntime)"
 USES_CONFIG = False
 DESCRIPTION = """\
 Export a trained run as a SavedModel for TF Serving: BASE_PATH/NAME/VERSION/
@@ -18,6 +22,12 @@ last or not) and `score_candidates`, TF Serving warmup requests, the model's
 entry in BASE_PATH/models.config and REST request examples
 BASE_PATH/NAME.request.json and BASE_PATH/NAME.filtered_request.json.
 
+--format onnx writes the scoring path of `serving_default` (raw-id
+histories -> top-K raw ids and scores; the logits over the catalogue for
+softmax_no_dup) as BASE_PATH/NAME/VERSION/model.onnx for onnxruntime,
+checked with onnxruntime against TensorFlow before it is published
+(pip install tfrec_tricks[onnx]; models.config is not touched).
+
 --add-items FILE exports the run's catalogue plus the items of FILE (a RecBole
 .item file) that are not in it, ranked by their attributes, without
 retraining (the run must have item features); the old items' scores are
@@ -27,6 +37,7 @@ examples:
   tfrec-tricks export runs/synthetic --name recommender
   tfrec-tricks export runs/ml-1m --name ml1m --version 3 --k 20
   tfrec-tricks export runs/shop --name shop --add-items new-products.item
+  tfrec-tricks export runs/synthetic --name recommender-onnx --format onnx
 """
 
 
@@ -96,6 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Default: auto (index, except for MoS)",
     )
     parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="savedmodel",
+        help="savedmodel: a SavedModel for TF Serving; onnx: the scoring "
+        "path as BASE_PATH/NAME/VERSION/model.onnx for onnxruntime (pip "
+        "install tfrec_tricks[onnx]). Default: savedmodel",
+    )
+    parser.add_argument(
         "--add-items",
         metavar="FILE",
         help="a RecBole .item file: its items that are not in the run's "
@@ -107,11 +126,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     """What ``run`` refuses first, checked before TensorFlow loads
-    (``cli.main``): a run directory that is missing, not a finished run or
-    not whole (``check_finished_run``). The rest (the model, ``--add-items``,
-    ``--base-path``) is checked by ``run``, with the model loaded."""
+    (``cli.main``): with ``--format onnx``, ``--scoring index`` and
+    missing ONNX packages (``onnx_support``); a run directory that is
+    missing, not a finished run or not whole (``check_finished_run``). The
+    rest (the model, ``--add-items``, ``--base-path``) is checked by
+    ``run``, with the model loaded."""
     from tfrec_tricks.training.run_directory import check_finished_run
 
+    if args.format == "onnx":
+        from tfrec_tricks.export.onnx_support import (
+            check_onnx_scoring,
+            require_onnx_packages,
+        )
+
+        check_onnx_scoring(args.scoring)
+        require_onnx_packages()
     check_finished_run(args.run_dir)
 
 
@@ -143,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         identity = identity.with_added_items(
             args.add_items, len(extended.added)
         )
+    if args.format == "onnx":
+        return _run_onnx(args, model, vocabulary, inputs, identity, added)
     # --base-path holds all it writes: the version, models.config and the
     # request example.
     with writes_named(args.base_path):
@@ -163,6 +194,38 @@ def run(args: argparse.Namespace) -> int:
         "--model_config_file=/models/models.config\n"
         f"  curl -d @{args.base_path}/{args.name}.request.json "
         f"http://localhost:8501/v1/models/{args.name}:predict"
+    )
+    return 0
+
+
+def _run_onnx(
+    args: argparse.Namespace,
+    model: Any,
+    vocabulary: Any,
+    inputs: tuple,
+    identity: Any,
+    added: str,
+) -> int:
+    """``run`` for ``--format onnx``: ``export_onnx``, then how to run it."""
+    from tfrec_tricks.errors import writes_named
+    from tfrec_tricks.export.onnx_export import ONNX_FILE, export_onnx
+
+    # --base-path holds all it writes: the model's folder of versions.
+    with writes_named(args.base_path):
+        path = export_onnx(
+            model,
+            os.path.join(args.base_path, args.name),
+            vocabulary,
+            version=args.version,
+            k=args.k,
+            inputs=inputs,
+            identity=identity,
+        )
+    model_file = os.path.join(path, ONNX_FILE)
+    print(
+        f"Exported {model_file}{added}\nRun it with onnxruntime:\n"
+        f"  onnxruntime.InferenceSession({model_file!r}).run(None, "
+        '{"history": numpy.array([[...raw ids...]], dtype=object)})'
     )
     return 0
 

@@ -73,6 +73,10 @@ continues); a search with another space, data or budget in the same
 folder is refused before any trial, naming each difference; --overwrite
 discards the old search and starts afresh.
 
+Runs under tf-keras by default, under Keras 3 with TF_USE_LEGACY_KERAS=0
+(docs/keras-versions.md); a search is resumed only under the Keras that
+started it.
+
 Refused before any trial: a space with nothing to search, hyperband with
 --epochs below 3 or too few --max-trials to reach --epochs, bayesian with
 no trial left after its random ones, --max-minutes shorter than one epoch

@@ -605,6 +605,15 @@ class ServingModule(tf.Module):
             # The model reads ids as float32, as it reads float features.
             tokens = tf.pad(checked[name], [[0, 0], [0, 1]], constant_values="")
             values[name] = tf.cast(table.lookup(tokens), tf.float32)
+        return self._compact(ids, values)
+
+    def _compact(self, ids: tf.Tensor, values: Mapping) -> tuple:
+        """Looked-up ``[B, L + 1]`` ids (0: unknown or padding, the last
+        column padding) and their features -> ``_prepare``'s result: the
+        real ids compacted to the left with their features, the last
+        ``max_len`` kept. (Split from ``_prepare`` for the ONNX export,
+        which looks its strings up before padding: ``OnnxScoringModule``.)
+        """
         real = ids > 0
         order = tf.argsort(tf.cast(~real, tf.int32), axis=1, stable=True)
         lengths = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)

@@ -23,6 +23,7 @@ from tfrec_tricks.callbacks import (
 from tfrec_tricks.errors import RunDirectoryError
 from tfrec_tricks.models import SequentialRetrievalModel
 from tfrec_tricks.models.config import ModelConfig
+from tfrec_tricks.training.compiled_steps import steps_per_call
 from tfrec_tricks.training.evaluate import eval_batch_size
 from tfrec_tricks.training.optimizers import (
     learning_rate_schedule,
@@ -125,7 +126,7 @@ def training_schedule(config: TrainConfig, inputs: FitInputs) -> Any:
     of ``inputs``' steps."""
     if config.lr_schedule == "constant" and not config.warmup_epochs:
         return config.training_learning_rate()
-    steps = inputs.steps_per_epoch or int(inputs.train.cardinality())
+    steps = _steps_per_epoch(inputs)
     if steps < 0:
         # Unknown (files read as a stream): counted in one pass.
         steps = int(inputs.train.reduce(0, lambda count, _: count + 1))
@@ -135,6 +136,11 @@ def training_schedule(config: TrainConfig, inputs: FitInputs) -> Any:
         total_steps=config.epochs * steps,
         warmup_steps=config.warmup_epochs * steps,
     )
+
+
+def _steps_per_epoch(inputs: FitInputs) -> int:
+    """The training steps of an epoch; negative when unknown."""
+    return inputs.steps_per_epoch or int(inputs.train.cardinality())
 
 
 def build_model(
@@ -154,8 +160,11 @@ def build_model(
                 config.optimizer, training_schedule(config, inputs)
             ),
             # Several steps per tf.function call: the per-call overhead is
-            # about as long as a whole step on short-session batches.
-            steps_per_execution=config.steps_per_execution,
+            # about as long as a whole step on short-session batches (one
+            # when an epoch is shorter: see compiled_steps).
+            steps_per_execution=steps_per_call(
+                config.steps_per_execution, _steps_per_epoch(inputs)
+            ),
         )
         # Built before fit so that BackupAndRestore can restore into it
         # (under a strategy, from a local batch of the same shape).

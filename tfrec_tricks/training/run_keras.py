@@ -68,17 +68,23 @@ def recorded_keras(fingerprint: dict) -> str:
     return fingerprint.get(KERAS_FIELD, TF_KERAS)
 
 
-def check_run_keras(run_dir: str, fingerprint: dict, doing: str) -> None:
-    """Refuses a run trained under the other Keras.
+def check_run_keras(
+    run_dir: str, fingerprint: dict, doing: str, kind: str = "run"
+) -> None:
+    """Refuses a run (or a search) trained under the other Keras.
 
-    Its weights (checkpoints, backup, model) are in the other Keras'
-    format: resumed or loaded here they would not be read.
+    Its weights (checkpoints, backup, model; a search's trial checkpoints)
+    are in the other Keras' format: resumed or loaded here they would not
+    be read.
 
     Args:
         run_dir: str. The run directory, named in the message.
         fingerprint: dict. The run's recorded fingerprint.
         doing: str. What was asked, for the message: "resumed",
             "reused", "loaded".
+        kind: str. What the folder holds, for the message: "run", or
+            "search" (``tuning.search_directory``, whose fingerprint
+            records its Keras as a run's does). Defaults to "run".
 
     Raises:
         RunDirectoryError: the run's Keras is not this process's.
@@ -88,12 +94,12 @@ def check_run_keras(run_dir: str, fingerprint: dict, doing: str) -> None:
         return
     setting = "1" if trained == TF_KERAS else "0"
     raise RunDirectoryError(
-        f"{run_dir} holds a run trained under {_named(trained)}, but this "
-        f"process uses {_named(here)}: the run cannot be {doing} under "
-        "another Keras (its weights are in its own Keras' format). Run the "
-        f"command under {_named(trained)} (TF_USE_LEGACY_KERAS={setting} "
-        "before TensorFlow is imported), choose another --name, or pass "
-        "--overwrite to train the run afresh."
+        f"{run_dir} holds a {kind} trained under {_named(trained)}, but "
+        f"this process uses {_named(here)}: the {kind} cannot be {doing} "
+        "under another Keras (its weights are in its own Keras' format). "
+        f"Run the command under {_named(trained)} (TF_USE_LEGACY_KERAS="
+        f"{setting} before TensorFlow is imported), choose another --name, "
+        f"or pass --overwrite to train the {kind} afresh."
     )
 
 

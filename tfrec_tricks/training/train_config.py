@@ -266,7 +266,8 @@ class TrainConfig:
     steps_per_execution: int = option(
         16,
         "training steps per compiled call (Keras' compile option; the "
-        "progress bar moves S steps at a time).",
+        "progress bar moves S steps at a time); 1 when an epoch holds "
+        "fewer than S steps.",
         check="positive",
         group="training",
         metavar="S",

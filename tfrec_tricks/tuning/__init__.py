@@ -1,16 +1,17 @@
-"""KerasTuner searches over the techniques (needs tf-keras: see keras_version).
+"""KerasTuner searches over the techniques, under tf-keras or Keras 3.
 
-``import_keras_tuner()`` returns ``keras_tuner`` bound to tf-keras (import
-it through this, not with ``import keras_tuner``, before anything else
-imports KerasTuner); ``SequentialRetrievalHyperModel`` is the search space;
-``tfrec_tricks.tuning.search`` runs a whole search as ``tfrec-tricks tune``
-does (``run_search(config, SearchOptions(...))``).
+``import_keras_tuner()`` returns ``keras_tuner`` bound to the Keras in use
+(``keras_tuner_binding``: tf-keras unless the environment chose Keras 3;
+import it through this, not with ``import keras_tuner``, before anything
+else imports KerasTuner); ``SequentialRetrievalHyperModel`` is the search
+space; ``tfrec_tricks.tuning.search`` runs a whole search as
+``tfrec-tricks tune`` does (``run_search(config, SearchOptions(...))``).
 
 Importing the package itself loads nothing: the first of the three names
 above that is used imports the search space, which binds KerasTuner to
-tf-keras (and raises ``KerasTunerBindingError`` if it cannot). Light
-modules such as ``tfrec_tricks.tuning.search_budget`` (the defaults the
-command line's parser shows) and ``tfrec_tricks.tuning.search_options``
+the Keras in use (and raises ``KerasTunerBindingError`` if it cannot).
+Light modules such as ``tfrec_tricks.tuning.search_budget`` (the defaults
+the command line's parser shows) and ``tfrec_tricks.tuning.search_options``
 (``SearchOptions``) are thus read without importing KerasTuner.
 """
 

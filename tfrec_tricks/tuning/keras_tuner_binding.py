@@ -1,4 +1,4 @@
-"""Binds KerasTuner to tf-keras, so that it accepts TFRS models.
+"""Binds KerasTuner to the Keras in use: tf-keras (TFRS models) or Keras 3.
 
 KerasTuner 1.4.x decides at import time which Keras it drives: it runs
 ``import keras`` and, finding Keras 3 (which TensorFlow 2.21 always
@@ -16,6 +16,14 @@ it every trial ends INVALID, so its absence is reported here, up front. The
 binding also makes KerasTuner's state writes atomic, so that a killed search
 resumes.
 
+Under Keras 3 (``TF_USE_LEGACY_KERAS=0``: the models then subclass
+``keras.Model``, ``retrieval_base``) KerasTuner's own choice is the right
+one: its multi-backend path, ``from keras import *``, with Keras 3 on the
+TensorFlow backend, which writes each trial's best checkpoint as
+``checkpoint.weights.h5`` beside its ``build_config.json``. The binding
+then only checks that choice, and that ``tensorboard`` is installed, and
+makes the state writes atomic, as under tf-keras.
+
 ``tests/tuning/test_keras_tuner_binding.py`` fails if a KerasTuner upgrade
 changes how it picks its Keras.
 """
@@ -24,24 +32,37 @@ import importlib
 import sys
 import types
 
-from tfrec_tricks.keras_version import require_legacy_keras
+from tfrec_tricks.keras_version import keras_3_in_use, require_model_keras
 
 
 class KerasTunerBindingError(ImportError):
-    """KerasTuner could not be bound to tf-keras."""
+    """KerasTuner could not be bound to the Keras in use."""
 
 
 def import_keras_tuner() -> types.ModuleType:
-    """Imports ``keras_tuner`` bound to tf-keras and returns it.
+    """Imports ``keras_tuner`` bound to the Keras in use and returns it.
+
+    tf-keras unless the environment chose Keras 3, as for the models
+    (``keras_version.choose_model_keras``).
 
     Raises:
         KerasTunerBindingError: when KerasTuner was already imported bound
-            to Keras 3, when ``tensorboard`` is missing, or when the
+            to another Keras, when ``tensorboard`` is missing, or when the
             binding did not take.
+        KerasVersionError: Keras 3 on another backend than TensorFlow, or
+            tf-keras asked for and not installed.
     """
-    require_legacy_keras("tfrec_tricks.tuning")
-    import tf_keras
+    require_model_keras("tfrec_tricks.tuning")
+    _require_tensorboard()
+    if keras_3_in_use():
+        keras_tuner = _import_keras_3_tuner()
+    else:
+        keras_tuner = _import_tf_keras_tuner()
+    _make_state_writes_atomic()
+    return keras_tuner
 
+
+def _require_tensorboard() -> None:
     try:
         importlib.import_module("tensorboard")
     except ImportError as error:
@@ -50,6 +71,33 @@ def import_keras_tuner() -> types.ModuleType:
             "every trial silently ends INVALID. `pip install "
             "'tensorboard~=2.21.0'`."
         ) from error
+
+
+def _import_keras_3_tuner() -> types.ModuleType:
+    """``keras_tuner`` on its multi-backend path, over Keras 3.
+
+    ``tf.keras`` is Keras 3 here, so ``import keras`` (KerasTuner's choice)
+    is the same Keras unless a binding to tf-keras came first.
+    """
+    import keras
+
+    keras_tuner = importlib.import_module("keras_tuner")
+    from keras_tuner.src.backend import keras as tuner_keras
+
+    if tuner_keras.Model is not keras.Model:
+        raise KerasTunerBindingError(
+            "keras_tuner is bound to "
+            f"{tuner_keras.Model.__module__}, not to Keras 3, which this "
+            "process uses (TF_USE_LEGACY_KERAS=0): it rejects the models. "
+            "Import tfrec_tricks.tuning before keras_tuner, in a process "
+            "that uses one Keras."
+        )
+    return keras_tuner
+
+
+def _import_tf_keras_tuner() -> types.ModuleType:
+    """``keras_tuner`` on its TensorFlow path, over tf-keras."""
+    import tf_keras
 
     if "keras_tuner" not in sys.modules:
         import tensorflow as tf
@@ -82,7 +130,6 @@ def import_keras_tuner() -> types.ModuleType:
             "set TF_USE_LEGACY_KERAS=1 and import tfrec_tricks.tuning "
             "first)."
         )
-    _make_state_writes_atomic()
     return keras_tuner
 
 

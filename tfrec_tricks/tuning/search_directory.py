@@ -3,13 +3,16 @@
 ``search.json`` holds the search's *fingerprint*: everything that
 determines it (the training options, the fixed settings, the search space
 with its ``--choices``, the budget, the data files' sizes and SHA-256s,
-the item attributes searched if any, and the tfrec_tricks version), as
-``run.json`` does for a training run
+the item attributes searched if any, the tfrec_tricks version, and under
+Keras 3 the Keras: ``run_keras.with_keras``), as ``run.json`` does for a
+training run
 (``tfrec_tricks.training.run_directory``). It is written before the first
 trial, and every later search in the directory is checked against it:
 
 - the same search again resumes it (KerasTuner reloads its project:
   completed trials are kept, finished retraining runs reused);
+- a search of the other Keras is refused, naming both (its trials'
+  checkpoints are in the other Keras' format), as a run of it is;
 - anything else is refused before any trial, naming the differences,
   unless the caller asks to overwrite: then the whole folder is removed
   and the search starts afresh.
@@ -37,6 +40,7 @@ from tfrec_tricks.training.run_directory import (
     read_fingerprint_file,
     resolved_data_paths,
 )
+from tfrec_tricks.training.run_keras import check_run_keras, with_keras
 
 SEARCH_FILE = "search.json"
 # The fingerprint's record of the item attributes a search chooses among;
@@ -100,6 +104,10 @@ def search_fingerprint(
             under ``ITEM_FEATURES_KEY``. Defaults to None: none, and no
             such key.
 
+    Returns:
+        dict. Under Keras 3 it also records ``"keras": "keras-3"``
+        (``run_keras.with_keras``); a tf-keras search records no Keras.
+
     Example:
 
     >>> from tfrec_tricks.training.train_config import TrainConfig
@@ -122,7 +130,11 @@ def search_fingerprint(
         fingerprint[ITEM_FEATURES_KEY] = item_features
     # Through JSON, so that tuples and lists compare equal to a reread;
     # objects (a callback in the tuner options) by their repr.
-    return json.loads(json.dumps(fingerprint, default=repr))
+    fingerprint = json.loads(json.dumps(fingerprint, default=repr))
+    # The trials' checkpoints are in the format of the Keras that trained
+    # them: a Keras 3 search records it, as a run does; a tf-keras search
+    # records nothing, so that every search on disk keeps its fingerprint.
+    return with_keras(fingerprint)
 
 
 def recorded_without_item_features(search_dir: str) -> bool:
@@ -224,9 +236,10 @@ def open_search(
 
     Raises:
         RunDirectoryError: the folder holds another search (its
-            differences named), a search of an older version or a damaged
-            one (without ``overwrite``), or something that is not a search
-            (even with ``overwrite``: it is never removed).
+            differences named), a search of the other Keras (both named:
+            ``run_keras.check_run_keras``), a search of an older version
+            or a damaged one (without ``overwrite``), or something that is
+            not a search (even with ``overwrite``: it is never removed).
     """
     state = search_state(search_dir)
     if state in ("absent", "empty"):
@@ -248,6 +261,9 @@ def open_search(
             "older version's away), or choose another --name."
         )
     recorded = read_search_file(search_dir)["fingerprint"]
+    # Before the differences: the other Keras is named as such, not as a
+    # `keras` field that differs.
+    check_run_keras(search_dir, recorded, "resumed", kind="search")
     # Compared once the data is read (check_token_features): the
     # fingerprint here is the one before it.
     recorded.pop(TOKEN_FEATURES_KEY, None)

@@ -30,6 +30,7 @@ from tfrec_tricks.models.config import (  # noqa: E402
     AUTO_HEAD,
     HEADS,
 )
+from tfrec_tricks.training.compiled_steps import steps_per_call  # noqa: E402
 from tfrec_tricks.training.feature_selection import (  # noqa: E402
     ALL_FEATURES,
     select_features,
@@ -615,7 +616,7 @@ sizes below N only (CPR) |
         )
         model.compile(
             optimizer=make_optimizer(self.optimizer, config.learning_rate),
-            **self.compile_options,
+            **self._trial_compile_options(hp),
         )
         # Weights exist now, so checkpoints restore at once (Hyperband,
         # get_best_models) rather than deferred.
@@ -625,6 +626,20 @@ sizes below N only (CPR) |
         # nothing unmatched.
         model.optimizer.build(model.trainable_variables)
         return model
+
+    def _trial_compile_options(self, hp: Any) -> dict:
+        """``compile_options``, their steps per execution one when the
+        trial's epoch is shorter (``training.compiled_steps``)."""
+        options = dict(self.compile_options)
+        requested = options.get("steps_per_execution")
+        if isinstance(requested, int) and requested > 1:
+            # The batches fit will train on (bucketing makes more than
+            # rows / batch size), so a trial compiles as its run would.
+            batches, _ = self._training_batches(hp, self.data.train.as_dict())
+            options["steps_per_execution"] = steps_per_call(
+                requested, int(batches.cardinality())
+            )
+        return options
 
     def fit(self, hp: Any, model: tf.keras.Model, *args, **kwargs):
         """Trains with the trial's batch size.
