@@ -7,9 +7,10 @@ The package root stays light: it imports no TensorFlow. Import what you need:
   it brings TensorFlow and the training runs).
 * ``tfrec_tricks.layers``: Keras layers; they work under tf-keras (Keras 2)
   and under Keras 3 with the TensorFlow backend.
-* ``tfrec_tricks.models``: TFRS retrieval models; they need tf-keras, so set
-  ``TF_USE_LEGACY_KERAS=1`` before TensorFlow is imported (the CLI and the
-  examples do this for you).
+* ``tfrec_tricks.models``: the retrieval models, on TFRS under tf-keras
+  (``TF_USE_LEGACY_KERAS=1`` before TensorFlow is imported; the CLI and
+  the examples do this for you) and on keras-rs under Keras 3
+  (``TF_USE_LEGACY_KERAS=0``): see docs/keras-versions.md.
 * ``tfrec_tricks.data`` and ``tfrec_tricks.evaluation``: data and
   evaluation.
 """
