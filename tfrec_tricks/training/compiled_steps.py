@@ -4,11 +4,13 @@ Keras runs ``steps_per_execution`` steps per ``tf.function`` call in a
 ``tf.range`` loop. AutoGraph traces that loop's body twice (a first pass to
 learn the structure of the step's outputs, which are undefined before the
 loop), so a model with S > 1 costs a second trace of its training and
-evaluation steps: seconds, for a saving of one call's overhead per step
-(about a millisecond on short-session batches). An epoch of fewer than S
-steps gains nothing from the loop that one call per step would not give:
-there it runs one step per call. Measured on a tiny synthetic run (60
-users, 2 epochs of 1 step): 9.9 s against 21.6 s for the whole ``train``.
+evaluation steps: seconds, once per run. What the loop saves is the
+overhead of the calls it folds, fewer than S per epoch when the epoch holds
+fewer than S steps: on data that small the second trace costs more than
+the loop saves, so such an epoch runs one step per call. Measured on a
+tiny synthetic run (60 users, 13 steps an epoch, 2 epochs): 9.9 s and
+8.6 s against 21.6 s and 14.0 s at S = 16 (two rounds in turn) for the
+whole ``train``.
 
 An epoch of S steps or more keeps S, so every run of real data computes
 exactly as before; with fewer steps the dropout draws of a model may differ
