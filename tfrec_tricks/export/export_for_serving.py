@@ -166,6 +166,64 @@ def _warmup_requests(module: ServingModule, items: list) -> list:
     return requests
 
 
+def checked_base_path(
+    base_path: str | os.PathLike,
+    model: Any,
+    k: int,
+    identity: ModelIdentity | None,
+    inputs: Any,
+) -> tuple[str, str]:
+    """An export's arguments checked before anything is written.
+
+    Args:
+        base_path: str or PathLike. The model's folder of versions; its last
+            component is the model's name.
+        model: the model exported (its ``config.num_items`` bounds ``k``).
+        k: int. Items per list.
+        identity: ModelIdentity or None. The run the model comes from.
+        inputs: the files the export reads (``output_folders.check_target``).
+
+    Returns:
+        ``(base_path, root)``: the folder without trailing separators and
+        the folder of served models that holds it.
+
+    Raises:
+        ValueError: a ``base_path`` whose last component is not a model's
+            name, ``k`` out of range, or ``identity`` not a ModelIdentity.
+        OutputError: ``base_path`` or its parent is not a folder this
+            export may write (see ``check_target``).
+    """
+    # The last component as given (trailing separators aside), not that
+    # of a normalised path: "models/demo/.." must not export as "models".
+    base_path = os.fspath(base_path)
+    stripped = base_path.rstrip("/" + os.sep) or base_path
+    name = os.path.basename(stripped)
+    try:
+        check_model_name(name)
+    except ValueError as error:
+        raise ValueError(
+            "`base_path` must end with the model's name, e.g. "
+            f"saved_models/<name>. {error}; base_path={base_path!r}"
+        ) from None
+    base_path = stripped
+    # k above the catalogue would serve padding or repeats: refused before
+    # anything (a lock, a folder) is written.
+    check_k(k, model.config.num_items)
+    if identity is not None and not isinstance(identity, ModelIdentity):
+        raise ValueError(
+            "`identity` must be a ModelIdentity (ModelIdentity.of_run) or "
+            f"None. Received: identity={identity!r}"
+        )
+    root = os.path.dirname(base_path) or "."
+    check_target(base_path, MODEL_VERSIONS, inputs)
+    if os.path.lexists(root) and not os.path.isdir(root):
+        raise OutputError(
+            f"{root!r} is a file, not a folder of served models; choose "
+            "another --base-path (it is never replaced)."
+        )
+    return base_path, root
+
+
 def export_for_serving(
     model: Any,
     base_path: str,
@@ -268,34 +326,8 @@ def export_for_serving(
     demo.request.json
     models.config
     """
-    # The last component as given (trailing separators aside), not that
-    # of a normalised path: "models/demo/.." must not export as "models".
-    base_path = os.fspath(base_path)
-    stripped = base_path.rstrip("/" + os.sep) or base_path
-    name = os.path.basename(stripped)
-    try:
-        check_model_name(name)
-    except ValueError as error:
-        raise ValueError(
-            "`base_path` must end with the model's name, e.g. "
-            f"saved_models/<name>. {error}; base_path={base_path!r}"
-        ) from None
-    base_path = stripped
-    # k above the catalogue would serve padding or repeats: refused before
-    # anything (a lock, a folder) is written.
-    check_k(k, model.config.num_items)
-    if identity is not None and not isinstance(identity, ModelIdentity):
-        raise ValueError(
-            "`identity` must be a ModelIdentity (ModelIdentity.of_run) or "
-            f"None. Received: identity={identity!r}"
-        )
-    root = os.path.dirname(base_path) or "."
-    check_target(base_path, MODEL_VERSIONS, inputs)
-    if os.path.lexists(root) and not os.path.isdir(root):
-        raise OutputError(
-            f"{root!r} is a file, not a folder of served models; choose "
-            "another --base-path (it is never replaced)."
-        )
+    base_path, root = checked_base_path(base_path, model, k, identity, inputs)
+    name = os.path.basename(base_path)
     # One export per model folder, one writer of models.config at a time.
     with (
         target_lock(base_path, MODEL_VERSIONS),

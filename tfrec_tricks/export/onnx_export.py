@@ -25,22 +25,21 @@ from tfrec_tricks.atomic_files import (
     publish_directory,
     remove_empty_folders,
 )
-from tfrec_tricks.errors import OutputError
 from tfrec_tricks.export.export_for_serving import (
     MODEL_VERSIONS,
+    checked_base_path,
     example_instances,
     next_version,
 )
 from tfrec_tricks.export.model_identity import ModelIdentity, write_identity
-from tfrec_tricks.export.models_config import check_model_name, check_version
+from tfrec_tricks.export.models_config import check_version
 from tfrec_tricks.export.onnx_scoring_module import OnnxScoringModule
 from tfrec_tricks.export.onnx_support import require_onnx_packages
 from tfrec_tricks.export.serving_module import (
     ServingModule,
-    check_k,
     load_item_vocabulary,
 )
-from tfrec_tricks.output_folders import check_target, target_lock
+from tfrec_tricks.output_folders import target_lock
 
 #: The file of a version, as Triton's model repository names it.
 ONNX_FILE = "model.onnx"
@@ -111,28 +110,7 @@ def export_onnx(
             written then.
     """
     require_onnx_packages()
-    base_path = os.fspath(base_path)
-    base_path = base_path.rstrip("/" + os.sep) or base_path
-    try:
-        check_model_name(os.path.basename(base_path))
-    except ValueError as error:
-        raise ValueError(
-            "`base_path` must end with the model's name, e.g. "
-            f"saved_models/<name>. {error}; base_path={base_path!r}"
-        ) from None
-    check_k(k, model.config.num_items)
-    if identity is not None and not isinstance(identity, ModelIdentity):
-        raise ValueError(
-            "`identity` must be a ModelIdentity (ModelIdentity.of_run) or "
-            f"None. Received: identity={identity!r}"
-        )
-    root = os.path.dirname(base_path) or "."
-    check_target(base_path, MODEL_VERSIONS, inputs)
-    if os.path.lexists(root) and not os.path.isdir(root):
-        raise OutputError(
-            f"{root!r} is a file, not a folder of served models; choose "
-            "another --base-path (it is never replaced)."
-        )
+    base_path, root = checked_base_path(base_path, model, k, identity, inputs)
     with target_lock(base_path, MODEL_VERSIONS):
         _refuse_saved_models(base_path)
         if version is None:
