@@ -588,3 +588,40 @@ def measured(command: list[str], log_path: str) -> dict:
         "returncode": process.returncode,
         "log": log_path,
     }
+
+
+def seed_notes(
+    carried: list[str], missing: list[str], origin: str
+) -> list[str]:
+    """A report's lines naming the seeds carried over from its record and
+    those not finished yet (empty when neither).
+
+    Args:
+        carried: what was carried over, e.g. ``["sum (seeds 1, 2)"]``.
+        missing: what is not finished, in the same form.
+        origin: where the carried seeds trained, e.g. ``"same settings"``.
+
+    Returns:
+        markdown lines, each note after an empty line.
+
+    Example:
+
+    >>> seed_notes(["sum (seeds 1)"], [], "same settings")[1][-40:]
+    'record (same settings): sum (seeds 1).'
+    """
+    lines = []
+    if carried:
+        lines += [
+            "",
+            f"Carried over from this report's earlier record ({origin}): "
+            + "; ".join(carried)
+            + ".",
+        ]
+    if missing:
+        lines += [
+            "",
+            "**Not finished yet** (the means are over the seeds that are): "
+            + "; ".join(missing)
+            + ".",
+        ]
+    return lines

@@ -552,21 +552,7 @@ def seed_notes(args, groups: dict) -> list[str]:
                 carried.append(name + ", ".join(map(str, over)))
             if absent:
                 missing.append(name + ", ".join(map(str, absent)))
-    lines = []
-    if carried:
-        lines += [
-            "",
-            "Carried over from this report's earlier record (same "
-            "settings): " + "; ".join(carried) + ".",
-        ]
-    if missing:
-        lines += [
-            "",
-            "**Not finished yet** (the means are over the seeds that are): "
-            + "; ".join(missing)
-            + ".",
-        ]
-    return lines
+    return common.seed_notes(carried, missing, "same settings")
 
 
 def step_lines(steps: dict) -> list[str]:

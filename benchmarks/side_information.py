@@ -307,21 +307,9 @@ def seed_notes(numbers: dict, seeds: list[int]) -> list[str]:
             carried.append(f"{name} seeds {', '.join(map(str, over))}")
         if absent:
             missing.append(f"{name} seeds {', '.join(map(str, absent))}")
-    lines = []
-    if carried:
-        lines += [
-            "",
-            "Carried over from this report's earlier record (trained on "
-            "another machine, same settings): " + "; ".join(carried) + ".",
-        ]
-    if missing:
-        lines += [
-            "",
-            "**Not finished yet** (the means are over the seeds that are): "
-            + "; ".join(missing)
-            + ".",
-        ]
-    return lines
+    return common.seed_notes(
+        carried, missing, "trained on another machine, same settings"
+    )
 
 
 def popularity_variants(numbers: dict) -> list[str]:
