@@ -606,8 +606,10 @@ def seed_notes(
 
     Example:
 
-    >>> seed_notes(["sum (seeds 1)"], [], "same settings")[1][-40:]
-    'record (same settings): sum (seeds 1).'
+    >>> for line in seed_notes(["sum (seeds 1)"], [], "same"):
+    ...     print(line)
+    <BLANKLINE>
+    Carried over from this report's earlier record (same): sum (seeds 1).
     """
     lines = []
     if carried:
