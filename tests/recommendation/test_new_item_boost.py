@@ -114,8 +114,10 @@ def _scores(run, user):
 def test_new_items_enter_where_their_raised_scores_reach(run):
     users = ["u1", "u2", "u3"]
     plain = recommend_frame(run, k=5, users=users)
-    # Before: no new item reaches a list of this run.
-    assert not plain["item_id"].isin(NEW_ITEMS).any()
+    # Before: new items rank low in this run (under tf-keras none reaches
+    # a list; Keras 3's initial weights put one at a fifth place).
+    listed_before = plain["item_id"].isin(NEW_ITEMS).sum()
+    assert listed_before <= 1
     pd.testing.assert_frame_equal(
         recommend_frame(run, k=5, users=users, new_item_boost=0.0), plain
     )
@@ -132,7 +134,8 @@ def test_new_items_enter_where_their_raised_scores_reach(run):
         np.testing.assert_allclose(rows["score"], best.values, atol=1e-4)
         assert rows["rank"].tolist() == [1, 2, 3, 4, 5]
         entered += rows["item_id"].isin(NEW_ITEMS).sum()
-    assert 0 < entered < 15  # some new items entered, not only new items
+    # Some new items entered, not only new items.
+    assert listed_before < entered < 15
 
 
 @pytest.mark.slow

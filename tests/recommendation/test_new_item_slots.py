@@ -73,9 +73,10 @@ def run(new_items_run):
 @pytest.mark.slow
 def test_every_list_ends_with_the_best_new_items(run):
     plain = recommend_frame(run, k=5, users=["u1", "u2", "u3"])
-    # Before: no new item reaches a list of this run (they rank below
-    # the trained items).
-    assert not plain["item_id"].isin(NEW_ITEMS).any()
+    # Before: no new item reaches the first three places of a list of this
+    # run (they rank below the trained items; under Keras 3, whose initial
+    # weights differ, one reaches a fifth place, which the slots replace).
+    assert not plain.groupby("user_id").head(3)["item_id"].isin(NEW_ITEMS).any()
     slotted = recommend_frame(
         run, k=5, users=["u1", "u2", "u3"], new_item_slots=2
     )
