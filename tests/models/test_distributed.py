@@ -1,7 +1,8 @@
 """model.fit under tf.distribute.MirroredStrategy on 2 logical CPUs.
 
 Logical devices must be configured before TensorFlow initialises its
-runtime, so the fit runs in a fresh process.
+runtime, so the fit runs in a fresh process, under the Keras of this one
+(tf-keras unless TF_USE_LEGACY_KERAS=0: CI's Keras 3 job runs this file).
 """
 
 import json
@@ -13,7 +14,7 @@ import pytest
 
 SCRIPT = r"""
 import json, os, sys
-os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np
 import tensorflow as tf
 
@@ -109,7 +110,7 @@ def test_fit_under_mirrored_strategy_with_two_cpus(overrides):
         timeout=300,
         env={
             **os.environ,
-            "TF_USE_LEGACY_KERAS": "1",
+            "TF_USE_LEGACY_KERAS": os.environ.get("TF_USE_LEGACY_KERAS", "1"),
             "TF_CPP_MIN_LOG_LEVEL": "2",
         },
     )

@@ -11,9 +11,15 @@ import time
 
 import pytest
 
+from tests.keras_env import KERAS3
 from tests.run_helpers import cluster_env, run_cli, start_cli
 
 pytestmark = pytest.mark.slow
+# Keras 3's fit fails under MultiWorkerMirroredStrategy (its refusal is
+# tested below); --distribute mirrored trains under either Keras.
+tf_keras_only = pytest.mark.skipif(
+    KERAS3, reason="multi-worker training is refused under Keras 3"
+)
 
 # Measured on this data (4 epochs): one process and two workers of the
 # same global batch differed by 0.003 test NDCG@10 and 0.011 validation
@@ -72,6 +78,7 @@ def metrics(workspace, name):
         return json.load(handle)
 
 
+@tf_keras_only
 def test_two_workers_train_as_one_process(workspace):
     args = [*TRAIN, "--epochs", "4"]
     outputs = finish(
@@ -97,6 +104,7 @@ def test_two_workers_train_as_one_process(workspace):
     assert not backup.exists() or not any(backup.iterdir())
 
 
+@tf_keras_only
 def test_a_killed_worker_resumes_from_the_backup(workspace):
     args = [*TRAIN, "--epochs", "5", "--name", "killed"]
     envs = cluster_env(2)
@@ -124,6 +132,28 @@ def test_a_killed_worker_resumes_from_the_backup(workspace):
     with open(history) as handle:
         epochs = [row["epoch"] for row in csv.DictReader(handle)]
     assert epochs == list("01234")
+
+
+@pytest.mark.skipif(not KERAS3, reason="tf-keras trains a cluster (above)")
+def test_a_cluster_is_refused_under_keras_3_before_anything_is_written(
+    tmp_path,
+):
+    result = run_cli(
+        "train",
+        "--synthetic-users",
+        "40",
+        "--output-dir",
+        "runs",
+        cwd=tmp_path,
+        env=cluster_env(2)[0],
+    )
+    assert result.returncode == 1
+    assert (
+        "Multi-worker training (a TF_CONFIG cluster of 2 tasks) needs "
+        "tf-keras" in result.stderr
+    )
+    assert "--distribute mirrored" in result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_worker_alone_names_the_address_it_tried(workspace, monkeypatch):

@@ -104,35 +104,36 @@ def check_run_keras(
 
 
 def check_keras_3_distribution(mode: str) -> None:
-    """Refuses a distributed run under Keras 3, which is not supported yet.
+    """Refuses a multi-worker run under Keras 3, whose ``fit`` fails there.
 
-    Keras 3's ``BackupAndRestore`` and ``ModelCheckpoint`` write the same
-    files on every worker (tf-keras' give the other workers a scratch
-    folder), and the distributed path is untested under Keras 3.
+    ``--distribute mirrored`` (one process, its local devices) trains
+    under either Keras. A ``TF_CONFIG`` cluster does not under Keras 3
+    (3.15, TensorFlow 2.21): its ``fit`` averages a step's scalar logs
+    across workers with ``strategy.reduce("MEAN", value, axis=0)``, which
+    fails ("Invalid reduction dimension 0 for input with 0 dimensions",
+    tensorflow/tensorflow#72388), and, past that, its loop over a
+    multi-worker iterator fails in graph execution ("You must feed a value
+    for placeholder tensor"). The refusal comes before anything is written.
 
     Args:
         mode: str. The run's ``--distribute``.
 
     Raises:
-        ValueError: under Keras 3, with ``--distribute mirrored``, or a
-            ``TF_CONFIG`` cluster of two tasks or more that ``auto`` would
-            train on.
+        ValueError: under Keras 3, with a ``TF_CONFIG`` cluster of two
+            tasks or more that ``auto`` would train on.
     """
-    if keras_in_use() == TF_KERAS or mode == "off":
+    if keras_in_use() == TF_KERAS or mode != "auto":
         return
-    # TF_CONFIG is read only here: `off` ignores it, and make_strategy
-    # names a malformed one.
-    cluster_tasks = num_cluster_tasks() if mode == "auto" else 0
-    if mode == "mirrored" or cluster_tasks >= 2:
-        what = (
-            "--distribute mirrored"
-            if mode == "mirrored"
-            else f"a TF_CONFIG cluster of {cluster_tasks} tasks"
-        )
+    # TF_CONFIG is read only here: `off` and `mirrored` ignore it, and
+    # make_strategy names a malformed one.
+    cluster_tasks = num_cluster_tasks()
+    if cluster_tasks >= 2:
         raise ValueError(
-            f"Distributed training ({what}) needs tf-keras so far: under "
-            "Keras 3 a run trains in one process. Set TF_USE_LEGACY_KERAS=1 "
-            "before TensorFlow is imported, or pass --distribute off."
+            f"Multi-worker training (a TF_CONFIG cluster of {cluster_tasks} "
+            "tasks) needs tf-keras: Keras 3's fit fails under "
+            "MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388). Set "
+            "TF_USE_LEGACY_KERAS=1 before TensorFlow is imported, or pass "
+            "--distribute mirrored (this machine's devices) or off."
         )
 
 
