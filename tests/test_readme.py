@@ -72,6 +72,7 @@ def test_readme_first_section_has_the_two_commands():
         "tests/tuning/test_keras_tuner_binding.py "
         "tests/tuning/test_search_keras.py "
         "tests/export/test_saved_model_writer.py "
+        "tests/export/test_onnx_export.py "
         "tests/test_recommender_keras.py",
     ]
 

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import random_requests
+from tests.keras_env import KERAS3
 from tests.run_helpers import run_cli_here, snapshot
 from tfrec_tricks.export import onnx_export
 from tfrec_tricks.export.onnx_scoring_module import OnnxScoringModule
@@ -59,6 +60,10 @@ def exports(tmp_path_factory):
         run_dir = train(
             TrainConfig(name=head, model=model, **common), verbose=0
         ).run_dir
+        # The run of this process' Keras (CI's Keras 3 job runs this file).
+        with open(os.path.join(run_dir, "run.json")) as handle:
+            keras = json.load(handle)["fingerprint"].get("keras")
+        assert keras == ("keras-3" if KERAS3 else None)
         vocabulary = os.path.join(run_dir, "vocabulary.json")
         export_for_serving(
             load_model(run_dir), str(base / head), vocabulary, k=K,
