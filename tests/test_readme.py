@@ -92,6 +92,14 @@ def test_ci_runs_the_keras_3_tests_the_readme_names():
         if "TF_USE_LEGACY_KERAS=0 run_pytest" in line
     )
     assert _keras_3_test_paths(ci_command) == _keras_3_test_paths(readme)
+    # The tests' own README names the same command.
+    tests_readme = (ROOT / "tests" / "README.md").read_text()
+    tests_command = next(
+        line
+        for line in tests_readme.splitlines()
+        if line.startswith("TF_USE_LEGACY_KERAS=0 pytest")
+    )
+    assert _keras_3_test_paths(tests_command) == _keras_3_test_paths(readme)
 
 
 def test_readme_layer_example_is_on_the_first_screen():
