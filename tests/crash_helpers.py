@@ -56,6 +56,9 @@ CALLBACK_EVENTS = (
 )
 KILLED = 137
 EVENTS_FILE = "events.txt"
+# The crashed commands run under the Keras of the tests (tf-keras unless
+# TF_USE_LEGACY_KERAS=0).
+_KERAS = os.environ.get("TF_USE_LEGACY_KERAS", "1")
 
 
 class WriteEvents:
@@ -234,7 +237,7 @@ def crash_command(
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},
+        env={**os.environ, "TF_USE_LEGACY_KERAS": _KERAS},
     )
 
 
@@ -301,7 +304,7 @@ def sequence_command(commands: list[dict], snapshots: str):
         [sys.executable, __file__, "--sequence", plan, "--", "-"],
         capture_output=True,
         text=True,
-        env={**os.environ, "TF_USE_LEGACY_KERAS": "1"},
+        env={**os.environ, "TF_USE_LEGACY_KERAS": _KERAS},
     )
 
 

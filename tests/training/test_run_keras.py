@@ -115,6 +115,42 @@ def test_a_damaged_keras_3_backup_is_named(tmp_path):
     )
 
 
+def _h5(path, value: float) -> None:
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(path, "w") as handle:
+        handle["w"] = [value]
+
+
+def test_a_failed_keras_3_backup_write_is_settled_as_keras_3_means(tmp_path):
+    latest = tmp_path / "latest.weights.h5"
+    metadata = tmp_path / "training_metadata.json"
+    cut = b"\x89HDF\r\n cut short"
+    # The write of epoch 2's weights failed: epoch 1's (.bkp) come back.
+    _h5(str(latest) + ".bkp", 1.0)
+    latest.write_bytes(cut)
+    metadata.write_text('{"epoch": 1}')
+    (tmp_path / "training_metadata.json.bkp").write_text('{"epoch": 0}')
+    run_keras.settle_keras3_backup(str(tmp_path))
+    assert (
+        latest.read_bytes() == (tmp_path / "latest.weights.h5.bkp").read_bytes()
+    )
+    assert metadata.read_text() == '{"epoch": 0}'
+    assert run_keras.keras3_backup_problem(str(tmp_path)) is None
+    # The first backup's write failed (no epoch, no .bkp): nothing was
+    # backed up, and the file goes.
+    for path in tmp_path.iterdir():
+        path.unlink()
+    latest.write_bytes(cut)
+    run_keras.settle_keras3_backup(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    # A whole backup's file cut short later (a power loss): left, named.
+    latest.write_bytes(cut)
+    metadata.write_text('{"epoch": 3}')
+    run_keras.settle_keras3_backup(str(tmp_path))
+    assert latest.read_bytes() == cut
+    assert "latest.weights.h5" in run_keras.keras3_backup_problem(str(tmp_path))
+
+
 @pytest.mark.slow
 def test_a_run_trains_evaluates_and_is_reused(tmp_path, capsys):
     args = ["train", *TINY_FLAGS, "--epochs", "2", "--head", "softmax"]

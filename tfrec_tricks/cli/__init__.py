@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     command = None
     previous = _install_signal_handlers()
     show_warning = warnings.showwarning
+    hooks = sys.unraisablehook, sys.excepthook
+    sys.unraisablehook, sys.excepthook = _quiet_hdf5_write_failures(*hooks)
     interrupted = False
     verbose = "--verbose" in argv
     # Before anything can import TensorFlow: its C++ log level.
@@ -104,14 +106,18 @@ def main(argv: list[str] | None = None) -> int:
         return _interrupted(command, getattr(interrupt, "signum", None))
     except Exception as error:
         message = _write_failure_message(error, command)
+        write_failed = message is not None
         if message is None:
             if not isinstance(error, (ValueError, OSError, ImportError)):
                 raise
             message = str(error)
         _print_error(f"tfrec-tricks {command}: error: {message}")
+        if write_failed and _hdf5_file_left_open():
+            _end_now(1)
         return 1
     finally:
         warnings.showwarning = show_warning
+        sys.unraisablehook, sys.excepthook = hooks
         # After an interruption the signals stay ignored: the process is
         # ending, and a second Ctrl-C in TensorFlow's teardown would print
         # a traceback.
@@ -192,7 +198,8 @@ def _write_failure_message(error: Exception, command: str | None) -> str | None:
     else:
         message = str(failed)
     rerun = RESUMES.get(command, "Run the same command again.")
-    return f"{message}. {rerun}"
+    # One line: HDF5's messages (Keras 3's weights files) hold newlines.
+    return " ".join(f"{message}. {rerun}".split())
 
 
 def _interrupted(command: str | None, signum: int | None) -> int:
@@ -204,6 +211,61 @@ def _interrupted(command: str | None, signum: int | None) -> int:
     resume = RESUMES.get(command)
     _print_error(f"\n{text}" + (f" {resume}" if resume else ""))
     return code
+
+
+def _quiet_hdf5_write_failures(unraisable_hook, excepthook):
+    """``sys.unraisablehook`` and ``sys.excepthook`` without h5py's reports
+    of a failed write.
+
+    A full disk fails Keras 3's ``.weights.h5`` writes; h5py then reports
+    the failure again as each of the file's objects is freed, twice each
+    (Cython prints the traceback through ``sys.excepthook``, then "Exception
+    ignored in: h5py._objects.ObjectID.__dealloc__" through
+    ``sys.unraisablehook``). The command's error already names it, in one
+    line.
+    """
+
+    def failed_write(error: BaseException | None) -> bool:
+        return isinstance(error, RuntimeError) and "file write failed" in str(
+            error
+        )
+
+    def quiet_unraisable(unraisable) -> None:
+        if not failed_write(unraisable.exc_value):
+            unraisable_hook(unraisable)
+
+    def quiet_except(kind, error, traceback) -> None:
+        if not failed_write(error):
+            excepthook(kind, error, traceback)
+
+    return quiet_unraisable, quiet_except
+
+
+def _hdf5_file_left_open() -> bool:
+    """Whether an HDF5 file (Keras 3's ``.weights.h5``) is still open.
+
+    When a full disk fails a Keras 3 weights file's close, HDF5 keeps the
+    file open, and closes it again when the interpreter exits, where it
+    crashes (SIGSEGV, measured with h5py 3 on a full tmpfs).
+    """
+    h5py = sys.modules.get("h5py")
+    if h5py is None:
+        return False
+    try:
+        return bool(h5py.h5f.get_obj_ids(types=h5py.h5f.OBJ_FILE))
+    except Exception:  # noqa: BLE001 - HDF5 in a failed state: assume so.
+        return True
+
+
+def _end_now(code: int) -> None:
+    """Ends the process with ``code`` without the interpreter's exit, after
+    the output is flushed. For a command whose write failed on a full
+    disk: the run is left as a kill would leave it, which the same
+    command resumes (``_hdf5_file_left_open`` says why)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _print_error(text: str) -> None:

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from tfrec_tricks.callbacks import (
     EpochTimer,
+    PublishWeights,
     ResumableCSVLogger,
     ResumableEarlyStopping,
     StopOnDivergence,
@@ -44,6 +45,7 @@ from tfrec_tricks.training.run_keras import (
     keras3_backup_problem,
     keras_in_use,
     load_weights,
+    settle_keras3_backup,
     weights_path,
 )
 from tfrec_tricks.training.train_config import TrainConfig
@@ -193,6 +195,12 @@ def fit_callbacks(
         )
     # checkpoints/best (tf-keras) or checkpoints/best.weights.h5 (Keras 3).
     best_weights = weights_path(best_checkpoint(opened.write_dir))
+    # Keras 3 writes the best epoch's weights in place: aside, then
+    # renamed (tf-keras' TensorFlow checkpoints are renamed by TensorFlow).
+    best_staging, publish_best = None, []
+    if keras_in_use() != TF_KERAS:
+        best_staging = best_weights.replace(".weights.h5", ".saving.weights.h5")
+        publish_best = [PublishWeights(best_staging, best_weights)]
     timer = EpochTimer()
     callbacks = [
         # First: a NaN or inf loss raises before the others save the epoch.
@@ -211,13 +219,14 @@ def fit_callbacks(
             restore_best_weights=True,
         ),
         tf.keras.callbacks.ModelCheckpoint(
-            best_weights,
+            best_staging or best_weights,
             monitor=monitor,
             mode="max",
             save_best_only=True,
             save_weights_only=True,
             initial_value_threshold=max(done) if done else None,
         ),
+        *publish_best,
         # A resumed run continues its history, under its header; a new
         # one starts it afresh.
         ResumableCSVLogger(
@@ -313,7 +322,9 @@ def check_backup(opened: OpenedRun) -> None:
     if not resumes_from_backup(opened):
         return
     if keras_in_use() != TF_KERAS:
-        # Keras 3's backup: .weights.h5 files and the epoch in JSON.
+        # Keras 3's backup: .weights.h5 files and the epoch in JSON,
+        # written in place; a failed write's state is settled first.
+        settle_keras3_backup(backup_directory(opened.run_dir))
         problem = keras3_backup_problem(backup_directory(opened.run_dir))
         if problem is not None:
             _refuse_backup(opened, backup_directory(opened.run_dir), problem)

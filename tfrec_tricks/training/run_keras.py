@@ -15,6 +15,7 @@ the other Keras is refused, naming both (``check_run_keras``).
 
 import json
 import os
+import shutil
 
 import tensorflow as tf
 
@@ -187,6 +188,35 @@ def backup_and_restore(backup_dir: str) -> tf.keras.callbacks.Callback:
     )
 
 
+def settle_keras3_backup(backup_dir: str) -> None:
+    """Puts back the state a Keras 3 backup resumes from after a write of
+    it failed (a full disk, a kill), as Keras 3 itself means to.
+
+    Keras 3 writes ``latest.weights.h5`` in place, after copying the
+    epoch before to ``.bkp``, and then ``training_metadata.json``. When
+    ``latest.weights.h5`` does not read whole: with a ``.bkp`` that does,
+    the ``.bkp`` files are put back (Keras 3 does so only for the errors
+    it expects, and h5py raises others for some damage); with no ``.bkp``
+    and no ``training_metadata.json``, the first backup's write never
+    finished and nothing was backed up: the file goes, and the run starts
+    from its first epoch. Anything else is left for
+    ``keras3_backup_problem`` to name.
+    """
+    weights = os.path.join(backup_dir, "latest" + _KERAS_3_SUFFIX)
+    metadata = os.path.join(backup_dir, "training_metadata.json")
+    if not os.path.exists(weights) or _h5_problem(weights) is None:
+        return
+    previous = weights + ".bkp"
+    if os.path.exists(previous) and _h5_problem(previous) is None:
+        shutil.copy2(previous, weights)
+        if os.path.exists(metadata + ".bkp"):
+            shutil.copy2(metadata + ".bkp", metadata)
+        elif os.path.exists(metadata):
+            os.remove(metadata)
+    elif not os.path.exists(previous) and not os.path.exists(metadata):
+        os.remove(weights)
+
+
 def keras3_backup_problem(backup_dir: str) -> str | None:
     """Why a Keras 3 ``backup_dir`` cannot be resumed from, or None.
 
@@ -194,19 +224,15 @@ def keras3_backup_problem(backup_dir: str) -> str | None:
     before (``.bkp``, which Keras 3 falls back to) reads whole, and
     ``training_metadata.json`` (the epoch to resume after) is JSON.
     """
-    import h5py
-
     weights = os.path.join(backup_dir, "latest" + _KERAS_3_SUFFIX)
     problems = []
     for path in (weights, weights + ".bkp"):
         if not os.path.exists(path):
             continue
-        try:
-            with h5py.File(path, "r") as handle:
-                handle.visititems(_read_dataset)
+        problem = _h5_problem(path)
+        if problem is None:
             break
-        except (OSError, ValueError, KeyError) as error:
-            problems.append(f"{os.path.basename(path)}: {error}")
+        problems.append(f"{os.path.basename(path)}: {problem}")
     else:
         if problems:
             return "; ".join(problems)
@@ -217,6 +243,19 @@ def keras3_backup_problem(backup_dir: str) -> str | None:
                 int(json.load(handle)["epoch"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             return f"training_metadata.json: {error!r}"
+    return None
+
+
+def _h5_problem(path: str) -> str | None:
+    """Why the HDF5 file at ``path`` does not read whole, or None."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as handle:
+            handle.visititems(_read_dataset)
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
+        # RuntimeError: h5py on some damage ("Object visitation failed").
+        return str(error)
     return None
 
 
