@@ -49,3 +49,25 @@ def test_a_write_failure_message_is_one_line():
     message = cli._write_failure_message(error, "train")
     assert message is not None and "\n" not in message
     assert "no space left on" in message
+
+
+@pytest.mark.parametrize(
+    "code, left_open, ended",
+    [(1, True, True), (1, False, False), (0, True, False)],
+)
+def test_the_program_ends_at_once_only_after_a_failure_with_hdf5_open(
+    monkeypatch, code, left_open, ended
+):
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda: code)
+    monkeypatch.setattr(cli, "_hdf5_file_left_open", lambda: left_open)
+
+    def end_now(value):
+        calls.append(value)
+        raise SystemExit(value)
+
+    monkeypatch.setattr(cli, "_end_now", end_now)
+    with pytest.raises(SystemExit) as exited:
+        cli.run()
+    assert exited.value.code == code
+    assert calls == ([code] if ended else [])

@@ -54,6 +54,22 @@ class Signalled(KeyboardInterrupt):
         self.signum = signum
 
 
+def run() -> None:
+    """The ``tfrec-tricks`` program: ``main``, then the process exits with
+    its code.
+
+    After a failed command with an HDF5 file still open (a Keras 3
+    ``.weights.h5`` whose close a full disk failed), the process ends at
+    once, its output flushed: HDF5 would crash (SIGSEGV) closing the file
+    again at the interpreter's exit (``_hdf5_file_left_open``). The run is
+    left as a kill would leave it, which the same command resumes.
+    """
+    code = main()
+    if code == 1 and _hdf5_file_left_open():
+        _end_now(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one ``tfrec-tricks`` command; returns its exit code.
 
@@ -106,14 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         return _interrupted(command, getattr(interrupt, "signum", None))
     except Exception as error:
         message = _write_failure_message(error, command)
-        write_failed = message is not None
         if message is None:
             if not isinstance(error, (ValueError, OSError, ImportError)):
                 raise
             message = str(error)
         _print_error(f"tfrec-tricks {command}: error: {message}")
-        if write_failed and _hdf5_file_left_open():
-            _end_now(1)
         return 1
     finally:
         warnings.showwarning = show_warning
@@ -259,9 +272,7 @@ def _hdf5_file_left_open() -> bool:
 
 def _end_now(code: int) -> None:
     """Ends the process with ``code`` without the interpreter's exit, after
-    the output is flushed. For a command whose write failed on a full
-    disk: the run is left as a kill would leave it, which the same
-    command resumes (``_hdf5_file_left_open`` says why)."""
+    the output is flushed (``run`` says when)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
