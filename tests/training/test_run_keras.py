@@ -130,7 +130,7 @@ def test_a_failed_keras_3_backup_write_is_settled_as_keras_3_means(tmp_path):
     latest.write_bytes(cut)
     metadata.write_text('{"epoch": 1}')
     (tmp_path / "training_metadata.json.bkp").write_text('{"epoch": 0}')
-    run_keras.settle_keras3_backup(str(tmp_path))
+    assert run_keras.settle_keras3_backup(str(tmp_path)) is None
     assert (
         latest.read_bytes() == (tmp_path / "latest.weights.h5.bkp").read_bytes()
     )
@@ -141,12 +141,13 @@ def test_a_failed_keras_3_backup_write_is_settled_as_keras_3_means(tmp_path):
     for path in tmp_path.iterdir():
         path.unlink()
     latest.write_bytes(cut)
-    run_keras.settle_keras3_backup(str(tmp_path))
+    assert run_keras.settle_keras3_backup(str(tmp_path)) is None
     assert list(tmp_path.iterdir()) == []
     # A whole backup's file cut short later (a power loss): left, named.
     latest.write_bytes(cut)
     metadata.write_text('{"epoch": 3}')
-    run_keras.settle_keras3_backup(str(tmp_path))
+    problem = run_keras.settle_keras3_backup(str(tmp_path))
+    assert "latest.weights.h5" in problem
     assert latest.read_bytes() == cut
     assert "latest.weights.h5" in run_keras.keras3_backup_problem(str(tmp_path))
 

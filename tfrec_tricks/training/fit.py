@@ -42,7 +42,6 @@ from tfrec_tricks.training.run_directory import TENSORBOARD_DIR
 from tfrec_tricks.training.run_keras import (
     TF_KERAS,
     backup_and_restore,
-    keras3_backup_problem,
     keras_in_use,
     load_weights,
     settle_keras3_backup,
@@ -323,11 +322,12 @@ def check_backup(opened: OpenedRun) -> None:
         return
     if keras_in_use() != TF_KERAS:
         # Keras 3's backup: .weights.h5 files and the epoch in JSON,
-        # written in place; a failed write's state is settled first.
-        settle_keras3_backup(backup_directory(opened.run_dir))
-        problem = keras3_backup_problem(backup_directory(opened.run_dir))
+        # written in place; a failed write's state is settled, the rest
+        # named.
+        backup = backup_directory(opened.run_dir)
+        problem = settle_keras3_backup(backup)
         if problem is not None:
-            _refuse_backup(opened, backup_directory(opened.run_dir), problem)
+            _refuse_backup(opened, backup, problem)
         return
     for root, _, files in os.walk(backup_directory(opened.run_dir)):
         if "checkpoint" not in files:

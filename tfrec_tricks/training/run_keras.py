@@ -188,9 +188,11 @@ def backup_and_restore(backup_dir: str) -> tf.keras.callbacks.Callback:
     )
 
 
-def settle_keras3_backup(backup_dir: str) -> None:
+def settle_keras3_backup(backup_dir: str) -> str | None:
     """Puts back the state a Keras 3 backup resumes from after a write of
-    it failed (a full disk, a kill), as Keras 3 itself means to.
+    it failed (a full disk, a kill), as Keras 3 itself means to; returns
+    why what is left cannot be resumed from (``keras3_backup_problem``),
+    or None.
 
     Keras 3 writes ``latest.weights.h5`` in place, after copying the
     epoch before to ``.bkp``, and then ``training_metadata.json``. When
@@ -199,13 +201,15 @@ def settle_keras3_backup(backup_dir: str) -> None:
     it expects, and h5py raises others for some damage); with no ``.bkp``
     and no ``training_metadata.json``, the first backup's write never
     finished and nothing was backed up: the file goes, and the run starts
-    from its first epoch. Anything else is left for
-    ``keras3_backup_problem`` to name.
+    from its first epoch. Anything else is left, named.
+
+    In the usual case (``latest.weights.h5`` reads whole) each file is
+    read once, not once here and once more by ``keras3_backup_problem``.
     """
     weights = os.path.join(backup_dir, "latest" + _KERAS_3_SUFFIX)
     metadata = os.path.join(backup_dir, "training_metadata.json")
     if not os.path.exists(weights) or _h5_problem(weights) is None:
-        return
+        return _metadata_problem(metadata)
     previous = weights + ".bkp"
     if os.path.exists(previous) and _h5_problem(previous) is None:
         shutil.copy2(previous, weights)
@@ -215,6 +219,7 @@ def settle_keras3_backup(backup_dir: str) -> None:
             os.remove(metadata)
     elif not os.path.exists(previous) and not os.path.exists(metadata):
         os.remove(weights)
+    return keras3_backup_problem(backup_dir)
 
 
 def keras3_backup_problem(backup_dir: str) -> str | None:
@@ -236,7 +241,12 @@ def keras3_backup_problem(backup_dir: str) -> str | None:
     else:
         if problems:
             return "; ".join(problems)
-    metadata = os.path.join(backup_dir, "training_metadata.json")
+    return _metadata_problem(os.path.join(backup_dir, "training_metadata.json"))
+
+
+def _metadata_problem(metadata: str) -> str | None:
+    """Why Keras 3's ``training_metadata.json`` does not read (the epoch
+    to resume after), or None; None when there is none."""
     if os.path.exists(metadata):
         try:
             with open(metadata) as handle:
