@@ -86,6 +86,77 @@ def test_models_refuse_another_keras3_backend():
 
 
 @pytest.mark.slow
+def test_script_that_imports_keras_first_gets_keras3_models():
+    # A plain Keras 3 script, no variable set: the models are Keras 3 and
+    # take its optimizer; the choice is recorded for child processes.
+    result = _python(
+        "import keras\n"
+        "import numpy as np, os, tensorflow as tf\n"
+        "from tfrec_tricks.models import ModelConfig\n"
+        "from tfrec_tricks.models import SequentialRetrievalModel\n"
+        "model = SequentialRetrievalModel(ModelConfig(num_items=20, max_len=5,"
+        " embedding_dim=8))\n"
+        "model.compile(optimizer=keras.optimizers.Adam(0.01))\n"
+        "rng = np.random.default_rng(0)\n"
+        "data = tf.data.Dataset.from_tensor_slices({'history': rng.integers("
+        "1, 20, size=(32, 5)), 'target': rng.integers(1, 20, size=32)})"
+        ".batch(16)\n"
+        "model.fit(data, epochs=1, verbose=0)\n"
+        "print(type(model).__mro__[2].__name__, os.environ["
+        "'TF_USE_LEGACY_KERAS'], tf.keras.layers.Layer.__module__"
+        ".split('.')[0])\n"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["Keras3RetrievalModel", "0", "keras"]
+
+
+@pytest.mark.slow
+def test_tensorflow_imported_first_keeps_tf_keras_default():
+    # `import keras` after TensorFlow cannot be told from TensorFlow's own
+    # import of it: the default stands (docs/keras-versions.md).
+    result = _python(
+        "import tensorflow as tf\n"
+        "import keras\n"
+        "import tfrec_tricks.models as models\n"
+        "print(models.SequentialRetrievalModel.__mro__[2].__name__)\n"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["Model"]
+
+
+@pytest.mark.parametrize(
+    ("order", "version", "expected"),
+    [
+        (["numpy", "tensorflow", "keras"], "3.15.0", True),
+        (["numpy", "keras", "tensorflow"], "3.15.0", False),
+        (["keras", "numpy"], "3.15.0", False),  # no TensorFlow
+        (["numpy", "tensorflow"], None, False),  # no Keras
+        (["tensorflow", "keras"], "2.15.0", False),  # not Keras 3
+    ],
+)
+def test_keras3_imported_before_tensorflow_reads_finishing_order(
+    order, version, expected
+):
+    # sys.modules lists a module when its import finishes: a script's
+    # `import keras` finishes after the TensorFlow it imports.
+    import types
+
+    from tfrec_tricks import keras_version
+
+    modules = {}
+    for name in order:
+        module = types.ModuleType(name)
+        if name == "keras" and version:
+            module.__version__ = version
+        modules[name] = module
+    if version is None:
+        modules.pop("keras", None)
+    assert (
+        keras_version._keras_3_imported_before_tensorflow(modules) is expected
+    )
+
+
+@pytest.mark.slow
 def test_models_import_alone_selects_tf_keras():
     result = _python(
         "import tfrec_tricks.models\n"

@@ -28,8 +28,16 @@ def run_blocks(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
             text=True,
             cwd=tmp_path,
             # As from the clone's root: pages may use the studies of
-            # benchmarks/, which are not installed.
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            # benchmarks/, which are not installed. As from a user's shell:
+            # no Keras chosen (the test session's choice is conftest's).
+            env={
+                **{
+                    name: value
+                    for name, value in os.environ.items()
+                    if name != "TF_USE_LEGACY_KERAS"
+                },
+                "PYTHONPATH": str(ROOT),
+            },
         )
         assert result.returncode == 0, (
             f"{path.relative_to(ROOT)} python block {number} failed:\n"

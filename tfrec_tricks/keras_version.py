@@ -4,12 +4,13 @@ TensorFlow Recommenders 0.7.7 imports only under tf-keras (Keras 2), which
 TensorFlow selects when ``TF_USE_LEGACY_KERAS=1`` is set before ``tf.keras``
 is first resolved. The layers in ``tfrec_tricks.layers``, the models of
 ``tfrec_tricks.models`` (``choose_model_keras``), training runs, tuning,
-export, recommendations and the ``Recommender`` work with either Keras.
+export, recommendations and the ``Recommender`` work with either Keras:
+tf-keras unless the process chose Keras 3 (``choose_model_keras``).
 """
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tfrec_tricks.lazy_exports import lazy_exports
 
@@ -35,9 +36,9 @@ def use_legacy_keras() -> None:
 
 def use_command_keras() -> None:
     """The command line's choice: tf-keras (``use_legacy_keras``) unless
-    Keras 3 was chosen, as TensorFlow chooses: ``TF_USE_LEGACY_KERAS`` set
-    false, or ``tf.keras`` already resolved to Keras 3 in this process
-    (``choose_model_keras``).
+    Keras 3 was chosen (``choose_model_keras``): ``TF_USE_LEGACY_KERAS`` set
+    false, ``tf.keras`` already resolved to Keras 3 in this process, or
+    Keras 3 imported before TensorFlow.
 
     Training runs, tuning, export and recommendations work under either;
     a part that needs tf-keras would raise ``KerasVersionError`` when it
@@ -156,9 +157,11 @@ def choose_model_keras(feature: str) -> None:
 
     tf-keras stays the default: with ``TF_USE_LEGACY_KERAS`` unset and
     ``tf.keras`` not yet resolved, it is chosen, as before. Keras 3 is
-    taken where the environment chose it, as TensorFlow does:
-    ``TF_USE_LEGACY_KERAS`` set false, or ``tf.keras`` already resolved to
-    Keras 3 when this runs. It never imports TensorFlow itself.
+    taken where the process chose it: ``TF_USE_LEGACY_KERAS`` set false,
+    ``tf.keras`` already resolved to Keras 3 when this runs, or Keras 3
+    imported before TensorFlow (a script that starts with ``import keras``;
+    then ``TF_USE_LEGACY_KERAS=0`` is set, so that child processes follow).
+    It never imports TensorFlow itself.
 
     Args:
         feature: str. What is checked, named in error messages.
@@ -203,7 +206,36 @@ def lazy_legacy_keras_names(
 
 def _keras_3_chosen() -> bool:
     setting = os.environ.get(LEGACY_KERAS_ENV)
+    if setting is None and _keras_3_imported_before_tensorflow():
+        # Recorded, as the tf-keras default is, so that child processes
+        # (tuning workers, Beam workers, commands run from here) follow.
+        os.environ[LEGACY_KERAS_ENV] = setting = "0"
     return setting is not None and setting.strip().lower() in _FALSE_VALUES
+
+
+def _keras_3_imported_before_tensorflow(
+    modules: Mapping[str, object] = sys.modules,
+) -> bool:
+    """Whether this process imported Keras 3 itself, before TensorFlow.
+
+    A script that starts with ``import keras`` works in Keras 3 (its
+    optimizers and layers are Keras 3's), and TensorFlow, with the variable
+    unset, resolves ``tf.keras`` to it too. ``import tensorflow`` imports
+    ``keras`` as well, so being in ``sys.modules`` says nothing; which
+    import finished last does: importlib moves a module to the end of
+    ``sys.modules`` when its import finishes (for the clean-up order at
+    shutdown), so the outer of two nested imports comes after the inner.
+    """
+    keras = modules.get("keras")
+    if keras is None or "tensorflow" not in modules:
+        return False
+    if not str(getattr(keras, "__version__", "")).startswith("3."):
+        return False
+    # A snapshot: another thread may import while this looks.
+    for name in reversed(list(modules)):
+        if name in ("keras", "tensorflow"):
+            return name == "keras"
+    return False
 
 
 def _choose_legacy_keras(feature: str) -> None:
