@@ -75,7 +75,7 @@ def test_readme_first_section_has_the_two_commands():
         "tests/objectives/test_loss_layers.py "
         "tests/objectives/test_remove_accidental_hits.py "
         "tests/training/test_run_keras.py "
-        "tests/callbacks/test_publish_weights.py "
+        "tests/callbacks "
         "tests/training/test_multi_worker.py "
         "tests/training/test_ablation_keras.py "
         "tests/test_bad_input_crashes.py "
