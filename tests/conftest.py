@@ -1,7 +1,8 @@
 """Test set-up: tf-keras unless the run asks for Keras 3.
 
-``TF_USE_LEGACY_KERAS=0 pytest tests/layers`` runs the layer tests under
-Keras 3 (TensorFlow backend); the default is tf-keras, as for the pipeline.
+``TF_USE_LEGACY_KERAS=0 pytest`` runs the tests written for either Keras
+under Keras 3 (TensorFlow backend; ``tests/keras_env.py`` lists them); the
+default is tf-keras, as for the pipeline.
 """
 
 import os
@@ -65,6 +66,24 @@ def fake_interpreter(tmp_path):
         return str(path)
 
     return make
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under Keras 3, only the tests written for either Keras
+    (``tests/keras_env.KERAS3_TEST_PATHS``); a test file named on the
+    command line is collected as asked."""
+    from tests.keras_env import KERAS3, runs_under_keras3
+
+    if not KERAS3:
+        return None
+    named = {
+        (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        for arg in config.args
+    }
+    if collection_path.is_file() and collection_path.resolve() in named:
+        return None
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return None if runs_under_keras3(collection_path, root) else True
 
 
 def pytest_collection_modifyitems(config, items):
