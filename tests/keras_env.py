@@ -58,9 +58,9 @@ def runs_under_keras3(path: pathlib.Path, root: pathlib.Path) -> bool:
         )
     except ValueError:  # outside the repository: not ours to filter
         return True
-    for listed in map(pathlib.PurePosixPath, KERAS3_TEST_PATHS):
-        if relative == listed or listed in relative.parents:
-            return True
-        if relative in listed.parents:
-            return True
-    return False
+    return any(
+        relative == listed
+        or listed in relative.parents  # inside a listed folder
+        or relative in listed.parents  # a folder on the way to one
+        for listed in map(pathlib.PurePosixPath, KERAS3_TEST_PATHS)
+    )
