@@ -22,11 +22,11 @@ def test_every_listed_path_exists():
     [
         ("tests/layers", True),  # listed
         ("tests/layers/test_top_k.py", True),  # inside a listed folder
-        ("tests/models", True),  # holds a listed file
+        ("tests/training", True),  # holds a listed file
         ("tests", True),
         (".", True),
-        ("tests/models/test_retrieval_base.py", True),
-        ("tests/models/test_sequential_retrieval_model.py", False),  # a sibling
+        ("tests/training/test_run_keras.py", True),
+        ("tests/training/test_fit.py", False),  # a sibling
         ("tests/recommendation", False),
         ("tests/test_recommender.py", False),  # a name's prefix is not enough
     ],

@@ -173,6 +173,16 @@ def _step(model, batch):
     for sse in (model.item_sse, model.label_sse):
         if sse is not None:
             sse.seed_state.assign(0)
+    # Keras 3's dropout draws from each layer's seed state, which
+    # set_random_seed leaves as it is (tf-keras' draws follow the global
+    # seed, and it has no such state).
+    seed_states = [
+        variable
+        for variable in model.variables
+        if getattr(variable, "path", "").endswith("seed_generator_state")
+    ]
+    for index, state in enumerate(seed_states):
+        state.assign(tf.constant([index, 0], dtype=state.dtype))
     with tf.GradientTape() as tape:
         loss = model.compute_loss(batch, training=True)
     gradients = tape.gradient(loss, model.trainable_variables)
@@ -222,6 +232,9 @@ def test_a_sampled_step_fuses_only_its_rows_with_the_whole_table_s_numbers(
             "position_targets": tf.constant([[2, 3, 4, 0], [3, 1, 0, 0]]),
         }
     model = _feature_model(**settings)
+    # Builds every layer before the steps: Keras 3 creates a dropout's
+    # seed state in its build (``_step``).
+    model.compute_loss(batch, training=False)
     with monkeypatch.context() as patch:
         # The whole table is never fused.
         patch.setattr(model.item_features, "fuse", None)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.keras_env import KERAS3
 from tfrec_tricks.layers import MixtureOfSoftmax, SoftmaxCPR, TiedSoftmax
 from tfrec_tricks.models import ModelConfig, SequentialRetrievalModel
 from tfrec_tricks.models.gru4rec_encoder import GRU4RecEncoder
@@ -265,6 +266,11 @@ def test_the_softmax_head_scores_cosines_at_the_configs_temperature():
     assert logits.numpy()[0, 1] < -1e8 and logits.numpy()[1, 3] < -1e8
 
 
+@pytest.mark.skipif(
+    KERAS3,
+    reason="TensorFlow checkpoint keys are tf-keras runs' format; a Keras 3 "
+    "run saves .weights.h5 by layer (docs/keras-versions.md)",
+)
 def test_a_projection_keeps_its_checkpoint_key(tmp_path):
     model = build(hidden_dim=12)
     model({"history": tf.constant([[1, 2, 0]])})
