@@ -14,9 +14,11 @@ import pytest
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-SHARED_DATA = (
-    pathlib.Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT / ".." / "shared" / "data"
+
+#: The files named on the command line (``pytest_ignore_collect``).
+_NAMED_FILES = pytest.StashKey[set]()
 
 
 @pytest.fixture
@@ -76,14 +78,15 @@ def pytest_ignore_collect(collection_path, config):
 
     if not KERAS3:
         return None
-    named = {
-        (config.invocation_params.dir / arg.split("::")[0]).resolve()
-        for arg in config.args
-    }
+    if _NAMED_FILES not in config.stash:  # once, not per collected path
+        config.stash[_NAMED_FILES] = {
+            (config.invocation_params.dir / arg.split("::")[0]).resolve()
+            for arg in config.args
+        }
+    named = config.stash[_NAMED_FILES]
     if collection_path.is_file() and collection_path.resolve() in named:
         return None
-    root = pathlib.Path(__file__).resolve().parents[1]
-    return None if runs_under_keras3(collection_path, root) else True
+    return None if runs_under_keras3(collection_path, ROOT) else True
 
 
 def pytest_collection_modifyitems(config, items):
