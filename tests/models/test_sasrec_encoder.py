@@ -112,3 +112,33 @@ def test_docstring_example():
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_attention_kernels_start_as_tf_keras_draws_them():
+    # tf-keras counts a 3-D kernel's fans as a convolution's (the first axis
+    # a receptive field); Keras 3's EinsumDense counts the einsum's axes and
+    # would draw the query, key and value kernels 4x wider. The encoder
+    # names tf-keras' fans, so SASRec starts alike under either Keras.
+    tf.keras.utils.set_random_seed(0)
+    encoder = SASRecEncoder(hidden_dim=64, max_len=5, num_heads=2)
+    encoder(tf.zeros((1, 5, 64)))
+    attention = encoder.blocks[0]["attention"]
+
+    def glorot_std(fan_in, fan_out):
+        return (2.0 / (fan_in + fan_out)) ** 0.5
+
+    expected = {  # [d, heads, head_dim] in, [heads, head_dim, d] out
+        "query": glorot_std(64 * 2, 64 * 32),
+        "key": glorot_std(64 * 2, 64 * 32),
+        "value": glorot_std(64 * 2, 64 * 32),
+        "attention_output": glorot_std(2 * 32, 2 * 64),
+    }
+    dense = {
+        "query": attention._query_dense,
+        "key": attention._key_dense,
+        "value": attention._value_dense,
+        "attention_output": attention._output_dense,
+    }
+    for name, std in expected.items():
+        kernel = dense[name].kernel.numpy()
+        assert np.std(kernel) == pytest.approx(std, rel=0.1), name
