@@ -42,6 +42,7 @@ def test_both_kerases_train_time_and_report_then_carry_over(tmp_path):
     text = stem.with_suffix(".md").read_text()
     assert "| synthetic-60x40 | gru4rec | softmax | test ndcg@10 |" in text
     assert "| tf-keras | Keras 3 |" in text
+    assert "Were both Kerases one model" in text
     assert "| gru4rec | softmax |" in text.split("## Step time")[1]
     assert stem.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     # Elsewhere (no run folders): the seeds come from the record, the
@@ -65,6 +66,14 @@ def test_the_verdicts_and_the_flag_over_1_2x():
     assert keras_versions.ratio_cell(over) == "**1.30x (1.10-1.50) over 1.2x**"
     within = {"median": 1.05, "low": 0.9, "high": 1.2}
     assert keras_versions.ratio_cell(within) == "1.05x (0.90-1.20)"
+
+
+def test_the_chance_of_inside_when_both_kerases_train_one_model():
+    # One seed's mean equals no other single seed; more seeds, a wider
+    # range against a tighter mean.
+    assert keras_versions.chance_inside(1, trials=1000) == 0.0
+    assert 0.6 < keras_versions.chance_inside(3) < 0.66
+    assert keras_versions.chance_inside(5) > keras_versions.chance_inside(3)
 
 
 def test_a_run_is_named_after_its_data_encoder_head_and_keras():
