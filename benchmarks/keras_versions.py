@@ -709,7 +709,7 @@ def _draw_quality(axis, groups: dict) -> None:
             mfc="none",
             label="Keras 3 mean" if first else None,
         )  # fmt: skip
-    axis.axvline(0, color="#777777", linewidth=0.8)
+    axis.axvline(0, color=COLOURS["tf-keras"], linewidth=0.8)  # its mean
     axis.margins(x=0.05)
     axis.set_yticks(
         range(len(shown)), [g.replace("/", " ") for g, _ in shown], fontsize=8
